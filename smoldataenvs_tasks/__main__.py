@@ -1,0 +1,3 @@
+from smoldataenvs_tasks.cli import main
+
+main()

@@ -1,0 +1,64 @@
+"""What every sandbox session offers, whether driven by Inspect or directly (lm-eval, validate).
+
+A session is one sample's sandbox: its own writable input/work/tmp directories, the sample's
+tables read-only, the contract's limits. `exec` never raises for the program's own failures
+(non-zero exit, timeout, a limit hit); those come back in `ExecResult`. It raises
+`SandboxFailure` only when the sandbox itself is broken (an infrastructure failure that makes the
+sample ungraded, never a 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+
+class SandboxFailure(RuntimeError):
+    """The sandbox could not start or run a command; the sample is ungraded (`sandbox_failed`)."""
+
+
+class SandboxUnavailable(SandboxFailure):
+    """This sandbox kind cannot run on this machine (e.g. bwrap missing); says how to fix it."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    returncode: int | None  # None when killed by us (timeout) before it exited
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    # Name of the contract limit the command ran into: "memory", "processes", "file_size",
+    # "output". None when no limit was hit.
+    limit: str | None = None
+    duration_s: float = 0.0
+
+    @property
+    def success(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and self.limit is None
+
+
+@runtime_checkable
+class SandboxSession(Protocol):
+    kind: str
+
+    async def exec(
+        self,
+        argv: list[str],
+        *,
+        input: str | bytes | None = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult: ...
+
+    async def write_file(self, path: str, contents: str | bytes) -> None: ...
+
+    async def read_file(self, path: str) -> bytes: ...
+
+    async def close(self) -> None: ...
+
+
+# Tables handed to a sandbox: flat base name -> host path of the cached (read-only) file.
+TableFiles = Mapping[str, Path]

@@ -1,0 +1,115 @@
+"""The one verdict type every part of the package speaks (DECISIONS.md "The verdict").
+
+A Verdict is what Inspect's Score.metadata, lm-eval's per-doc verdict file, `validate` and
+`report` all carry. `reward` is 1.0, 0.0, or None for ungraded (an infrastructure failure, never
+the model's fault, and never counted in pass@1).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# Bump when any rule that decides a reward changes (ladder, answer rules, guard, extraction).
+GRADER_VERSION = "1.0.0"
+
+
+class Category(enum.StrEnum):
+    CORRECT = "correct"
+    WRONG_VALUE = "wrong_value"
+    NO_ANSWER = "no_answer"
+    COMMAND_ANSWER = "command_answer"
+    SHELL_ANSWER = "shell_answer"
+    SYNTAX_ERROR = "syntax_error"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+    RESOURCE_LIMIT = "resource_limit"
+    UNGRADED = "ungraded"
+
+
+class UngradedReason(enum.StrEnum):
+    TABLE_UNAVAILABLE = "table_unavailable"
+    SANDBOX_FAILED = "sandbox_failed"
+    GRADER_FAILED = "grader_failed"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    reward: float | None
+    method: str
+    category: Category
+    reason: str
+    prediction: str | None = None
+    # Exception name for `crash` (e.g. "KeyError"), limit name for `resource_limit`,
+    # an UngradedReason value for `ungraded`.
+    detail: str | None = None
+    grader_version: str = GRADER_VERSION
+
+    def __post_init__(self) -> None:
+        if self.reward not in (0.0, 1.0, None):
+            raise ValueError(f"reward must be 1.0, 0.0 or None, not {self.reward!r}")
+        if (self.reward is None) != (self.category is Category.UNGRADED):
+            raise ValueError("reward None if and only if category is 'ungraded'")
+        if (self.reward == 1.0) != (self.category is Category.CORRECT):
+            raise ValueError("reward 1.0 if and only if category is 'correct'")
+
+    @property
+    def graded(self) -> bool:
+        return self.reward is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["category"] = self.category.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        fields = {k: data.get(k) for k in cls.__dataclass_fields__}
+        fields["category"] = Category(data["category"])
+        if fields.get("grader_version") is None:
+            fields["grader_version"] = GRADER_VERSION
+        return cls(**fields)
+
+    @classmethod
+    def ungraded(cls, reason: UngradedReason, explanation: str) -> Verdict:
+        return cls(
+            reward=None,
+            method="ungraded",
+            category=Category.UNGRADED,
+            reason=explanation,
+            detail=reason.value,
+        )
+
+
+@dataclass(frozen=True)
+class ProgramOutcome:
+    """What running one program in a sandbox produced (the shared runner's result).
+
+    `failure` is None when the program exited 0 within every limit; otherwise one of
+    TIMEOUT, CRASH (detail: exception name), SYNTAX_ERROR, RESOURCE_LIMIT (detail: limit name).
+    The answer is still read from stdout whatever the failure (DECISIONS.md "Answer rules").
+    """
+
+    stdout: str
+    stderr: str
+    exit_code: int | None
+    failure: Category | None = None
+    failure_detail: str | None = None
+    duration_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        allowed = {
+            None,
+            Category.TIMEOUT,
+            Category.CRASH,
+            Category.SYNTAX_ERROR,
+            Category.RESOURCE_LIMIT,
+        }
+        if self.failure not in allowed:
+            raise ValueError(f"not a program failure category: {self.failure!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["failure"] = self.failure.value if self.failure else None
+        return data
