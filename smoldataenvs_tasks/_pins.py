@@ -29,3 +29,8 @@ KNOWN_REWARD_MODES = (
 def split_parquet_path(split: str) -> str:
     """Path of a split's single parquet shard inside the dataset repo or a mirror."""
     return f"data/{split}-00000-of-00001.parquet"
+
+
+def reward_mode_label(reward_mode: str) -> str:
+    """The name a reward mode is reported under (the empty mode has no name of its own)."""
+    return reward_mode or "unspecified"

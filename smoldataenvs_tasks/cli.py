@@ -15,17 +15,23 @@ import importlib
 
 import click
 
-# name -> "module:attribute" of a click command
-_COMMANDS: dict[str, str] = {
-    "grade": "smoldataenvs_tasks.scorers.grade_cli:grade",
-    "prefetch": "smoldataenvs_tasks.data.cli:prefetch",
-    "mirror": "smoldataenvs_tasks.data.cli:mirror",
-    "cache": "smoldataenvs_tasks.data.cli:cache",
-    "sandbox": "smoldataenvs_tasks.sandboxes.cli:sandbox",
-    "report": "smoldataenvs_tasks.report:report_command",
-    "validate": "smoldataenvs_tasks.validate:validate_command",
-    "compare": "smoldataenvs_tasks.report:compare_command",
-    "lm-eval-path": "smoldataenvs_tasks.lm_eval.paths:lm_eval_path_command",
+# name -> ("module:attribute" of a click command, one-line help shown without importing it)
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "grade": ("smoldataenvs_tasks.scorers.grade_cli:grade", "Grade answers with the ladder."),
+    "prefetch": ("smoldataenvs_tasks.data.cli:prefetch", "Fill the table cache for a split."),
+    "mirror": ("smoldataenvs_tasks.data.cli:mirror", "Write an air-gapped mirror directory."),
+    "cache": ("smoldataenvs_tasks.data.cli:cache", "Show or clear the local cache."),
+    "sandbox": ("smoldataenvs_tasks.sandboxes.cli:sandbox", "Set up and inspect sandboxes."),
+    "report": ("smoldataenvs_tasks.report:report_command", "Write submission.json + report."),
+    "validate": (
+        "smoldataenvs_tasks.validate:validate_command",
+        "Certify an environment reproduces the gold.",
+    ),
+    "compare": ("smoldataenvs_tasks.report:compare_command", "Per-task agreement of two runs."),
+    "lm-eval-path": (
+        "smoldataenvs_tasks.lm_eval.paths:lm_eval_path_command",
+        "Print the lm-eval task directory.",
+    ),
 }
 
 
@@ -34,11 +40,17 @@ class _LazyGroup(click.Group):
         return sorted(_COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = _COMMANDS.get(cmd_name)
-        if target is None:
+        entry = _COMMANDS.get(cmd_name)
+        if entry is None:
             return None
-        module_name, attr = target.split(":")
+        module_name, attr = entry[0].split(":")
         return getattr(importlib.import_module(module_name), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # `--help` must not import every subsystem (Inspect, lm-eval) just to list names.
+        rows = [(name, help_text) for name, (_, help_text) in sorted(_COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,0 +1,10 @@
+"""Inspect entry point (`[project.entry-points.inspect_ai]`): registers tasks, models, sandboxes.
+
+Imports only the decorated objects, so `inspect eval smoldataenvs_tasks/<task>` stays cheap and
+loading it never imports lm-eval.
+"""
+
+# ruff: noqa: F401
+from smoldataenvs_tasks.inspect_models import replay
+from smoldataenvs_tasks.inspect_tasks import smoldataenvs, smoldataenvs_program
+from smoldataenvs_tasks.sandboxes.inspect_bwrap import BwrapSandboxEnvironment

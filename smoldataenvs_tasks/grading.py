@@ -1,0 +1,135 @@
+"""Grading program replies: one path from a reply to a Verdict, for every framework.
+
+`decide_program_reply` is the single sequence — extract the program, apply the shell/empty rules,
+run it with the shared runner in a sandbox, grade the last printed line — used by the Inspect
+scorer (through Inspect's sandbox) and by everything that runs without Inspect (lm-eval,
+`smoldataenvs validate`, benchmarks) through `grade_program_replies`, which opens one fresh
+sandbox per reply and runs many replies concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from smoldataenvs_tasks.data.rows import TaskRecord
+from smoldataenvs_tasks.sandboxes.base import SandboxFailure
+from smoldataenvs_tasks.sandboxes.limits import DEFAULT_LIMITS, PROGRAM_PATH, SandboxLimits
+from smoldataenvs_tasks.sandboxes.runner import ProgramHost, run_program
+from smoldataenvs_tasks.scorers.answers import extract_program
+from smoldataenvs_tasks.scorers.decide import verdict_before_running, verdict_for_program_outcome
+from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
+
+
+async def decide_program_reply(
+    completion: str,
+    record: TaskRecord,
+    host: ProgramHost,
+    *,
+    limits: SandboxLimits = DEFAULT_LIMITS,
+    program_path: str = PROGRAM_PATH,
+    cwd: str | None = None,
+) -> Verdict:
+    """The Verdict for one single-shot reply, its program run on `host` (a ready sandbox)."""
+    extracted = extract_program(completion)
+    verdict = verdict_before_running(extracted)
+    if verdict is not None:
+        return verdict
+    relocated = (
+        {}
+        if program_path == PROGRAM_PATH and cwd is None
+        else {
+            "program_path": program_path,
+            "cwd": cwd,
+        }
+    )
+    try:
+        outcome = await run_program(host, extracted.code or "", limits=limits, **relocated)
+    except SandboxFailure as exc:
+        return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc))
+    # The symbolic rung may wait seconds on a worker: keep the event loop free meanwhile.
+    return await asyncio.to_thread(
+        verdict_for_program_outcome,
+        outcome,
+        gold=record.answer,
+        reward_mode=record.reward_mode,
+        atol=record.atol,
+        rtol=record.rtol,
+    )
+
+
+@dataclass(frozen=True)
+class ProgramReply:
+    record: TaskRecord
+    completion: str
+
+
+def default_concurrency() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+async def grade_program_reply(
+    reply: ProgramReply,
+    *,
+    sandbox: str = "auto",
+    mirror: str | None = None,
+    revision: str | None = None,
+    limits: SandboxLimits = DEFAULT_LIMITS,
+) -> Verdict:
+    """Fetch the task's tables, open a fresh sandbox, run the reply's program, close it."""
+    from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables
+    from smoldataenvs_tasks.data.tables import resolve_tables
+    from smoldataenvs_tasks.sandboxes.session import open_session
+
+    # Replies that never reach a sandbox are decided first: no table fetch, no sandbox start.
+    early = verdict_before_running(extract_program(reply.completion))
+    if early is not None:
+        return early
+    table_set = await asyncio.to_thread(
+        resolve_tables, reply.record, mirror=mirror, revision=revision
+    )
+    if not table_set.available:
+        return Verdict.ungraded(UngradedReason.TABLE_UNAVAILABLE, str(table_set.error))
+    stage_dir = new_stage_dir()
+    try:
+        await asyncio.to_thread(stage_tables, table_set, stage_dir)
+        try:
+            session = await open_session(sandbox, stage_dir, limits=limits)
+        except SandboxFailure as exc:
+            return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc))
+        try:
+            return await decide_program_reply(
+                reply.completion, reply.record, session, limits=limits
+            )
+        finally:
+            await session.close()
+    finally:
+        await asyncio.to_thread(shutil.rmtree, stage_dir, True)
+
+
+async def grade_program_replies_async(
+    replies: Sequence[ProgramReply],
+    *,
+    sandbox: str = "auto",
+    mirror: str | None = None,
+    revision: str | None = None,
+    limits: SandboxLimits = DEFAULT_LIMITS,
+    concurrency: int | None = None,
+) -> list[Verdict]:
+    gate = asyncio.Semaphore(concurrency or default_concurrency())
+
+    async def one(reply: ProgramReply) -> Verdict:
+        async with gate:
+            return await grade_program_reply(
+                reply, sandbox=sandbox, mirror=mirror, revision=revision, limits=limits
+            )
+
+    return list(await asyncio.gather(*(one(reply) for reply in replies)))
+
+
+def grade_program_replies(replies: Sequence[ProgramReply], **options) -> list[Verdict]:
+    """Synchronous entry for callers without an event loop (lm-eval filters, the CLI)."""
+    return asyncio.run(grade_program_replies_async(replies, **options))

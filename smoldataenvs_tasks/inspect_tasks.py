@@ -1,0 +1,317 @@
+"""SmolDataEnvs as Inspect AI tasks: an agentic variant and a single-shot program variant.
+
+SmolDataEnvs (Hugging Face dataset `FineEnvs/SmolDataEnvs`, MIT) asks questions about real Kaggle
+tables; each has one gold answer, graded by a deterministic ladder (exact, numeric with the task's
+tolerances, percent bridge, list, symbolic). No model grades anything.
+
+    # agentic: the dataset's bash-agent protocol (the SFT trajectories' tool schema)
+    inspect eval smoldataenvs_tasks/smoldataenvs --model openai/gpt-4.1-mini -T split=eval
+    # single shot: the model writes one program; its last printed line is the answer
+    inspect eval smoldataenvs_tasks/smoldataenvs_program --model openai/gpt-4.1-mini -T split=test
+    # offline, on the bundled sample split, replaying the bundled gold replies
+    inspect eval smoldataenvs_tasks/smoldataenvs_program -T split=sample \
+        --model replay/gold -M path=smoldataenvs_tasks/sample/replays/gold_program.jsonl
+
+Scores: accuracy over graded samples is pass@1; samples whose tables cannot be had (or whose
+sandbox broke) are unscored with a reason, never a 0. Use `--epochs 4 --epochs-reducer
+pass_at_1,pass_at_4` for pass@k.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from inspect_ai import Task, task
+from inspect_ai.agent import AgentPrompt, AgentSubmit, react
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import GenerateConfig
+from inspect_ai.solver import Solver, generate, system_message, use_tools
+from inspect_ai.util import SandboxEnvironmentSpec
+
+from smoldataenvs_tasks._pins import DATASET_REPO_ID, DATASET_REVISION, reward_mode_label
+from smoldataenvs_tasks.data.prompts import (
+    PROGRAM_SYSTEM_PROMPT,
+    adapt_instruction_for_submit,
+    agent_instruction,
+    agent_system_prompt,
+    program_prompt,
+)
+from smoldataenvs_tasks.data.rows import TaskRecord
+from smoldataenvs_tasks.data.source import DataSource, load_tasks
+from smoldataenvs_tasks.data.staging import new_stage_dir
+from smoldataenvs_tasks.data.tables import tables_manifest_digest
+from smoldataenvs_tasks.inspect_solvers import bash_tool, prepare_sample, python_tool
+from smoldataenvs_tasks.sandboxes.limits import DEFAULT_LIMITS
+from smoldataenvs_tasks.scorers.inspect_scorer import (
+    answer_file_scorer,
+    program_scorer,
+    submit_scorer,
+)
+from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION
+
+logger = logging.getLogger(__name__)
+
+TASK_VERSION = "1-A"
+COMPOSE_FILE = Path(__file__).parent / "sandboxes" / "compose.yaml"
+
+Variant = Literal["agentic", "program"]
+SandboxKind = Literal["auto", "bwrap", "docker", "local"]
+Protocol = Literal["answer_file", "submit"]
+
+
+def _as_list(value: str | Sequence[str] | None) -> list[str] | None:
+    # Inspect's CLI collapses a one-element list to a bare string, and -T a,b arrives as "a,b".
+    if value is None:
+        return None
+    if isinstance(value, str):
+        items = [part.strip() for part in value.split(",")]
+    else:
+        items = [str(part).strip() for part in value]
+    return [item for item in items if item] or None
+
+
+def _sandbox_spec(kind: str) -> SandboxEnvironmentSpec:
+    from smoldataenvs_tasks.sandboxes.session import resolve_kind
+
+    resolved = resolve_kind(kind)
+    if resolved == "bwrap":
+        from smoldataenvs_tasks.sandboxes.envbuild import ensure_env
+
+        ensure_env()  # builds the locked Python env once, before any sample starts
+        return SandboxEnvironmentSpec("bwrap")
+    if resolved == "docker":
+        from smoldataenvs_tasks.sandboxes.docker import require_image
+
+        require_image()
+        return SandboxEnvironmentSpec("docker", str(COMPOSE_FILE))
+    if resolved == "local":
+        logger.warning(
+            "sandbox=local isolates nothing: model-written code runs on this machine with your "
+            "files and network. Use it only for debugging."
+        )
+        return SandboxEnvironmentSpec("local")
+    raise ValueError(f"unknown sandbox kind {kind!r}: choose auto, bwrap, docker or local")
+
+
+def _user_prompt(record: TaskRecord, variant: Variant, protocol: Protocol) -> str:
+    if variant == "program":
+        return program_prompt(record.question, record.files)
+    instruction = record.instruction or agent_instruction(
+        record.question, record.files, protocol=protocol
+    )
+    if protocol == "submit" and record.instruction:
+        instruction = adapt_instruction_for_submit(instruction)
+    return instruction
+
+
+def _record_to_sample(
+    record: TaskRecord, variant: Variant, protocol: Protocol, stage_root: Path
+) -> Sample:
+    return Sample(
+        id=record.task_id,
+        input=_user_prompt(record, variant, protocol),
+        target=record.answer,
+        metadata={
+            "difficulty_tier": record.difficulty_tier,
+            "reward_mode": reward_mode_label(record.reward_mode),
+            "record": record.to_doc(),
+            # Host directory the sandbox mounts read-only at /mnt/tables (compose interpolates
+            # it as SAMPLE_METADATA_STAGE_DIR); filled with links to cached tables at setup.
+            "stage_dir": str(new_stage_dir(stage_root)),
+        },
+    )
+
+
+def _create_task(
+    *,
+    variant: Variant,
+    split: str,
+    mirror: str | None,
+    revision: str | None,
+    tiers: str | Sequence[str] | None,
+    reward_modes: str | Sequence[str] | None,
+    task_ids: str | Sequence[str] | None,
+    sandbox: SandboxKind,
+    program_timeout: float,
+    max_turns: int,
+    tools: str,
+    protocol: Protocol,
+    tool_timeout: float,
+) -> Task:
+    if protocol not in ("answer_file", "submit"):
+        raise ValueError(f"protocol must be 'answer_file' or 'submit', not {protocol!r}")
+    tool_names = _as_list(tools) or ["bash"]
+    unknown_tools = set(tool_names) - {"bash", "python"}
+    if unknown_tools or "bash" not in tool_names:
+        raise ValueError(f"tools must be 'bash' or 'bash,python', not {tools!r}")
+
+    source = DataSource.resolve(split, mirror=mirror, revision=revision)
+    records = load_tasks(
+        split,
+        mirror=mirror,
+        revision=revision,
+        tiers=_as_list(tiers),
+        reward_modes=_as_list(reward_modes),
+        task_ids=_as_list(task_ids),
+    )
+    if not records:
+        raise ValueError(
+            f"no SmolDataEnvs tasks left in split {split!r} after filtering "
+            f"(tiers={tiers!r}, reward_modes={reward_modes!r}, task_ids={task_ids!r})"
+        )
+    sandbox_spec = _sandbox_spec(sandbox)
+    stage_root = new_stage_dir()
+    dataset = MemoryDataset(
+        [_record_to_sample(r, variant, protocol, stage_root) for r in records],
+        name=f"smoldataenvs_{split}",
+        location=source.describe() if hasattr(source, "describe") else DATASET_REPO_ID,
+    )
+    limits = DEFAULT_LIMITS.with_program_timeout(program_timeout)
+    setup = prepare_sample(sandbox_kind=sandbox_spec.type, mirror=mirror, revision=revision)
+
+    solver: Solver | Any
+    config = GenerateConfig()
+    if variant == "program":
+        solver = [system_message(PROGRAM_SYSTEM_PROMPT), generate()]
+        scorer = program_scorer(limits=limits)
+        config = GenerateConfig(temperature=0.0, max_tokens=1024)
+        turn_limit = None
+    else:
+        tool_objects = [bash_tool(timeout=tool_timeout)]
+        if "python" in tool_names:
+            tool_objects.append(python_tool(timeout=tool_timeout))
+        system = agent_system_prompt(tools=tool_names, protocol=protocol)
+        if protocol == "submit":
+            solver = react(
+                prompt=AgentPrompt(instructions=system, assistant_prompt=None),
+                tools=tool_objects,
+                submit=AgentSubmit(answer_only=True, keep_in_messages=True),
+            )
+            scorer = submit_scorer()
+        else:
+            solver = [system_message(system), use_tools(tool_objects), generate(tool_calls="loop")]
+            scorer = answer_file_scorer()
+        turn_limit = max_turns
+
+    return Task(
+        dataset=dataset,
+        setup=setup,
+        solver=solver,
+        scorer=scorer,
+        sandbox=sandbox_spec,
+        config=config,
+        turn_limit=turn_limit,
+        version=TASK_VERSION,
+        metadata={
+            "benchmark": "SmolDataEnvs",
+            "dataset": DATASET_REPO_ID,
+            "dataset_revision": source.revision or DATASET_REVISION,
+            "data_source": source.kind,
+            "split": split,
+            "variant": variant,
+            "protocol": "program" if variant == "program" else protocol,
+            "tools": tool_names if variant == "agentic" else [],
+            "max_turns": turn_limit,
+            "sandbox": sandbox_spec.type,
+            "program_timeout_s": limits.program_timeout_s,
+            "tool_timeout_s": tool_timeout,
+            "grader_version": GRADER_VERSION,
+            "tables_manifest_digest": tables_manifest_digest(records, source),
+            "n_tasks": len(records),
+        },
+    )
+
+
+@task
+def smoldataenvs(
+    split: str = "eval",
+    mirror: str | None = None,
+    revision: str | None = None,
+    tiers: str | list[str] | None = None,
+    reward_modes: str | list[str] | None = None,
+    task_ids: str | list[str] | None = None,
+    sandbox: SandboxKind = "auto",
+    max_turns: int = 17,
+    tools: str = "bash",
+    protocol: Protocol = "answer_file",
+    tool_timeout: float = DEFAULT_LIMITS.tool_timeout_s,
+    program_timeout: float = DEFAULT_LIMITS.program_timeout_s,
+) -> Task:
+    """The agentic variant: a bash tool in a sandbox, the answer written to /workdir/answer.txt.
+
+    Args:
+        split: "eval" (144 tasks), "test" (250), "train" (5,000) or "sample" (bundled, offline).
+        mirror: An air-gapped mirror directory (`smoldataenvs mirror`); else SMOLDATAENVS_MIRROR,
+            else the cache of the pinned Hub revision.
+        revision: Dataset revision (defaults to the pinned one; always recorded).
+        tiers: Keep only these difficulty tiers ("easy,medium,hard").
+        reward_modes: Keep only these reward modes ("numeric,list").
+        task_ids: Keep only these task ids.
+        sandbox: "auto" (bwrap where it works, else Docker), "bwrap", "docker" or "local"
+            (isolates nothing). Inspect's --sandbox option is not supported.
+        max_turns: Assistant turns before the sample ends (the dataset authors used 17).
+        tools: "bash" (the SFT schema) or "bash,python".
+        protocol: "answer_file" (the dataset's) or "submit" (Inspect's react() + submit()).
+        tool_timeout: Seconds per tool call.
+        program_timeout: Unused by this variant; accepted so one -T set serves both tasks.
+    """
+    return _create_task(
+        variant="agentic",
+        split=split,
+        mirror=mirror,
+        revision=revision,
+        tiers=tiers,
+        reward_modes=reward_modes,
+        task_ids=task_ids,
+        sandbox=sandbox,
+        program_timeout=program_timeout,
+        max_turns=max_turns,
+        tools=tools,
+        protocol=protocol,
+        tool_timeout=tool_timeout,
+    )
+
+
+@task
+def smoldataenvs_program(
+    split: str = "eval",
+    mirror: str | None = None,
+    revision: str | None = None,
+    tiers: str | list[str] | None = None,
+    reward_modes: str | list[str] | None = None,
+    task_ids: str | list[str] | None = None,
+    sandbox: SandboxKind = "auto",
+    program_timeout: float = DEFAULT_LIMITS.program_timeout_s,
+) -> Task:
+    """The single-shot variant: one reply holding one program; its last printed line is graded.
+
+    Args:
+        split: "eval" (144 tasks), "test" (250), "train" (5,000) or "sample" (bundled, offline).
+        mirror: An air-gapped mirror directory (`smoldataenvs mirror`); else SMOLDATAENVS_MIRROR,
+            else the cache of the pinned Hub revision.
+        revision: Dataset revision (defaults to the pinned one; always recorded).
+        tiers: Keep only these difficulty tiers ("easy,medium,hard").
+        reward_modes: Keep only these reward modes ("numeric,list").
+        task_ids: Keep only these task ids.
+        sandbox: "auto" (bwrap where it works, else Docker), "bwrap", "docker" or "local"
+            (isolates nothing). Inspect's --sandbox option is not supported.
+        program_timeout: Seconds the program may run (the dataset authors' runner used 90).
+    """
+    return _create_task(
+        variant="program",
+        split=split,
+        mirror=mirror,
+        revision=revision,
+        tiers=tiers,
+        reward_modes=reward_modes,
+        task_ids=task_ids,
+        sandbox=sandbox,
+        program_timeout=program_timeout,
+        max_turns=1,
+        tools="bash",
+        protocol="answer_file",
+        tool_timeout=DEFAULT_LIMITS.tool_timeout_s,
+    )

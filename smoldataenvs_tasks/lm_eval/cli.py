@@ -1,0 +1,92 @@
+"""`smoldataenvs-lm-eval`: exactly `lm_eval`, plus the SmolDataEnvs tasks and the `replay` model.
+
+    smoldataenvs-lm-eval --tasks smoldataenvs_program --model vllm --model_args pretrained=... \
+        --confirm_run_unsafe_code --log_samples --output_path out/
+
+lm-eval 0.4.13 discovers no tasks from installed packages and its `--include_path` takes one
+directory, so this wrapper prepends our task directory to every TaskManager's include path (a
+user's own `--include_path` still works and, coming later, may override ours). After the run,
+each doc's Verdict is written as `verdicts_<timestamp>.jsonl` beside lm-eval's results file, where
+`smoldataenvs report` reads it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+from smoldataenvs_tasks.lm_eval.paths import TASKS_DIR
+
+
+def _install_task_dir() -> None:
+    from lm_eval.tasks import TaskManager
+
+    if getattr(TaskManager.__init__, "_smoldataenvs", False):
+        return
+    original = TaskManager.__init__
+
+    @functools.wraps(original)
+    def __init__(self, *args, include_path=None, **kwargs):
+        if include_path is None:
+            paths: list = []
+        elif isinstance(include_path, str | Path):
+            paths = [include_path]
+        else:
+            paths = list(include_path)
+        original(self, *args, include_path=[str(TASKS_DIR), *paths], **kwargs)
+
+    __init__._smoldataenvs = True  # type: ignore[attr-defined]
+    TaskManager.__init__ = __init__  # type: ignore[method-assign]
+
+
+def _output_path(argv: list[str]) -> Path | None:
+    for index, arg in enumerate(argv):
+        if arg in ("--output_path", "-o") and index + 1 < len(argv):
+            return Path(argv[index + 1])
+        if arg.startswith("--output_path="):
+            return Path(arg.split("=", 1)[1])
+    return None
+
+
+def write_verdicts(output_path: Path) -> Path | None:
+    """Write this process's verdicts next to the newest lm-eval results file under output_path."""
+    from smoldataenvs_tasks.lm_eval.hooks import VERDICT_LOG
+
+    if not VERDICT_LOG:
+        return None
+    results = sorted(
+        output_path.rglob("results_*.json") if output_path.is_dir() else [],
+        key=lambda p: p.stat().st_mtime,
+    )
+    if results:
+        target = results[-1].with_name(results[-1].name.replace("results_", "verdicts_", 1))
+        target = target.with_suffix(".jsonl")
+    else:
+        output_path.mkdir(parents=True, exist_ok=True)
+        target = output_path / "verdicts.jsonl"
+    with target.open("w", encoding="utf-8") as handle:
+        for row in VERDICT_LOG:
+            handle.write(json.dumps(row, sort_keys=True) + "\n")
+    return target
+
+
+def main() -> None:
+    import smoldataenvs_tasks.lm_eval.models  # noqa: F401  (registers `replay`)
+
+    _install_task_dir()
+    from lm_eval.__main__ import cli_evaluate
+
+    try:
+        cli_evaluate()
+    finally:
+        output_path = _output_path(sys.argv[1:])
+        if output_path is not None:
+            written = write_verdicts(output_path)
+            if written is not None:
+                print(f"smoldataenvs: per-doc verdicts written to {written}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""lm-eval hooks for the SmolDataEnvs program variant (referenced from the task YAMLs).
+
+The prompt, the program runner, the sandboxes and the verdict rules are the same objects the
+Inspect program variant uses, so both frameworks give identical per-task verdicts on the same
+completions.
+
+    smoldataenvs-lm-eval --tasks smoldataenvs_program --model hf --model_args pretrained=... \
+        --confirm_run_unsafe_code --log_samples --output_path out/
+    smoldataenvs-lm-eval --tasks smoldataenvs_program_sample --model replay \
+        --model_args path=smoldataenvs_tasks/sample/replays/gold_program.jsonl \
+        --confirm_run_unsafe_code --metadata '{"sandbox": "docker"}'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from smoldataenvs_tasks._pins import reward_mode_label
+from smoldataenvs_tasks.data.prompts import PROGRAM_SYSTEM_PROMPT, program_prompt
+from smoldataenvs_tasks.data.rows import TaskRecord
+from smoldataenvs_tasks.scorers.verdict import Verdict
+
+logger = logging.getLogger(__name__)
+
+# Run-level options travel inside each doc: lm-eval hands filters only responses and docs.
+RUN_FIELDS = ("_sandbox", "_mirror", "_revision")
+
+# Verdicts decided in this process, by (task_id, repeat); the console script writes them next to
+# lm-eval's own output files.
+VERDICT_LOG: list[dict[str, Any]] = []
+
+
+def _doc_row(record: TaskRecord, run: dict[str, str]) -> dict[str, Any]:
+    doc = record.to_doc()
+    # Arrow needs one schema for every row: nested free-form columns travel as JSON text.
+    for key, value in list(doc.items()):
+        if isinstance(value, dict):
+            doc[key] = json.dumps(value, sort_keys=True)
+    doc["system_prompt"] = PROGRAM_SYSTEM_PROMPT
+    doc.update(run)
+    return doc
+
+
+def load_split(
+    split: str = "eval",
+    mirror: str | None = None,
+    revision: str | None = None,
+    sandbox: str = "auto",
+    tiers: str | Sequence[str] | None = None,
+    reward_modes: str | Sequence[str] | None = None,
+    task_ids: str | Sequence[str] | None = None,
+    **_unrelated: Any,
+):
+    """`custom_dataset` loader: the split's rows as docs (every column kept).
+
+    lm-eval calls it with the task's metadata merged with `--metadata` and `--model_args`, so
+    unrelated keywords are accepted and ignored.
+    """
+    import datasets
+
+    from smoldataenvs_tasks.data.source import DataSource, load_tasks
+
+    def as_list(value: str | Sequence[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        items = value.split(",") if isinstance(value, str) else list(value)
+        return [str(v).strip() for v in items if str(v).strip()] or None
+
+    source = DataSource.resolve(split, mirror=mirror, revision=revision)
+    records = load_tasks(
+        split,
+        mirror=mirror,
+        revision=revision,
+        tiers=as_list(tiers),
+        reward_modes=as_list(reward_modes),
+        task_ids=as_list(task_ids),
+    )
+    run = {
+        "_sandbox": str(sandbox),
+        "_mirror": str(mirror or ""),
+        "_revision": str(source.revision or ""),
+    }
+    rows = [_doc_row(record, run) for record in records]
+    return datasets.DatasetDict({split: datasets.Dataset.from_list(rows)})
+
+
+def _record(doc: dict[str, Any]) -> TaskRecord:
+    clean = {k: v for k, v in doc.items() if k not in RUN_FIELDS and k != "system_prompt"}
+    extra = clean.get("extra")
+    if isinstance(extra, str):
+        try:
+            clean["extra"] = json.loads(extra)
+        except json.JSONDecodeError:
+            pass
+    return TaskRecord.from_doc(clean)
+
+
+def doc_to_text(doc: dict[str, Any]) -> str:
+    return program_prompt(doc["question"], list(doc.get("files") or []))
+
+
+def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> list[list[str]]:
+    """Run every response's program at once; each response becomes its Verdict as JSON."""
+    from smoldataenvs_tasks.grading import ProgramReply, grade_program_replies
+
+    if not docs:
+        return []
+    first = docs[0]
+    replies: list[ProgramReply] = []
+    owners: list[tuple[int, int]] = []
+    for doc_index, (doc, responses) in enumerate(zip(docs, resps, strict=True)):
+        record = _record(doc)
+        for repeat, response in enumerate(responses):
+            replies.append(ProgramReply(record, response if isinstance(response, str) else ""))
+            owners.append((doc_index, repeat))
+    verdicts = grade_program_replies(
+        replies,
+        sandbox=first.get("_sandbox") or "auto",
+        mirror=first.get("_mirror") or None,
+        revision=first.get("_revision") or None,
+    )
+    out: list[list[str]] = [[] for _ in docs]
+    for (doc_index, repeat), reply, verdict in zip(owners, replies, verdicts, strict=True):
+        payload = verdict.to_dict()
+        out[doc_index].append(json.dumps(payload, sort_keys=True))
+        VERDICT_LOG.append(
+            {
+                "task_id": reply.record.task_id,
+                "repeat": repeat,
+                "difficulty_tier": reply.record.difficulty_tier,
+                "reward_mode": reply.record.reward_mode,
+                "verdict": payload,
+            }
+        )
+    return out
+
+
+def _verdict(text: str) -> Verdict:
+    return Verdict.from_dict(json.loads(text))
+
+
+def mode_metric_name(reward_mode: str) -> str:
+    return f"pass@1_mode_{reward_mode_label(reward_mode)}"
+
+
+def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, float]:
+    """Metrics of one doc from its Verdict. Ungraded docs emit no pass@1 key at all."""
+    verdict = _verdict(results[0])
+    if verdict.reward is None:
+        return {"ungraded": 1.0}
+    return {
+        "pass@1": verdict.reward,
+        f"pass@1_{doc['difficulty_tier']}": verdict.reward,
+        mode_metric_name(doc["reward_mode"]): verdict.reward,
+        "ungraded": 0.0,
+    }
+
+
+def process_results_pass_k(doc: dict[str, Any], results: list[Any]) -> dict[str, float]:
+    """pass@1 (mean over graded samples) and pass@k (any correct) from k Verdicts of one doc."""
+    rewards = [_verdict(text).reward for text in results[0]]
+    graded = [r for r in rewards if r is not None]
+    if not graded:
+        return {"ungraded": 1.0}
+    k = len(rewards)
+    return {
+        "pass@1": sum(graded) / len(graded),
+        f"pass@{k}": 1.0 if any(r == 1.0 for r in graded) else 0.0,
+        "ungraded": 0.0 if len(graded) == k else 1.0,
+    }
+
+
+def count(items: list[float]) -> float:
+    """Aggregation for the `ungraded` metric: how many docs, not a mean."""
+    return float(math.fsum(items))

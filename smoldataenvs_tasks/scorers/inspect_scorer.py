@@ -1,0 +1,173 @@
+"""Inspect scorer glue: turns a finished sample into a Score carrying its Verdict.
+
+The decisions themselves live in the pure modules (`answers`, `decide`, `grader`); this module only
+fetches what the sample produced (the reply, the program's output, the answer file) and maps the
+Verdict onto Inspect: value 1/0, `Score.unscored` for ungraded samples (excluded from metrics and
+reducers, reason kept), and the Verdict in `Score.metadata`.
+
+Metrics: accuracy (= pass@1 over graded samples) with stderr, and the same grouped by
+`difficulty_tier` and by `reward_mode`.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import anyio
+from inspect_ai.model import ChatMessageAssistant
+from inspect_ai.scorer import (
+    Score,
+    Scorer,
+    Target,
+    accuracy,
+    grouped,
+    scorer,
+    stderr,
+)
+from inspect_ai.solver import TaskState
+from inspect_ai.util import sandbox as current_sandbox
+
+from smoldataenvs_tasks.grading import decide_program_reply
+from smoldataenvs_tasks.inspect_solvers import (
+    TABLE_DIGESTS_KEY,
+    TABLE_ERROR_KEY,
+    record_of,
+    sample_paths,
+)
+from smoldataenvs_tasks.sandboxes.inspect_adapter import InspectSandboxHost
+from smoldataenvs_tasks.sandboxes.limits import (
+    DEFAULT_LIMITS,
+    INPUT_DIR,
+    PROGRAM_PATH,
+    SandboxLimits,
+)
+from smoldataenvs_tasks.scorers.decide import verdict_for_answer_file
+from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
+
+SCORER_METRICS = [
+    accuracy(),
+    stderr(),
+    grouped(accuracy(), "difficulty_tier", all=False, name_template="tier_{group_name}"),
+    grouped(accuracy(), "reward_mode", all=False, name_template="mode_{group_name}"),
+]
+
+
+def verdict_to_score(verdict: Verdict, extra: dict | None = None) -> Score:
+    metadata = {**verdict.to_dict(), **(extra or {})}
+    if verdict.reward is None:
+        return Score.unscored(
+            reason=verdict.detail or "ungraded",
+            answer=verdict.prediction,
+            explanation=verdict.reason,
+            metadata=metadata,
+        )
+    return Score(
+        value=verdict.reward,
+        answer=verdict.prediction,
+        explanation=verdict.reason,
+        metadata=metadata,
+    )
+
+
+def _table_verdict(state: TaskState) -> Verdict | None:
+    error = state.metadata.get(TABLE_ERROR_KEY)
+    if error:
+        return Verdict.ungraded(UngradedReason.TABLE_UNAVAILABLE, str(error))
+    return None
+
+
+def _extras(state: TaskState) -> dict:
+    digests = state.metadata.get(TABLE_DIGESTS_KEY)
+    return {"table_sha256": digests} if digests else {}
+
+
+@scorer(metrics=SCORER_METRICS)
+def program_scorer(limits: SandboxLimits = DEFAULT_LIMITS) -> Scorer:
+    """Run the reply's program in the sample's sandbox and grade its last printed line."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        verdict = _table_verdict(state)
+        if verdict is None:
+            paths = sample_paths()
+            relocated = paths["input"] != INPUT_DIR
+            verdict = await decide_program_reply(
+                state.output.completion if state.output else "",
+                record_of(state),
+                InspectSandboxHost(current_sandbox()),
+                limits=limits,
+                program_path=f"{paths['tmp']}/solve.py" if relocated else PROGRAM_PATH,
+                cwd=paths["input"] if relocated else None,
+            )
+        return verdict_to_score(verdict, _extras(state))
+
+    return score
+
+
+@scorer(metrics=SCORER_METRICS)
+def answer_file_scorer() -> Scorer:
+    """Grade the whole stripped answer file the agent wrote (agentic, answer-file protocol)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        verdict = _table_verdict(state)
+        if verdict is None:
+            record = record_of(state)
+            answer_path = f"{sample_paths()['workdir']}/answer.txt"
+            try:
+                text: str | None = await current_sandbox().read_file(answer_path)
+            except FileNotFoundError:
+                text = None
+            except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+                # The agent made the answer unreadable: its doing, so a 0, not ungraded.
+                text = None
+                state.metadata["answer_file_error"] = type(exc).__name__
+            verdict = await anyio.to_thread.run_sync(
+                partial(
+                    verdict_for_answer_file,
+                    text,
+                    gold=record.answer,
+                    reward_mode=record.reward_mode,
+                    atol=record.atol,
+                    rtol=record.rtol,
+                )
+            )
+        return verdict_to_score(verdict, _extras(state))
+
+    return score
+
+
+def submitted_answer(state: TaskState) -> str | None:
+    """The `answer` of the last `submit` call; None when the agent never submitted.
+
+    Read from the conversation rather than `state.output`, which holds the last assistant text
+    when the agent ran out of turns without submitting (that text is not an answer).
+    """
+    for message in reversed(state.messages):
+        if isinstance(message, ChatMessageAssistant):
+            for call in reversed(message.tool_calls or []):
+                if call.function == "submit":
+                    answer = call.arguments.get("answer")
+                    return None if answer is None else str(answer)
+    return None
+
+
+@scorer(metrics=SCORER_METRICS)
+def submit_scorer() -> Scorer:
+    """Grade the value the agent passed to `submit()` (agentic, submit protocol)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        verdict = _table_verdict(state)
+        if verdict is None:
+            record = record_of(state)
+            verdict = await anyio.to_thread.run_sync(
+                partial(
+                    verdict_for_answer_file,
+                    submitted_answer(state),
+                    gold=record.answer,
+                    reward_mode=record.reward_mode,
+                    atol=record.atol,
+                    rtol=record.rtol,
+                )
+            )
+        return verdict_to_score(verdict, _extras(state))
+
+    return score
