@@ -14,6 +14,7 @@ turn it returns an empty reply, which ends an agent loop. Token usage is a chara
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from inspect_ai.model import (
@@ -68,7 +69,20 @@ class ReplayModel(ModelAPI):
             raise ValueError(
                 "the replay model needs a replay file: --model replay/<label> -M path=FILE.jsonl"
             )
-        self.book = ReplayBook.load(path)
+        self.path = path
+        self._book: ReplayBook | None = None
+        self._book_stamp: tuple[int, int] | None = None
+        self.book  # noqa: B018  (fail at model creation, not at the first sample, on a bad file)
+
+    @property
+    def book(self) -> ReplayBook:
+        # Inspect caches model instances per process, so `eval_retry` after fixing the replay
+        # file would otherwise replay the old rows.
+        stat = os.stat(self.path)
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        if self._book is None or stamp != self._book_stamp:
+            self._book, self._book_stamp = ReplayBook.load(self.path), stamp
+        return self._book
 
     async def count_text_tokens(self, text: str) -> int:
         return _estimate_tokens(text)

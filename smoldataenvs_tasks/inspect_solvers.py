@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import anyio
@@ -33,6 +34,11 @@ logger = logging.getLogger(__name__)
 TABLE_ERROR_KEY = "smoldataenvs_table_error"
 TABLE_DIGESTS_KEY = "smoldataenvs_table_sha256"
 PATHS_KEY = "smoldataenvs_paths"
+STAGED_KEY = "smoldataenvs_staged"
+
+# Per stage dir: a lock for staging, and how many running epochs use it (emptied at zero).
+_stage_locks: defaultdict[str, anyio.Lock] = defaultdict(anyio.Lock)
+_stage_users: Counter[str] = Counter()
 
 # Written into our Docker image and bwrap env; its absence means a foreign sandbox.
 SANDBOX_MARKER = f"{contract.ENV_DIR}/bin/python3"
@@ -119,13 +125,39 @@ def prepare_sample(*, sandbox_kind: str, mirror: str | None, revision: str | Non
                 )
             return state
         stage_dir = Path(state.metadata["stage_dir"])
-        await anyio.to_thread.run_sync(lambda: stage_tables(table_set, stage_dir))
+        # Epochs of one sample run at once and share its stage dir (Docker mounts it by path).
+        async with _stage_locks[str(stage_dir)]:
+            await anyio.to_thread.run_sync(lambda: stage_tables(table_set, stage_dir))
+            _stage_users[str(stage_dir)] += 1
+            state.metadata[STAGED_KEY] = True
         linked = await env.exec(list(LINK_INPUTS_COMMAND), timeout=60)
         if not linked.success:
             raise RuntimeError(f"could not link the tables into the sandbox: {linked.stderr}")
         return state
 
     return solve
+
+
+async def release_sample(state: TaskState) -> None:
+    """Task cleanup: once no epoch of the sample runs, drop its stage dir's links.
+
+    The links cost no space, but they keep a table's old bytes alive after `cache clear` or a
+    re-download; the (empty) directory stays because Docker binds it by path for later epochs.
+    """
+    if not state.metadata.get(STAGED_KEY):
+        return
+    stage_dir = str(state.metadata["stage_dir"])
+    async with _stage_locks[stage_dir]:
+        _stage_users[stage_dir] -= 1
+        if _stage_users[stage_dir] <= 0:
+            del _stage_users[stage_dir]
+            await anyio.to_thread.run_sync(empty_stage_dir, Path(stage_dir))
+
+
+def empty_stage_dir(stage_dir: Path) -> None:
+    for entry in stage_dir.iterdir() if stage_dir.is_dir() else []:
+        if entry.is_file() or entry.is_symlink():
+            entry.unlink(missing_ok=True)
 
 
 def _combined_output(stdout: str, stderr: str) -> str:

@@ -41,9 +41,14 @@ from smoldataenvs_tasks.data.prompts import (
 )
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import DataSource, load_tasks
-from smoldataenvs_tasks.data.staging import new_stage_dir
+from smoldataenvs_tasks.data.staging import cleanup_stage_dirs, new_stage_dir
 from smoldataenvs_tasks.data.tables import tables_manifest_digest
-from smoldataenvs_tasks.inspect_solvers import bash_tool, prepare_sample, python_tool
+from smoldataenvs_tasks.inspect_solvers import (
+    bash_tool,
+    prepare_sample,
+    python_tool,
+    release_sample,
+)
 from smoldataenvs_tasks.sandboxes.limits import DEFAULT_LIMITS
 from smoldataenvs_tasks.scorers.inspect_scorer import (
     answer_file_scorer,
@@ -163,6 +168,7 @@ def _create_task(
             f"(tiers={tiers!r}, reward_modes={reward_modes!r}, task_ids={task_ids!r})"
         )
     sandbox_spec = _sandbox_spec(sandbox)
+    cleanup_stage_dirs()  # stage dirs left by runs whose process is gone
     stage_root = new_stage_dir()
     dataset = MemoryDataset(
         [_record_to_sample(r, variant, protocol, stage_root) for r in records],
@@ -200,6 +206,7 @@ def _create_task(
         dataset=dataset,
         setup=setup,
         solver=solver,
+        cleanup=release_sample,
         scorer=scorer,
         sandbox=sandbox_spec,
         config=config,
