@@ -1,0 +1,273 @@
+"""Every network call of the data layer, through huggingface_hub's own functions and session.
+
+- the dataset parquet: `hf_hub_download(repo_type="dataset", revision=...)` into our cache dir
+  (a commit-hash revision already in the cache is returned without any request);
+- a bucket prefix's listing: `HfApi.list_bucket_tree(bucket, prefix="<prefix>/", recursive=True)`;
+- a bucket file: GET `{endpoint}/buckets/{bucket}/resolve/{prefix}/{path}` with huggingface_hub's
+  shared HTTP session and headers (token from the usual HF env, never anywhere else), resumed with
+  a Range request from a partial file, retried with backoff on 5xx/429 and dropped connections.
+  Not `download_bucket_files`: its Xet transfer cannot be served by a local test server, and the
+  same code path must run in tests and in production.
+
+The endpoint is read from HF_ENDPOINT at call time (huggingface_hub's constant is frozen at import).
+
+    HF_ENDPOINT=http://127.0.0.1:8123 python -c "from smoldataenvs_tasks.data import hub; \
+        print(hub.list_prefix('owner/bucket', 'owner__data'))"
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from huggingface_hub import HfApi, constants, hf_hub_download, try_to_load_from_cache
+from huggingface_hub.errors import (
+    BucketNotFoundError,
+    EntryNotFoundError,
+    HfHubHTTPError,
+    LocalEntryNotFoundError,
+    OfflineModeIsEnabled,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+from smoldataenvs_tasks._pins import DATASET_REPO_ID
+from smoldataenvs_tasks.data.cache import RemoteEntry, UnsafePathError, safe_relpath
+
+_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+_TRUE = {"1", "true", "yes", "on"}
+_COMMIT_HASH = re.compile(r"[0-9a-f]{40}")
+
+
+class HubUnavailable(RuntimeError):
+    """Offline (HF_HUB_OFFLINE or offline=True) or unreachable, and nothing cached to fall back on."""
+
+
+class RemoteNotFound(LookupError):
+    """The Hub answered 404 (repo, revision, bucket, or file)."""
+
+
+class DownloadError(RuntimeError):
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Attempts without progress before giving up, and the exponential backoff between them."""
+
+    attempts: int = 5
+    base_wait_s: float = 1.0
+    max_wait_s: float = 16.0
+
+    @classmethod
+    def from_env(cls) -> RetryPolicy:
+        # Tests shrink the waits; operators on flaky links raise the attempts.
+        return cls(
+            attempts=int(os.environ.get("SMOLDATAENVS_HTTP_RETRIES", cls.attempts)),
+            base_wait_s=float(os.environ.get("SMOLDATAENVS_HTTP_BACKOFF_S", cls.base_wait_s)),
+        )
+
+    def wait(self, failures: int) -> float:
+        return min(self.max_wait_s, self.base_wait_s * 2 ** max(0, failures - 1))
+
+
+def hub_endpoint() -> str:
+    return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+
+
+def hub_offline() -> bool:
+    return constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").lower() in _TRUE
+
+
+def _download_timeout() -> float:
+    return float(os.environ.get("HF_HUB_DOWNLOAD_TIMEOUT", constants.HF_HUB_DOWNLOAD_TIMEOUT))
+
+
+def download_dataset_file(
+    filename: str,
+    *,
+    revision: str,
+    cache_dir: Path,
+    repo_id: str = DATASET_REPO_ID,
+    offline: bool = False,
+) -> Path:
+    """One file of the dataset repo at `revision`, from the cache when it is already there.
+
+    A commit-hash revision found in the cache is returned before huggingface_hub is asked
+    anything: hf_hub_download would otherwise build request headers, which may itself fetch
+    an agent registry from the Hub.
+    """
+    local_only = offline or hub_offline()
+    if local_only or _COMMIT_HASH.fullmatch(revision):
+        cached = try_to_load_from_cache(
+            repo_id, filename, cache_dir=str(cache_dir), revision=revision, repo_type="dataset"
+        )
+        if isinstance(cached, str):
+            return Path(cached)
+    try:
+        path = hf_hub_download(
+            repo_id,
+            filename,
+            repo_type="dataset",
+            revision=revision,
+            cache_dir=str(cache_dir),
+            endpoint=hub_endpoint(),
+            local_files_only=local_only,
+        )
+    except LocalEntryNotFoundError as exc:
+        raise HubUnavailable(_unavailable(repo_id, filename, revision, local_only)) from exc
+    except (RevisionNotFoundError, EntryNotFoundError, RepositoryNotFoundError) as exc:
+        raise RemoteNotFound(
+            f"{repo_id}@{revision}: {filename} not found ({type(exc).__name__})"
+        ) from exc
+    except HfHubHTTPError as exc:
+        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise HubUnavailable(f"{repo_id}@{revision[:12]}: {filename}: {first_line}") from exc
+    except (OfflineModeIsEnabled, OSError) as exc:
+        raise HubUnavailable(_unavailable(repo_id, filename, revision, local_only)) from exc
+    return Path(path)
+
+
+def _unavailable(repo_id: str, filename: str, revision: str, offline: bool) -> str:
+    why = "offline mode is on" if offline else f"the Hub at {hub_endpoint()} cannot be reached"
+    return (
+        f"{repo_id}@{revision[:12]}: {filename} is not in the cache and {why}. Fetch it once "
+        "with network (`smoldataenvs prefetch`), or point SMOLDATAENVS_MIRROR at a mirror."
+    )
+
+
+def list_prefix(bucket: str, prefix: str) -> list[RemoteEntry]:
+    """Every file under `<prefix>/` in the bucket, paths relative to the prefix.
+
+    Paths the server returns that are not plain relative paths are dropped (never trusted as
+    local paths); `owner__data` never matches `owner__database/...`.
+    """
+    if hub_offline():
+        raise HubUnavailable(f"cannot list {bucket}/{prefix}: offline mode is on")
+    api = HfApi(endpoint=hub_endpoint())
+    head = f"{prefix}/"
+    entries: list[RemoteEntry] = []
+    try:
+        for item in api.list_bucket_tree(bucket, prefix=head, recursive=True):
+            if getattr(item, "type", None) != "file" or not item.path.startswith(head):
+                continue
+            relpath = item.path[len(head) :]
+            try:
+                safe_relpath(relpath)
+            except UnsafePathError:
+                continue
+            size = getattr(item, "size", None)
+            entries.append(
+                RemoteEntry(
+                    path=relpath,
+                    size=int(size) if size is not None else None,
+                    xet_hash=getattr(item, "xet_hash", None) or None,
+                )
+            )
+    except BucketNotFoundError as exc:
+        raise RemoteNotFound(f"bucket {bucket!r} not found") from exc
+    except OfflineModeIsEnabled as exc:
+        raise HubUnavailable(f"cannot list {bucket}/{prefix}: offline mode is on") from exc
+    entries.sort(key=lambda entry: entry.path)
+    return entries
+
+
+def bucket_file_url(bucket: str, remote_path: str) -> str:
+    return f"{hub_endpoint()}/buckets/{bucket}/resolve/{quote(remote_path, safe='/')}"
+
+
+def download_bucket_file(
+    bucket: str,
+    remote_path: str,
+    part: Path,
+    *,
+    expected_size: int | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+    policy: RetryPolicy | None = None,
+) -> None:
+    """Append the rest of `remote_path` to `part`, resuming from the bytes already there.
+
+    Retries 5xx/429/408 answers and dropped or reset connections with exponential backoff; a
+    failure counts only when no byte arrived since the last one. 4xx answers raise at once
+    (DownloadError with `.status`).
+    """
+    import httpx2  # huggingface_hub's HTTP client
+
+    if hub_offline():
+        raise HubUnavailable(f"cannot download {bucket}/{remote_path}: offline mode is on")
+    policy = policy or RetryPolicy.from_env()
+    url = bucket_file_url(bucket, remote_path)
+    base_headers = build_hf_headers()
+    base_headers["Accept-Encoding"] = "identity"  # sizes must match the listing byte for byte
+    timeout = httpx2.Timeout(_download_timeout(), connect=_download_timeout())
+    failures = 0
+    while True:
+        offset = part.stat().st_size if part.exists() else 0
+        if expected_size is not None and offset > expected_size:
+            part.unlink()
+            offset = 0
+        if expected_size is not None and offset == expected_size:
+            return
+        headers = dict(base_headers)
+        if offset:
+            headers["Range"] = f"bytes={offset}-"
+        received = 0
+        problem: str
+        try:
+            with get_session().stream(
+                "GET", url, headers=headers, timeout=timeout, follow_redirects=True
+            ) as response:
+                status = response.status_code
+                if status == 416 and offset:
+                    part.unlink()  # our partial file is longer than the remote one now
+                    problem = "416 on resume"
+                elif status in _RETRY_STATUSES:
+                    problem = f"HTTP {status}"
+                elif status == 404:
+                    raise DownloadError(f"404 from bucket for {remote_path}", status=404)
+                elif status >= 400:
+                    response.read()
+                    try:
+                        hf_raise_for_status(response)
+                    except HfHubHTTPError as exc:
+                        raise DownloadError(str(exc).splitlines()[0], status=status) from exc
+                    raise DownloadError(f"HTTP {status}", status=status)
+                else:
+                    append = offset > 0 and status == 206 and _range_start(response) == offset
+                    if offset and not append and on_bytes:
+                        on_bytes(-offset)  # the server restarted from byte 0
+                    with open(part, "ab" if append else "wb") as handle:
+                        # no chunk_size: httpx would hold back up to a whole chunk, and a
+                        # dropped connection would then lose bytes that had arrived
+                        for chunk in response.iter_bytes():
+                            handle.write(chunk)
+                            received += len(chunk)
+                            if on_bytes:
+                                on_bytes(len(chunk))
+                    size = part.stat().st_size
+                    if expected_size is None or size == expected_size:
+                        return
+                    problem = f"stream ended at {size} of {expected_size} bytes"
+        except httpx2.TransportError as exc:  # reset, cut, timeout, refused
+            problem = f"{type(exc).__name__}: {exc}"
+        failures = 0 if received else failures + 1
+        if failures > policy.attempts:
+            raise DownloadError(f"{remote_path}: gave up after {failures} attempts ({problem})")
+        time.sleep(policy.wait(max(failures, 1)))
+
+
+def _range_start(response: object) -> int | None:
+    content_range = getattr(response, "headers", {}).get("Content-Range", "")
+    # "bytes 100-199/200"
+    try:
+        return int(content_range.split()[1].split("-")[0])
+    except (IndexError, ValueError):
+        return None

@@ -1,0 +1,203 @@
+"""Write an air-gapped mirror: splits and their tables in the DECISIONS.md layout, with a manifest.
+
+    DIR/data/{split}-00000-of-00001.parquet
+    DIR/buckets/{hf_bucket}/{bucket_prefix}/{path under the prefix}
+    DIR/manifest.json     revision, per-split and per-file size + sha256, what was left out
+
+The manifest is written last, so an interrupted run leaves a directory that no reader accepts.
+Re-running into the same DIR adds splits (same revision only) and reuses files already there.
+Every entry point then reads it with zero network: `-T mirror=DIR`, `--mirror DIR`, or
+`SMOLDATAENVS_MIRROR=DIR`.
+
+    smoldataenvs mirror --split test --split eval ./smoldata-mirror
+    SMOLDATAENVS_MIRROR=./smoldata-mirror smoldataenvs prefetch --split test   # checks it
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from smoldataenvs_tasks._pins import SAMPLE_SPLIT, split_parquet_path
+from smoldataenvs_tasks.data.cache import atomic_write_json, sha256_file, utc_now
+from smoldataenvs_tasks.data.prefetch import ProgressSink, prefetch_tasks
+from smoldataenvs_tasks.data.source import MIRROR_MANIFEST, DataSource, SourceError, _read_manifest
+from smoldataenvs_tasks.data.tables import resolve_tables
+
+MIRROR_FORMAT = 1
+_SNAPSHOT_COMMIT = re.compile(r"/snapshots/([0-9a-f]{40})/")
+
+
+@dataclass
+class MirrorSummary:
+    root: Path
+    revision: str | None
+    splits: dict[str, int] = field(default_factory=dict)  # split -> tasks
+    files: int = 0
+    bytes: int = 0
+    missing: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _copy_into(source: Path, target: Path, *, link: bool) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if link:
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+        try:
+            os.link(source, target)
+            return
+        except OSError:
+            pass  # another filesystem: copy
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    os.close(fd)
+    try:
+        shutil.copyfile(source, tmp)
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_mirror(
+    dest: str | os.PathLike[str],
+    splits: Sequence[str],
+    *,
+    revision: str | None = None,
+    from_mirror: str | os.PathLike[str] | None = None,
+    jobs: int = 4,
+    max_file_bytes: int | None = None,
+    link: bool = False,
+    progress: ProgressSink | None = None,
+) -> MirrorSummary:
+    """Copy `splits` (rows and every table their tasks use) into `dest`."""
+    root = Path(dest).expanduser().absolute()
+    if not splits:
+        raise ValueError("name at least one split to mirror")
+    if SAMPLE_SPLIT in splits and len(set(splits)) > 1:
+        raise ValueError("the bundled sample cannot share a mirror with Hub splits")
+    sources = {
+        split: DataSource.resolve(split, mirror=from_mirror, revision=revision) for split in splits
+    }
+    for split, source in sources.items():
+        if source.root is not None and source.root.resolve() == root.resolve():
+            raise SourceError(f"cannot mirror {split!r} from {root} into itself")
+
+    existing: dict[str, Any] = {}
+    if (root / MIRROR_MANIFEST).exists():
+        existing = _read_manifest(root)
+    root.mkdir(parents=True, exist_ok=True)
+
+    manifest_files: dict[str, dict[str, Any]] = dict(existing.get("files") or {})
+    skipped_files: dict[str, dict[str, Any]] = dict(existing.get("skipped") or {})
+    split_info: dict[str, dict[str, Any]] = dict(existing.get("splits") or {})
+    missing_info: dict[str, str] = dict(existing.get("missing") or {})
+    summary = MirrorSummary(root=root, revision=None)
+    revisions: set[str] = set()
+
+    for split, source in sources.items():
+        parquet = source.parquet_path(split)
+        split_revision = _revision_of(source, parquet)
+        if split_revision:
+            revisions.add(split_revision)
+        tasks = source.load_tasks(split)
+        prefetched = prefetch_tasks(
+            tasks, source=source, jobs=jobs, max_file_bytes=max_file_bytes, progress=progress
+        )
+        for (bucket, prefix, relpath), size in prefetched.skipped_files.items():
+            skipped_files[f"buckets/{bucket}/{prefix}/{relpath}"] = {
+                "size": size,
+                "limit_bytes": max_file_bytes,
+            }
+        summary.skipped.update(prefetched.skipped)
+        for task in tasks:
+            if task.task_id in prefetched.skipped:
+                continue
+            # after prefetch everything fetchable is local: no new network traffic here
+            table_set = resolve_tables(task, source=source, offline=True)
+            if table_set.error is not None:
+                missing_info[task.task_id] = table_set.error
+                summary.missing[task.task_id] = table_set.error
+                continue
+            missing_info.pop(task.task_id, None)
+            for table in table_set.files:
+                key = f"buckets/{task.hf_bucket}/{table.remote_path}"
+                target = root / key
+                sha256 = table.sha256 or sha256_file(table.path)
+                recorded = manifest_files.get(key)
+                if not (
+                    recorded
+                    and recorded.get("sha256") == sha256
+                    and target.is_file()
+                    and target.stat().st_size == table.size
+                ):
+                    _copy_into(table.path, target, link=link)
+                    manifest_files[key] = {"size": table.size, "sha256": sha256}
+        target_parquet = root / split_parquet_path(split)
+        _copy_into(parquet, target_parquet, link=False)
+        split_info[split] = {
+            "path": split_parquet_path(split),
+            "size": target_parquet.stat().st_size,
+            "sha256": sha256_file(target_parquet),
+            "tasks": len(tasks),
+        }
+        summary.splits[split] = len(tasks)
+
+    if existing.get("revision"):
+        revisions.add(existing["revision"])
+    if len(revisions) > 1:
+        raise SourceError(
+            f"{root} would mix dataset revisions {sorted(revisions)}; use a fresh directory"
+        )
+    summary.revision = next(iter(revisions), None)
+    manifest = {
+        "format": MIRROR_FORMAT,
+        "dataset": next(iter(sources.values())).repo_id,
+        "revision": summary.revision,
+        "created_at": existing.get("created_at") or utc_now(),
+        "updated_at": utc_now(),
+        "splits": split_info,
+        "files": dict(sorted(manifest_files.items())),
+        "skipped": dict(sorted(skipped_files.items())),
+        "missing": dict(sorted(missing_info.items())),
+    }
+    atomic_write_json(root / MIRROR_MANIFEST, manifest)
+    summary.files = len(manifest_files)
+    summary.bytes = sum(int(info["size"]) for info in manifest_files.values())
+    return summary
+
+
+def _revision_of(source: DataSource, parquet: Path) -> str | None:
+    """The commit a Hub parquet came from (a branch revision resolves to one), else as recorded."""
+    if source.kind == "hub":
+        match = _SNAPSHOT_COMMIT.search(parquet.as_posix())
+        if match:
+            return match.group(1)
+    return source.revision
+
+
+def verify_mirror(root: str | os.PathLike[str]) -> list[str]:
+    """Problems found by re-hashing every file a mirror's manifest lists ([] when intact)."""
+    base = Path(root)
+    manifest = _read_manifest(base)
+    problems: list[str] = []
+    entries = {**{info["path"]: info for info in (manifest.get("splits") or {}).values()}}
+    entries.update(manifest.get("files") or {})
+    for key, info in sorted(entries.items()):
+        path = base / key
+        if not path.is_file():
+            problems.append(f"{key}: missing")
+        elif path.stat().st_size != info.get("size"):
+            problems.append(f"{key}: size {path.stat().st_size} != {info.get('size')}")
+        elif info.get("sha256") and sha256_file(path) != info["sha256"]:
+            problems.append(f"{key}: sha256 differs from the manifest")
+    return problems

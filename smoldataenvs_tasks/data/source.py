@@ -1,0 +1,291 @@
+"""Where rows and tables come from, with the precedence of DECISIONS.md "Where data comes from".
+
+explicit `mirror` argument > env `SMOLDATAENVS_MIRROR` > the local cache of the pinned Hub revision
+(`_pins.DATASET_REVISION`, overridable with `revision=`), filled on first use or by `prefetch`.
+Split "sample" always means the bundled mirror inside the package (`smoldataenvs_tasks/sample/`).
+Once the parquet of a commit-hash revision is cached, loading makes no network call at all.
+
+    python -c "from smoldataenvs_tasks.data.source import load_tasks; \
+        print(len(load_tasks('sample', tiers='hard')))"
+    SMOLDATAENVS_MIRROR=/data/smoldata-mirror python -c "from smoldataenvs_tasks.data.source \
+        import DataSource; print(DataSource.resolve('test').describe())"
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import warnings
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from smoldataenvs_tasks._pins import (
+    DATASET_REPO_ID,
+    DATASET_REVISION,
+    HUB_SPLITS,
+    SAMPLE_SPLIT,
+    TIERS,
+    split_parquet_path,
+)
+from smoldataenvs_tasks.data.rows import RowValidationError, TaskRecord, UnknownRewardModeWarning
+
+if TYPE_CHECKING:
+    from smoldataenvs_tasks.data.tables import TableSet
+
+ENV_MIRROR = "SMOLDATAENVS_MIRROR"
+MIRROR_MANIFEST = "manifest.json"
+SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample"
+# The bundled sample's tables live under this (made-up) bucket id inside SAMPLE_DIR/buckets/.
+SAMPLE_BUCKET = "smoldataenvs/sample-tables"
+
+SourceKind = Literal["hub", "mirror", "sample"]
+# Filter tokens that stand for the empty reward mode in a comma-separated string.
+_EMPTY_MODE_TOKENS = {'""', "''", "empty", "(empty)"}
+
+
+class SourceError(RuntimeError):
+    """The requested rows cannot be had from this source (missing split, broken mirror, ...)."""
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """One place rows and tables are read from: the Hub cache, a mirror dir, or the sample."""
+
+    kind: SourceKind
+    revision: str | None
+    root: Path | None = None  # the mirror / sample directory
+    repo_id: str = DATASET_REPO_ID
+    offline: bool = False
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def resolve(
+        cls,
+        split: str | None = "eval",
+        *,
+        mirror: str | os.PathLike[str] | None = None,
+        revision: str | None = None,
+        offline: bool = False,
+    ) -> DataSource:
+        """Apply the precedence: sample split > `mirror` > $SMOLDATAENVS_MIRROR > Hub cache."""
+        if split == SAMPLE_SPLIT:
+            return cls.sample()
+        chosen = mirror if mirror not in (None, "") else os.environ.get(ENV_MIRROR) or None
+        if chosen is not None:
+            source = cls.from_mirror(chosen)
+            if revision and source.revision and revision != source.revision:
+                raise SourceError(
+                    f"mirror {source.root} holds revision {source.revision}, "
+                    f"not the requested {revision}"
+                )
+            return source
+        if split is not None and split not in HUB_SPLITS:
+            raise SourceError(
+                f"unknown split {split!r}: choose one of {', '.join((*HUB_SPLITS, SAMPLE_SPLIT))}"
+            )
+        return cls(kind="hub", revision=revision or DATASET_REVISION, offline=offline)
+
+    @classmethod
+    def sample(cls) -> DataSource:
+        manifest = _read_manifest(SAMPLE_DIR)
+        return cls(kind="sample", revision=manifest.get("revision"), root=SAMPLE_DIR)
+
+    @classmethod
+    def from_mirror(cls, directory: str | os.PathLike[str]) -> DataSource:
+        root = Path(directory).expanduser().absolute()
+        if not root.is_dir():
+            raise SourceError(f"mirror directory {root} does not exist")
+        manifest = _read_manifest(root)
+        return cls(
+            kind="mirror",
+            revision=manifest.get("revision"),
+            root=root,
+            repo_id=manifest.get("dataset", DATASET_REPO_ID),
+        )
+
+    # -- description -------------------------------------------------------------------------
+    def describe(self) -> str:
+        if self.kind == "hub":
+            return f"{self.repo_id}@{self.revision} (Hub, cached)"
+        if self.kind == "sample":
+            return f"bundled sample ({self.revision})"
+        return f"mirror {self.root} ({self.repo_id}@{self.revision})"
+
+    def manifest(self) -> dict[str, Any]:
+        """The mirror's manifest.json ({} for the Hub source)."""
+        return _read_manifest(self.root) if self.root is not None else {}
+
+    def available_splits(self) -> tuple[str, ...]:
+        if self.kind == "hub":
+            return HUB_SPLITS
+        assert self.root is not None
+        found = sorted(
+            path.name.split("-00000-of-00001.parquet")[0]
+            for path in (self.root / "data").glob("*-00000-of-00001.parquet")
+        )
+        return tuple(found)
+
+    # -- rows --------------------------------------------------------------------------------
+    def parquet_path(self, split: str) -> Path:
+        """The split's parquet on this machine (downloaded first for the Hub, once)."""
+        if self.kind == "sample" and split != SAMPLE_SPLIT:
+            raise SourceError(
+                f"the bundled sample holds only split {SAMPLE_SPLIT!r}, not {split!r}"
+            )
+        if self.kind == "hub":
+            from smoldataenvs_tasks.data import hub
+            from smoldataenvs_tasks.data.cache import ContentCache
+
+            if split not in HUB_SPLITS:
+                raise SourceError(f"unknown split {split!r}: the Hub has {', '.join(HUB_SPLITS)}")
+            assert self.revision is not None
+            try:
+                return hub.download_dataset_file(
+                    split_parquet_path(split),
+                    revision=self.revision,
+                    cache_dir=ContentCache().hub_dir,
+                    repo_id=self.repo_id,
+                    offline=self.offline,
+                )
+            except (hub.HubUnavailable, hub.RemoteNotFound) as exc:
+                raise SourceError(str(exc)) from exc
+        assert self.root is not None
+        path = self.root / split_parquet_path(split)
+        if not path.is_file():
+            have = ", ".join(self.available_splits()) or "none"
+            raise SourceError(f"{self.describe()} has no split {split!r} (it has: {have})")
+        return path
+
+    def load_tasks(
+        self,
+        split: str,
+        *,
+        tiers: str | Sequence[str] | None = None,
+        reward_modes: str | Sequence[str] | None = None,
+        task_ids: str | Sequence[str] | None = None,
+    ) -> list[TaskRecord]:
+        path = self.parquet_path(split)
+        stat = path.stat()
+        records = _read_records(str(path), stat.st_mtime_ns, stat.st_size, split)
+        return filter_tasks(records, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
+
+    # -- tables ------------------------------------------------------------------------------
+    def resolve_tables(
+        self, task: TaskRecord, *, offline: bool = False, max_file_bytes: int | None = None
+    ) -> TableSet:
+        from smoldataenvs_tasks.data.tables import resolve_tables
+
+        return resolve_tables(task, source=self, offline=offline, max_file_bytes=max_file_bytes)
+
+
+def _read_manifest(root: Path) -> dict[str, Any]:
+    path = root / MIRROR_MANIFEST
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SourceError(
+            f"{root} is not a SmolDataEnvs mirror: it has no {MIRROR_MANIFEST} "
+            "(write one with `smoldataenvs mirror --split test DIR`; an interrupted mirror run "
+            "leaves none)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise SourceError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SourceError(f"{path} is not a JSON object")
+    return data
+
+
+@functools.lru_cache(maxsize=16)
+def _read_records(path: str, mtime_ns: int, size: int, split: str) -> tuple[TaskRecord, ...]:
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(path).to_pylist()
+    records: list[TaskRecord] = []
+    seen: set[str] = set()
+    unknown: Counter[str] = Counter()
+    first_unknown: dict[str, str] = {}
+    for row in rows:
+        record = TaskRecord.from_doc(row, warn_unknown_mode=False)
+        if record.task_id in seen:
+            raise RowValidationError(record.task_id, f"duplicate task_id in split {split!r}")
+        seen.add(record.task_id)
+        if not record.known_reward_mode:
+            unknown[record.reward_mode] += 1
+            first_unknown.setdefault(record.reward_mode, record.task_id)
+        records.append(record)
+    for mode, count in unknown.items():
+        warnings.warn(
+            f"{count} task(s) in split {split!r} have unknown reward_mode {mode!r} "
+            f"(first: {first_unknown[mode]!r}); the generic grader ladder grades them",
+            UnknownRewardModeWarning,
+            stacklevel=3,
+        )
+    return tuple(records)
+
+
+def as_list(value: str | Sequence[str] | None) -> list[str] | None:
+    """A filter value from Python or from Inspect's CLI (which collapses ["x"] to "x")."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else [str(v) for v in value]
+    return [item.strip() for item in items]
+
+
+def filter_tasks(
+    records: Sequence[TaskRecord],
+    *,
+    tiers: str | Sequence[str] | None = None,
+    reward_modes: str | Sequence[str] | None = None,
+    task_ids: str | Sequence[str] | None = None,
+) -> list[TaskRecord]:
+    """Keep records matching every given filter, in the split's order."""
+    selected = list(records)
+    tier_list = [t for t in as_list(tiers) or [] if t]
+    if tier_list:
+        unknown = sorted(set(tier_list) - set(TIERS))
+        if unknown:
+            raise ValueError(f"unknown tier(s) {unknown}: choose from {', '.join(TIERS)}")
+        selected = [r for r in selected if r.difficulty_tier in tier_list]
+    if reward_modes is not None:
+        if isinstance(reward_modes, str):
+            # empty tokens ("numeric,") are noise; the empty mode must be spelled out
+            tokens = [m.strip() for m in reward_modes.split(",")]
+            modes = {"" if m in _EMPTY_MODE_TOKENS else m for m in tokens if m}
+        else:
+            modes = {str(m).strip() for m in reward_modes}
+        if modes:
+            selected = [r for r in selected if r.reward_mode in modes]
+    id_list = [t for t in as_list(task_ids) or [] if t]
+    if id_list:
+        present = {r.task_id for r in records}
+        missing = [t for t in id_list if t not in present]
+        if missing:
+            shown = ", ".join(repr(t) for t in missing[:5])
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise ValueError(f"task id(s) not in this split: {shown}{more}")
+        wanted = set(id_list)
+        selected = [r for r in selected if r.task_id in wanted]
+    return selected
+
+
+def load_tasks(
+    split: str = "eval",
+    *,
+    mirror: str | os.PathLike[str] | None = None,
+    revision: str | None = None,
+    tiers: str | Sequence[str] | None = None,
+    reward_modes: str | Sequence[str] | None = None,
+    task_ids: str | Sequence[str] | None = None,
+    offline: bool = False,
+) -> list[TaskRecord]:
+    """The split's task records from the source the precedence picks, filtered.
+
+    Filters accept a list or a comma-separated string. In a string, `empty` (or `""`) stands for
+    the empty reward mode.
+    """
+    source = DataSource.resolve(split, mirror=mirror, revision=revision, offline=offline)
+    return source.load_tasks(split, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)

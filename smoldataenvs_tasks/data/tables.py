@@ -1,0 +1,364 @@
+"""A task's tables on this machine: matched by base name, fetched into the cache, or an error.
+
+`resolve_tables` never raises for a table that cannot be had: it returns a `TableSet` whose
+`error` says why ("returns.csv: not found under prefix 'x'", "orders.csv: 404 from bucket",
+"big.csv: 612 MB over --max-file-mb 500"), which scoring turns into an ungraded sample
+(`table_unavailable`), never a 0.
+
+File matching (DECISIONS.md): list `<prefix>/` (only paths under it: `owner__data` never matches
+`owner__database`), match each name in `files` by base name, the shallowest path winning a
+collision (then the alphabetically first); empty `files` means every file under the prefix, flat
+by base name. A mirror or the bundled sample is read in place with zero network.
+
+    python -c "from smoldataenvs_tasks.data.source import load_tasks; \
+        from smoldataenvs_tasks.data.tables import resolve_tables; \
+        print([resolve_tables(t).error for t in load_tasks('sample')])"
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from smoldataenvs_tasks.data import hub
+from smoldataenvs_tasks.data.cache import (
+    MB,
+    CacheIntegrityError,
+    ContentCache,
+    RemoteEntry,
+    UnsafePathError,
+    safe_relpath,
+)
+from smoldataenvs_tasks.data.rows import TaskRecord
+from smoldataenvs_tasks.data.source import SAMPLE_BUCKET, SAMPLE_DIR, DataSource
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TableFile:
+    name: str  # flat base name, as staged into /home/user/input
+    path: Path  # the cached or mirror file on this host
+    size: int
+    sha256: str | None
+    remote_path: str  # "<prefix>/<path under the prefix>"
+
+
+@dataclass(frozen=True)
+class TableSet:
+    task_id: str
+    files: tuple[TableFile, ...] = ()
+    error: str | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.error is None
+
+    def paths(self) -> dict[str, Path]:
+        return {table.name: table.path for table in self.files}
+
+
+class ListingUnavailable(RuntimeError):
+    pass
+
+
+def format_mb(size: int) -> str:
+    return f"{size / MB:.0f} MB" if size >= MB else f"{size / MB:.2f} MB"
+
+
+def _limit_text(limit_bytes: int) -> str:
+    limit_mb = limit_bytes / MB
+    return f"{limit_mb:g}"
+
+
+def match_files(wanted: Sequence[str], relpaths: Iterable[str]) -> tuple[dict[str, str], list[str]]:
+    """Map each wanted base name to a path (shallowest first), and list the names not found.
+
+    With nothing wanted, every path is taken, flat by base name.
+    """
+    by_name: dict[str, str] = {}
+    for relpath in sorted(relpaths, key=lambda p: (p.count("/"), p)):
+        by_name.setdefault(relpath.rsplit("/", 1)[-1], relpath)
+    if not wanted:
+        return dict(sorted(by_name.items())), []
+    found = {name: by_name[name] for name in wanted if name in by_name}
+    missing = [name for name in wanted if name not in by_name]
+    return found, missing
+
+
+def default_source(
+    task: TaskRecord | None = None,
+    *,
+    mirror: str | os.PathLike[str] | None = None,
+    revision: str | None = None,
+) -> DataSource:
+    """The source a task's tables come from when the caller names none."""
+    if (
+        task is not None
+        and task.hf_bucket == SAMPLE_BUCKET
+        and (SAMPLE_DIR / "buckets" / SAMPLE_BUCKET / task.bucket_prefix).is_dir()
+    ):
+        return DataSource.sample()
+    return DataSource.resolve(None, mirror=mirror, revision=revision)
+
+
+def resolve_tables(
+    task: TaskRecord,
+    *,
+    source: DataSource | None = None,
+    mirror: str | os.PathLike[str] | None = None,
+    revision: str | None = None,
+    offline: bool = False,
+    max_file_bytes: int | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+) -> TableSet:
+    """The task's tables as host paths, fetched into the cache if needed; or why not."""
+    try:
+        source = source or default_source(task, mirror=mirror, revision=revision)
+        if not task.bucket_prefix:
+            return TableSet(task.task_id, error="the row has no bucket_prefix, so no tables")
+        if source.kind == "hub":
+            return _resolve_from_hub(
+                task,
+                ContentCache(),
+                offline=offline or source.offline,
+                max_file_bytes=max_file_bytes,
+                on_bytes=on_bytes,
+            )
+        return _resolve_from_mirror(task, source, max_file_bytes=max_file_bytes)
+    except Exception as exc:  # one broken task must not end the whole run
+        logger.warning("tables of %s: %s", task.task_id, exc, exc_info=True)
+        return TableSet(task.task_id, error=f"{type(exc).__name__}: {exc}")
+
+
+# -- mirror and sample: read in place --------------------------------------------------------
+def mirror_entries(root: Path, bucket: str, prefix: str) -> list[str]:
+    """Paths under the prefix in a mirror dir, relative to it (regular files only)."""
+    base = root / "buckets" / bucket / prefix
+    relpaths: list[str] = []
+    if not base.is_dir():
+        return relpaths
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames.sort()
+        for name in filenames:
+            path = Path(dirpath) / name
+            if path.is_file():
+                relpaths.append(path.relative_to(base).as_posix())
+    return relpaths
+
+
+def _resolve_from_mirror(
+    task: TaskRecord, source: DataSource, *, max_file_bytes: int | None
+) -> TableSet:
+    assert source.root is not None
+    manifest = source.manifest()
+    recorded = manifest.get("files") or {}
+    skipped = manifest.get("skipped") or {}
+    bucket, prefix = task.hf_bucket, task.bucket_prefix
+    base = source.root / "buckets" / bucket / prefix
+    head = f"buckets/{bucket}/{prefix}/"
+    relpaths = mirror_entries(source.root, bucket, prefix)
+    listed = {key[len(head) :] for key in recorded if key.startswith(head)}
+    if listed:
+        # the manifest is the mirror's truth: leftovers of an interrupted copy are not tables
+        relpaths = [relpath for relpath in relpaths if relpath in listed]
+    found, missing = match_files(task.files, relpaths)
+    # a table the mirror run left out for its size is reported as such, not as "not found"
+    left_out = {
+        key.rsplit("/", 1)[-1]: info for key, info in skipped.items() if key.startswith(head)
+    }
+    errors = [
+        f"{_over_limit(name, int(left_out[name]['size']), int(left_out[name]['limit_bytes']))} "
+        "(left out of the mirror)"
+        if name in left_out
+        else f"{name}: not found under prefix '{prefix}'"
+        for name in missing
+    ]
+    tables: list[TableFile] = []
+    for name, relpath in found.items():
+        path = base / relpath
+        size = path.stat().st_size
+        info = recorded.get(head + relpath) or {}
+        if info.get("size") is not None and info["size"] != size:
+            errors.append(f"{name}: size {size} differs from the mirror manifest's {info['size']}")
+            continue
+        if max_file_bytes is not None and size > max_file_bytes:
+            errors.append(_over_limit(name, size, max_file_bytes))
+            continue
+        tables.append(TableFile(name, path, size, info.get("sha256"), f"{prefix}/{relpath}"))
+    return TableSet(task.task_id, tuple(tables), "; ".join(errors) or None)
+
+
+def _over_limit(name: str, size: int, limit: int) -> str:
+    return f"{name}: {format_mb(size)} over --max-file-mb {_limit_text(limit)}"
+
+
+# -- the Hub through the content cache --------------------------------------------------------
+def prefix_listing(
+    cache: ContentCache, bucket: str, prefix: str, *, offline: bool, refresh: bool = False
+) -> list[RemoteEntry]:
+    """The prefix's listing: from the cache's manifest, else listed once (under a lock)."""
+    if not refresh:
+        cached = cache.cached_listing(bucket, prefix)
+        if cached is not None:
+            return cached
+    if offline or hub.hub_offline():
+        raise ListingUnavailable(
+            f"prefix '{prefix}' of bucket '{bucket}' is not in the cache and the Hub is offline; "
+            "run `smoldataenvs prefetch` with network first"
+        )
+    with cache.prefix_lock(bucket, prefix):
+        if not refresh:
+            cached = cache.cached_listing(bucket, prefix)
+            if cached is not None:
+                return cached
+        entries = hub.list_prefix(bucket, prefix)
+        cache.store_listing(bucket, prefix, entries)
+        return entries
+
+
+def fetch_entry(
+    cache: ContentCache,
+    bucket: str,
+    prefix: str,
+    entry: RemoteEntry,
+    *,
+    on_bytes: Callable[[int], None] | None = None,
+):
+    """Download one listed file into the cache (or find it there)."""
+
+    def download(part: Path, progress: Callable[[int], None] | None) -> None:
+        hub.download_bucket_file(
+            bucket,
+            f"{prefix}/{entry.path}",
+            part,
+            expected_size=entry.size,
+            on_bytes=progress,
+        )
+
+    return cache.fetch(bucket, prefix, entry, download, on_bytes=on_bytes)
+
+
+def fetch_error(name: str, exc: Exception) -> str:
+    if isinstance(exc, hub.DownloadError) and exc.status == 404:
+        return f"{name}: 404 from bucket"
+    if isinstance(exc, hub.DownloadError) and exc.status is not None:
+        return f"{name}: HTTP {exc.status} from bucket ({exc})"
+    if isinstance(exc, hub.DownloadError | CacheIntegrityError | hub.HubUnavailable):
+        return f"{name}: {exc}"
+    return f"{name}: {type(exc).__name__}: {exc}"
+
+
+def _resolve_from_hub(
+    task: TaskRecord,
+    cache: ContentCache,
+    *,
+    offline: bool,
+    max_file_bytes: int | None,
+    on_bytes: Callable[[int], None] | None,
+) -> TableSet:
+    bucket, prefix = task.hf_bucket, task.bucket_prefix
+    offline = offline or hub.hub_offline()
+    try:
+        entries = prefix_listing(cache, bucket, prefix, offline=offline)
+    except (ListingUnavailable, hub.RemoteNotFound, hub.HubUnavailable) as exc:
+        return TableSet(task.task_id, error=str(exc))
+    except Exception as exc:
+        return TableSet(
+            task.task_id,
+            error=f"cannot list prefix '{prefix}' of bucket '{bucket}': {type(exc).__name__}: {exc}",
+        )
+    by_path = {entry.path: entry for entry in entries}
+    found, missing = match_files(task.files, by_path)
+    errors = [f"{name}: not found under prefix '{prefix}'" for name in missing]
+    tables: list[TableFile] = []
+    for name, relpath in found.items():
+        entry = by_path[relpath]
+        hit = cache.lookup(bucket, prefix, entry)
+        if hit is None:
+            skipped = cache.skipped(bucket, prefix, relpath)
+            if skipped is not None:
+                errors.append(
+                    f"{_over_limit(name, int(skipped['size']), int(skipped['limit_bytes']))} "
+                    "(skipped by prefetch)"
+                )
+                continue
+            if max_file_bytes is not None and (entry.size or 0) > max_file_bytes:
+                errors.append(_over_limit(name, entry.size or 0, max_file_bytes))
+                continue
+            if offline:
+                errors.append(
+                    f"{name}: not in the cache and the Hub is offline; "
+                    "run `smoldataenvs prefetch` with network first"
+                )
+                continue
+            try:
+                hit = fetch_entry(cache, bucket, prefix, entry, on_bytes=on_bytes)
+            except Exception as exc:
+                logger.warning("fetching %s/%s/%s failed: %s", bucket, prefix, relpath, exc)
+                errors.append(fetch_error(name, exc))
+                continue
+        elif max_file_bytes is not None and hit.size > max_file_bytes:
+            errors.append(_over_limit(name, hit.size, max_file_bytes))
+            continue
+        tables.append(TableFile(name, hit.path, hit.size, hit.sha256, f"{prefix}/{relpath}"))
+    return TableSet(task.task_id, tuple(tables), "; ".join(errors) or None)
+
+
+# -- the manifest digest recorded in logs -----------------------------------------------------
+def tables_manifest_digest(
+    tasks: Iterable[TaskRecord], source: DataSource | None = None
+) -> str | None:
+    """sha256 over the per-prefix manifests (path, size, sha256) of the prefixes the tasks use.
+
+    Buckets are mutable: two logs with the same digest saw the same bytes. None when nothing is
+    known yet about any of the prefixes (not fetched, not mirrored).
+    """
+    tasks = list(tasks)
+    pairs = sorted({(t.hf_bucket, t.bucket_prefix) for t in tasks if t.bucket_prefix})
+    if not pairs:
+        return None
+    source = source or default_source(tasks[0])
+    described: dict[str, dict[str, dict[str, object]] | None] = {}
+    if source.kind == "hub":
+        cache = ContentCache()
+        for bucket, prefix in pairs:
+            manifest = cache.load_manifest(bucket, prefix)
+            files = (manifest or {}).get("files") or {}
+            described[f"{bucket}/{prefix}"] = {
+                path: {"size": info.get("size"), "sha256": info.get("sha256")}
+                for path, info in sorted(files.items())
+            } or None
+    else:
+        recorded = source.manifest().get("files") or {}
+        for bucket, prefix in pairs:
+            head = f"buckets/{bucket}/{prefix}/"
+            described[f"{bucket}/{prefix}"] = {
+                key[len(head) :]: {"size": info.get("size"), "sha256": info.get("sha256")}
+                for key, info in sorted(recorded.items())
+                if key.startswith(head)
+            } or None
+    if all(value is None for value in described.values()):
+        return None
+    canonical = json.dumps(described, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+__all__ = [
+    "ListingUnavailable",
+    "TableFile",
+    "TableSet",
+    "UnsafePathError",
+    "default_source",
+    "fetch_entry",
+    "match_files",
+    "prefix_listing",
+    "resolve_tables",
+    "safe_relpath",
+    "tables_manifest_digest",
+]
