@@ -109,6 +109,11 @@ def _place(source: Path, target: Path, stage_dir: Path) -> None:
     try:
         os.link(source, target)
         return
+    except FileExistsError:
+        # Another stager (a concurrent epoch of the same sample) placed it first.
+        if os.path.samefile(source, target):
+            return
+        raise
     except OSError as exc:
         if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EACCES, errno.EMLINK, errno.ENOTSUP):
             raise
