@@ -1,0 +1,116 @@
+"""A framework-neutral run: per task, per attempt (epoch or repeat), the Verdict it earned.
+
+Inspect logs and lm-eval output folders both load into `Run` (see `results/load.py`); everything
+after loading (statistics, submission.json, report.md, compare) sees only this shape.
+
+    from smoldataenvs_tasks.results.load import load_runs
+    run, = load_runs(["logs/2026-11-29T13-00-41_smoldataenvs-program_X.eval"])
+    print(run.split, run.model, len(run.tasks))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from smoldataenvs_tasks.scorers.verdict import Verdict
+
+
+class RunLoadError(ValueError):
+    """An input that is not a readable SmolDataEnvs run; the message names the file."""
+
+
+class IncompatibleRunsError(ValueError):
+    """Runs that cannot be combined into one score (different split, variant, grader, ...)."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    epoch: int  # 1-based: Inspect's epoch, or lm-eval's repeat + 1
+    verdict: Verdict
+
+
+@dataclass
+class TaskAttempts:
+    task_id: str
+    difficulty_tier: str
+    reward_mode: str
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def graded(self) -> list[Attempt]:
+        return [a for a in self.attempts if a.verdict.graded]
+
+    @property
+    def pass1(self) -> float | None:
+        """Mean reward over graded attempts; None when no attempt was graded."""
+        graded = self.graded
+        if not graded:
+            return None
+        return sum(a.verdict.reward or 0.0 for a in graded) / len(graded)
+
+
+@dataclass
+class Run:
+    """One evaluation: one model, one split, one framework invocation."""
+
+    source: str  # file name the run was read from (no directories: reports get shared)
+    framework: str  # "inspect_ai" or "lm_eval"
+    framework_version: str | None
+    model: str
+    task_name: str
+    split: str
+    variant: str  # "program" or "agentic"
+    protocol: str  # "program", "answer_file" or "submit"
+    dataset: str | None
+    dataset_revision: str | None
+    tables_manifest_digest: str | None
+    grader_version: str | None
+    sandbox: str | None
+    epochs: int
+    tasks: dict[str, TaskAttempts]
+    run_id: str | None = None
+    created: str | None = None
+    package_versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.source} ({self.framework}, {self.model}, {self.split})"
+
+    def graded_task_ids(self) -> set[str]:
+        return {tid for tid, t in self.tasks.items() if t.graded}
+
+    def pass1(self, task_ids: set[str] | None = None) -> float | None:
+        """Mean over tasks (graded ones, optionally only `task_ids`) of each task's pass@1."""
+        values = [
+            t.pass1
+            for tid, t in self.tasks.items()
+            if t.pass1 is not None and (task_ids is None or tid in task_ids)
+        ]
+        return sum(values) / len(values) if values else None
+
+
+# Fields that must agree for runs to combine into one score, with the words used in errors.
+_MUST_AGREE = (
+    ("split", "splits"),
+    ("variant", "variants"),
+    ("protocol", "protocols"),
+    ("grader_version", "grader versions"),
+    ("dataset_revision", "dataset revisions"),
+    ("model", "models"),
+)
+
+
+def check_combinable(runs: Sequence[Run]) -> None:
+    """Refuse, with the reason, runs that do not measure the same thing (seeds of one setup may
+    differ in sandbox or framework, not in data, grader, variant or model)."""
+    if not runs:
+        raise IncompatibleRunsError("no runs to report")
+    for attribute, words in _MUST_AGREE:
+        values = {getattr(run, attribute) for run in runs}
+        if len(values) > 1:
+            listing = "; ".join(f"{run.source}: {getattr(run, attribute)!r}" for run in runs)
+            raise IncompatibleRunsError(
+                f"cannot combine runs of different {words} into one report ({listing}). "
+                "Report them separately (or select one with --split / by passing fewer inputs)."
+            )

@@ -1,0 +1,142 @@
+"""Runs made through the real frameworks with the replay model on the bundled sample split.
+
+Inspect runs go through `inspect_ai.eval` in-process (the `replay` provider, the real task and
+sandbox); lm-eval runs go through the `smoldataenvs-lm-eval` console script in a subprocess, as a
+user runs it, so its verdicts file is written the real way. Each run is made once per session.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
+from tests.report.replays import GOLD, MIXED, MIXED_OTHER_FAILURES, write_replay
+
+LM_EVAL_SCRIPT = Path(sys.executable).with_name("smoldataenvs-lm-eval")
+
+
+@pytest.fixture(scope="session")
+def sandbox_kind() -> str:
+    """The sandbox `auto` picks here; skips when neither bwrap nor Docker can run."""
+    from smoldataenvs_tasks.sandboxes.session import resolve_kind
+
+    kind = resolve_kind("auto")
+    if kind == "docker":
+        try:
+            from smoldataenvs_tasks.sandboxes.docker import image_status
+
+            status = image_status()
+        except (ImportError, SandboxUnavailable) as error:
+            pytest.skip(f"no sandbox can run here (bwrap unusable, docker: {error})")
+        if not status.ready:
+            pytest.skip(f"no sandbox can run here (bwrap unusable, docker: {status.message})")
+    return kind
+
+
+@pytest.fixture(scope="session")
+def replay_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("replays")
+
+
+@pytest.fixture(scope="session")
+def mixed_replay(replay_dir: Path) -> Path:
+    return write_replay(replay_dir / "mixed.jsonl", MIXED)
+
+
+@pytest.fixture(scope="session")
+def mixed_then_gold_replay(replay_dir: Path) -> Path:
+    """Two rows per task: the MIXED reply, then the gold one (epochs 1, 2; repeats reuse them)."""
+    gold_everywhere = {task_id: GOLD for task_id in MIXED}
+    return write_replay(replay_dir / "mixed_then_gold.jsonl", MIXED, gold_everywhere)
+
+
+def run_inspect(
+    replay: Path, log_dir: Path, *, label: str, epochs: int = 1, fail_on_error: bool = True
+) -> Path:
+    from inspect_ai import eval as inspect_eval
+
+    import smoldataenvs_tasks.inspect_models  # noqa: F401  (registers the replay provider)
+    from smoldataenvs_tasks.inspect_tasks import smoldataenvs_program
+
+    logs = inspect_eval(
+        smoldataenvs_program(split="sample"),
+        model=f"replay/{label}",
+        model_args={"path": str(replay)},
+        log_dir=str(log_dir),
+        display="none",
+        epochs=epochs,
+        fail_on_error=fail_on_error,
+    )
+    assert logs[0].location, "Inspect wrote no log"
+    return Path(logs[0].location.removeprefix("file://"))
+
+
+def run_lm_eval(replay: Path, out: Path, task: str) -> Path:
+    completed = subprocess.run(
+        [
+            str(LM_EVAL_SCRIPT),
+            "--tasks",
+            task,
+            "--model",
+            "replay",
+            "--model_args",
+            f"path={replay}",
+            "--confirm_run_unsafe_code",
+            "--log_samples",
+            "--output_path",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="session")
+def inspect_gold_log(sandbox_kind, tmp_path_factory) -> Path:
+    from smoldataenvs_tasks.validate import BUNDLED_GOLD
+
+    return run_inspect(BUNDLED_GOLD, tmp_path_factory.mktemp("inspect_gold"), label="gold")
+
+
+@pytest.fixture(scope="session")
+def inspect_mixed_log(sandbox_kind, mixed_replay, tmp_path_factory) -> Path:
+    return run_inspect(mixed_replay, tmp_path_factory.mktemp("inspect_mixed"), label="mixed")
+
+
+@pytest.fixture(scope="session")
+def inspect_mixed_other_log(sandbox_kind, replay_dir, tmp_path_factory) -> Path:
+    replay = write_replay(replay_dir / "mixed_other.jsonl", MIXED_OTHER_FAILURES)
+    return run_inspect(replay, tmp_path_factory.mktemp("inspect_other"), label="mixed")
+
+
+@pytest.fixture(scope="session")
+def inspect_epochs_log(sandbox_kind, mixed_then_gold_replay, tmp_path_factory) -> Path:
+    return run_inspect(
+        mixed_then_gold_replay, tmp_path_factory.mktemp("inspect_epochs"), label="mixed", epochs=2
+    )
+
+
+@pytest.fixture(scope="session")
+def lm_eval_mixed_dir(sandbox_kind, mixed_replay, tmp_path_factory) -> Path:
+    return run_lm_eval(
+        mixed_replay, tmp_path_factory.mktemp("lm_eval_mixed"), "smoldataenvs_program_sample"
+    )
+
+
+@pytest.fixture(scope="session")
+def lm_eval_pass4_dir(sandbox_kind, mixed_then_gold_replay, tmp_path_factory) -> Path:
+    return run_lm_eval(
+        mixed_then_gold_replay,
+        tmp_path_factory.mktemp("lm_eval_pass4"),
+        "smoldataenvs_program_sample_pass4",
+    )
