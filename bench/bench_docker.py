@@ -1,0 +1,202 @@
+"""Per-sample start/stop overhead of the Docker sandbox: DockerSession (lm-eval, validate), its
+remote-staging mode, and compose.yaml under Inspect's docker provider; plus per-command cost.
+
+    python bench/bench_docker.py            # needs a Docker engine and the sandbox image
+    python bench/bench_docker.py --samples 20
+
+Prints seconds and ratios; Inspect's stock docker sandbox costs about 2.5 s per sample here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import http.server
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from smoldataenvs_tasks.sandboxes.docker import (  # noqa: E402
+    COMPOSE_FILE,
+    DockerSession,
+    RemoteTables,
+    image_status,
+)
+
+STOCK_INSPECT_DOCKER_S = 2.5  # measured earlier for Inspect's default docker sandbox
+
+
+def make_stage(root: Path) -> Path:
+    stage = root / "stage"
+    stage.mkdir()
+    table = stage / "sales.csv"
+    table.write_text("region,amount\nnorth,10\nsouth,32\n")
+    table.chmod(0o444)
+    return stage
+
+
+async def session_overhead(stage: Path, n: int) -> list[float]:
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        session = await DockerSession.start(stage)
+        await session.close()
+        times.append(time.perf_counter() - started)
+    return times
+
+
+async def exec_costs(stage: Path, n: int) -> tuple[list[float], list[float]]:
+    session = await DockerSession.start(stage)
+    try:
+        trivial, pandas = [], []
+        for _ in range(n):
+            started = time.perf_counter()
+            await session.exec(["true"])
+            trivial.append(time.perf_counter() - started)
+        for _ in range(max(n // 4, 3)):
+            started = time.perf_counter()
+            result = await session.exec(["python3", "-c", "import pandas; print(1)"])
+            assert result.success, result.stderr
+            pandas.append(time.perf_counter() - started)
+        return trivial, pandas
+    finally:
+        await session.close()
+
+
+def bare_pandas(n: int) -> list[float]:
+    times = []
+    for _ in range(max(n // 4, 3)):
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-c", "import pandas; print(1)"], check=True, capture_output=True
+        )
+        times.append(time.perf_counter() - started)
+    return times
+
+
+async def remote_overhead(n: int) -> list[float]:
+    sample = ROOT / "smoldataenvs_tasks" / "sample"
+    handler = functools.partial(_Quiet, directory=str(sample))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    tables = RemoteTables(
+        "smoldataenvs/sample-tables", "sample__retail-orders", ("orders.csv",), mirror_url=url
+    )
+    times = []
+    try:
+        for _ in range(max(n // 2, 3)):
+            started = time.perf_counter()
+            session = await DockerSession.start_remote(tables, stager_network="host")
+            await session.close()
+            times.append(time.perf_counter() - started)
+    finally:
+        server.shutdown()
+        server.server_close()
+    return times
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def inspect_per_sample(stage: Path, n: int, max_samples: int) -> float:
+    """Seconds per sample that compose.yaml adds under Inspect (eval with minus without)."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.scorer import Score, Target, mean, scorer
+    from inspect_ai.solver import Generate, TaskState, solver
+    from inspect_ai.util import sandbox
+
+    @solver
+    def touch():
+        async def solve(state: TaskState, generate: Generate) -> TaskState:
+            if state.metadata.get("use_sandbox"):
+                await sandbox().exec(["true"])
+            return state
+
+        return solve
+
+    @scorer(metrics=[mean()])
+    def one():
+        async def score(state: TaskState, target: Target) -> Score:
+            return Score(value=1)
+
+        return score
+
+    def run(with_sandbox: bool) -> float:
+        samples = [
+            Sample(
+                id=i,
+                input="x",
+                metadata={"stage_dir": str(stage), "use_sandbox": with_sandbox},
+            )
+            for i in range(n)
+        ]
+        task = Task(
+            dataset=samples,
+            solver=touch(),
+            scorer=one(),
+            sandbox=("docker", str(COMPOSE_FILE)) if with_sandbox else None,
+        )
+        with tempfile.TemporaryDirectory() as logs:
+            started = time.perf_counter()
+            (log,) = eval(task, model="mockllm/model", log_dir=logs, display="none",
+                          max_samples=max_samples)  # fmt: skip
+            elapsed = time.perf_counter() - started
+        assert log.status == "success", log.error
+        return elapsed
+
+    run(False)  # warm imports
+    return (run(True) - run(False)) / n
+
+
+def summary(name: str, times: list[float]) -> str:
+    return f"{name:<44} median {statistics.median(times):6.3f} s  (n={len(times)}, min {min(times):.3f})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument("--skip-inspect", action="store_true")
+    args = parser.parse_args()
+    status = image_status()
+    if not status.ready:
+        print(f"skipped: {status.message}")
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        stage = make_stage(Path(tmp))
+        sessions = asyncio.run(session_overhead(stage, args.samples))
+        trivial, docker_pandas = asyncio.run(exec_costs(stage, args.samples))
+        host_pandas = bare_pandas(args.samples)
+        remote = asyncio.run(remote_overhead(args.samples))
+        print(summary("DockerSession start+close", sessions))
+        print(summary("DockerSession remote staging start+close", remote))
+        print(summary("exec `true`", trivial))
+        print(summary("exec `python3 -c 'import pandas'`", docker_pandas))
+        print(summary("bare host `python -c 'import pandas'`", host_pandas))
+        ratio = statistics.median(docker_pandas) / statistics.median(host_pandas)
+        print(f"program overhead ratio (docker / bare): {ratio:.2f}")
+        start_stop = statistics.median(sessions)
+        print(f"session start+close vs Inspect's stock docker ({STOCK_INSPECT_DOCKER_S} s): "
+              f"{start_stop / STOCK_INSPECT_DOCKER_S:.2f}")  # fmt: skip
+        if not args.skip_inspect:
+            serial = inspect_per_sample(stage, args.samples, max_samples=1)
+            parallel = inspect_per_sample(stage, args.samples, max_samples=4)
+            print(f"{'compose.yaml under Inspect, per sample':<44} {serial:6.3f} s serial, "
+                  f"{parallel:.3f} s at max_samples=4")  # fmt: skip
+            print(f"compose path vs Inspect's stock docker: {serial / STOCK_INSPECT_DOCKER_S:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Shared by tests/sandboxes/test_docker_*.py: skip without an engine or image, and prove every
+test left no container or volume behind (removing strays so one failure does not leak)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+
+from tests.sandboxes.helpers import require_kind
+
+
+def docker_lines(*args: str) -> list[str]:
+    result = subprocess.run(
+        ["docker", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+    return result.stdout.split()
+
+
+def our_containers() -> list[str]:
+    """Containers of DockerSessions this process started (running or not)."""
+    from smoldataenvs_tasks.sandboxes.docker import LABEL_OWNER
+
+    owner = f"{LABEL_OWNER}={os.uname().nodename}:{os.getpid()}"
+    return docker_lines("ps", "--all", "--quiet", "--filter", f"label={owner}")
+
+
+def our_volumes() -> list[str]:
+    from smoldataenvs_tasks.sandboxes.docker import LABEL_OWNER
+
+    owner = f"{LABEL_OWNER}={os.uname().nodename}:{os.getpid()}"
+    return docker_lines("volume", "ls", "--quiet", "--filter", f"label={owner}")
+
+
+def inspect_projects() -> list[str]:
+    """Compose projects Inspect's docker provider has running (its names start `inspect-`)."""
+    return [
+        name
+        for name in docker_lines(
+            "ps", "--all", "--format", '{{.Label "com.docker.compose.project"}}'
+        )
+        if name.startswith("inspect-")
+    ]
+
+
+def leftovers_guard() -> Iterator[None]:
+    """For a fixture (`yield from leftovers_guard()`): skips without Docker, then fails the test
+    if it left containers, volumes or Inspect compose projects, after removing them."""
+    require_kind("docker")
+    before_projects = set(inspect_projects())
+    yield
+    containers, volumes = our_containers(), our_volumes()
+    projects = sorted(set(inspect_projects()) - before_projects)
+    for container in containers:
+        subprocess.run(["docker", "rm", "-f", container], capture_output=True, check=False)
+    for volume in volumes:
+        subprocess.run(["docker", "volume", "rm", "-f", volume], capture_output=True, check=False)
+    for project in projects:
+        subprocess.run(
+            ["docker", "compose", "-p", project, "down", "--volumes"],
+            capture_output=True,
+            check=False,
+        )
+    assert (containers, volumes, projects) == ([], [], []), "the test left Docker resources"
+
+
+def have_docker_cli() -> bool:
+    return shutil.which("docker") is not None

@@ -1,0 +1,237 @@
+"""DockerSession (sandboxes/docker.py): one container per session, the contract's limits, clean
+teardown. Needs a Docker engine and the sandbox image (scripts/build-sandbox-image.sh).
+
+    python -m pytest tests/sandboxes/test_docker_session.py -q
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from smoldataenvs_tasks.sandboxes import docker as docker_mod
+from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxUnavailable
+from smoldataenvs_tasks.sandboxes.docker import DockerSession
+from smoldataenvs_tasks.sandboxes.limits import SANDBOX_ENV
+from smoldataenvs_tasks.sandboxes.runner import run_program
+from smoldataenvs_tasks.scorers.verdict import Category
+from tests.sandboxes.docker_support import have_docker_cli, leftovers_guard, our_containers
+from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_BYTES, TABLE_NAME, make_stage
+
+pytestmark = [pytest.mark.docker, pytest.mark.anyio]
+
+
+@pytest.fixture
+def no_leftovers() -> Iterator[None]:
+    yield from leftovers_guard()
+
+
+# Lists the command lines of every process the sandbox user can see (no `ps` in the image).
+PROCESSES = [
+    "sh",
+    "-c",
+    'for p in /proc/[0-9]*; do tr "\\0" " " < "$p/cmdline" 2>/dev/null; echo; done',
+]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def staged(tmp_path: Path) -> tuple[Path, Path]:
+    return make_stage(tmp_path)
+
+
+@pytest.fixture
+async def session(staged: tuple[Path, Path], no_leftovers: None) -> AsyncIterator[DockerSession]:
+    opened = await DockerSession.start(staged[1], limits=SMALL_LIMITS)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def test_commands_run_as_user_1000_in_input_dir_with_tables_linked(
+    session: DockerSession,
+) -> None:
+    result = await session.exec(
+        ["sh", "-c", f"id -u; pwd; readlink {TABLE_NAME}; cat {TABLE_NAME}"]
+    )
+    assert result.success
+    uid, cwd, link, *table = result.stdout.splitlines()
+    assert (uid, cwd, link) == ("1000", "/home/user/input", f"/mnt/tables/{TABLE_NAME}")
+    assert "\n".join(table) + "\n" == TABLE_BYTES.decode()
+
+
+async def test_environment_is_sandbox_env_plus_call_env_never_the_hosts(
+    session: DockerSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-host-secret")
+    result = await session.exec(["env"], env={"EXTRA": "1", "PATH": SANDBOX_ENV["PATH"]})
+    seen = dict(line.split("=", 1) for line in result.stdout.splitlines())
+    assert "sk-host-secret" not in result.stdout
+    assert seen["EXTRA"] == "1"
+    assert {k: seen[k] for k in SANDBOX_ENV} == SANDBOX_ENV
+    assert set(seen) - set(SANDBOX_ENV) <= {"EXTRA", "HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_"}
+
+
+async def test_stdin_exit_status_and_stderr(session: DockerSession) -> None:
+    echoed = await session.exec(
+        ["python3", "-c", "import sys; print(sys.stdin.read()[::-1])"], input="abc"
+    )
+    assert echoed.stdout == "cba\n"
+    failed = await session.exec(["sh", "-c", "echo oops >&2; exit 3"])
+    assert (failed.returncode, failed.stderr, failed.success) == (3, "oops\n", False)
+    missing = await session.exec(["no-such-command"])
+    assert missing.returncode == 127 and not missing.timed_out
+
+
+async def test_timeout_kills_the_whole_tree_inside_the_container(session: DockerSession) -> None:
+    result = await session.exec(["sh", "-c", "sleep 301 & sleep 302"], timeout=2)
+    assert result.timed_out and result.returncode is None
+    left = await session.exec(PROCESSES)
+    assert "sleep 301" not in left.stdout and "sleep 302" not in left.stdout
+
+
+async def test_output_flood_is_capped_and_the_writer_killed(session: DockerSession) -> None:
+    result = await session.exec(["yes", "flood"], timeout=60)
+    assert result.limit == "output" and not result.success
+    assert 0 < len(result.stdout) <= SMALL_LIMITS.max_output_bytes
+    left = await session.exec(PROCESSES)
+    assert "yes flood" not in left.stdout
+
+
+async def test_memory_limit_is_reported_as_memory(session: DockerSession) -> None:
+    result = await session.exec(["python3", "-c", "x = ' ' * (1024**3)"])  # 1 GiB > 512 MiB
+    assert result.limit == "memory" and result.returncode == 137
+
+
+async def test_file_size_limit_is_reported_as_file_size(session: DockerSession) -> None:
+    mib = SMALL_LIMITS.max_file_bytes // 2**20
+    result = await session.exec(["sh", "-c", f"head -c {mib + 8}M /dev/zero > /workdir/big"])
+    assert result.limit == "file_size"
+    size = await session.exec(["stat", "-c", "%s", "/workdir/big"])
+    assert int(size.stdout) == SMALL_LIMITS.max_file_bytes
+
+
+async def test_process_limit_is_reported_as_processes(session: DockerSession) -> None:
+    bomb = "import os\nwhile True:\n    if os.fork() == 0:\n        import time; time.sleep(30); os._exit(0)\n"
+    result = await session.exec(["python3", "-c", bomb], timeout=20)
+    assert result.limit == "processes"
+    assert "BlockingIOError" in result.stderr
+
+
+async def test_program_killing_every_process_cannot_kill_the_sandbox(
+    session: DockerSession,
+) -> None:
+    suicide = await session.exec(["sh", "-c", "kill -KILL -1; sleep 5"])
+    assert suicide.returncode == 137
+    assert (await session.exec(["echo", "alive"])).stdout == "alive\n"
+
+
+async def test_files_written_and_read_as_the_sandbox_user(session: DockerSession) -> None:
+    blob = bytes(range(256)) * 10
+    await session.write_file("/workdir/sub/dir/blob.bin", blob)
+    assert await session.read_file("/workdir/sub/dir/blob.bin") == blob
+    await session.write_file("notes.txt", "relative goes to the input dir")
+    assert (await session.exec(["cat", "/home/user/input/notes.txt"])).stdout.startswith("relative")
+    for forbidden in ("/mnt/tables/new.csv", f"/mnt/tables/{TABLE_NAME}", "/etc/passwd", "/opt/x"):
+        with pytest.raises(PermissionError):
+            await session.write_file(forbidden, "x")
+    with pytest.raises(FileNotFoundError):
+        await session.read_file("/workdir/absent.txt")
+    with pytest.raises(FileNotFoundError):
+        await session.read_file("/workdir")  # a directory is not a file
+    with pytest.raises(PermissionError):
+        await session.read_file("/etc/shadow")
+
+
+async def test_tables_cannot_change_through_the_sandbox(
+    session: DockerSession, staged: tuple[Path, Path]
+) -> None:
+    table = staged[0]
+    digest = hashlib.sha256(table.read_bytes()).hexdigest()
+    script = (
+        f"rm -f /mnt/tables/{TABLE_NAME}; echo x >> /mnt/tables/{TABLE_NAME}; "
+        f"echo x >> {TABLE_NAME}; chmod u+w /mnt/tables/{TABLE_NAME}; "
+        f"rm {TABLE_NAME}; echo mine > {TABLE_NAME}; cat {TABLE_NAME}"
+    )
+    result = await session.exec(["sh", "-c", script])
+    assert result.stdout == "mine\n"  # the input dir is writable; its link was replaced
+    assert hashlib.sha256(table.read_bytes()).hexdigest() == digest
+    assert sorted(os.listdir(staged[1])) == [TABLE_NAME]
+
+
+async def test_cancelled_exec_leaves_nothing_running(session: DockerSession) -> None:
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(session.exec(["sleep", "303"], timeout=120), 2)
+    left = await session.exec(PROCESSES)
+    assert "sleep 303" not in left.stdout
+    assert (await session.exec(["true"])).success
+
+
+async def test_close_removes_the_container_and_is_idempotent(
+    staged: tuple[Path, Path], no_leftovers: None
+) -> None:
+    opened = await DockerSession.start(staged[1], limits=SMALL_LIMITS)
+    assert opened.container_id[:12] in our_containers()
+    await opened.exec(["sh", "-c", "sleep 400 &"])  # a background process does not keep it
+    await opened.close()
+    await opened.close()
+    assert our_containers() == []
+    with pytest.raises(SandboxFailure):
+        await opened.exec(["true"])
+
+
+async def test_runner_classifies_programs_in_docker(session: DockerSession) -> None:
+    ok = await run_program(
+        session,
+        "import pandas as pd\nprint(pd.read_csv('sales.csv').amount.sum())\n",
+        limits=SMALL_LIMITS,
+    )
+    assert ok.failure is None and ok.stdout.strip() == "42"
+    crash = await run_program(session, "import pandas as pd\npd.read_csv('sales.csv')['nope']\n")
+    assert (crash.failure, crash.failure_detail) == (Category.CRASH, "KeyError")
+    syntax = await run_program(session, "print(1\n")
+    assert syntax.failure == Category.SYNTAX_ERROR
+    slow = await run_program(session, "import time\ntime.sleep(60)\n", timeout=2)
+    assert slow.failure == Category.TIMEOUT
+
+
+async def test_missing_stage_dir_fails_clearly(tmp_path: Path, no_leftovers: None) -> None:
+    with pytest.raises(SandboxFailure, match="does not exist"):
+        await DockerSession.start(tmp_path / "nowhere")
+
+
+async def test_missing_image_says_how_to_build_it(
+    staged: tuple[Path, Path], no_leftovers: None
+) -> None:
+    with pytest.raises(SandboxUnavailable, match="build-image"):
+        await DockerSession.start(staged[1], image="smoldataenvs-sandbox:never-built")
+
+
+async def test_unreachable_engine_is_unavailable_with_a_clear_message(
+    staged: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not have_docker_cli():
+        pytest.skip("no docker CLI")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{staged[1]}/no-engine.sock")
+    monkeypatch.setattr(docker_mod, "_KNOWN_IMAGES", set())
+    with pytest.raises(SandboxUnavailable, match="no Docker engine answers"):
+        await DockerSession.start(staged[1])
+
+
+async def test_stage_dir_with_a_comma_in_its_path_is_mounted(
+    tmp_path: Path, no_leftovers: None
+) -> None:
+    _, stage = make_stage(tmp_path / "odd, path")
+    async with await DockerSession.start(stage, limits=SMALL_LIMITS) as opened:
+        result = await opened.exec(["cat", TABLE_NAME])
+    assert result.stdout == TABLE_BYTES.decode()
