@@ -84,15 +84,17 @@ async def grade_program_reply(
     from smoldataenvs_tasks.data.tables import resolve_tables
     from smoldataenvs_tasks.sandboxes.session import open_session
 
-    # Replies that never reach a sandbox are decided first: no table fetch, no sandbox start.
-    early = verdict_before_running(extract_program(reply.completion))
-    if early is not None:
-        return early
+    # Tables first, as Inspect's setup step does: a task nobody can grade is ungraded whatever
+    # the reply, so both frameworks give it the same verdict.
     table_set = await asyncio.to_thread(
         resolve_tables, reply.record, mirror=mirror, revision=revision
     )
     if not table_set.available:
         return Verdict.ungraded(UngradedReason.TABLE_UNAVAILABLE, str(table_set.error))
+    # Replies that never reach a sandbox are decided without starting one.
+    early = verdict_before_running(extract_program(reply.completion))
+    if early is not None:
+        return early
     stage_dir = new_stage_dir()
     try:
         await asyncio.to_thread(stage_tables, table_set, stage_dir)

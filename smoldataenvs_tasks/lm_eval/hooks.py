@@ -26,8 +26,9 @@ from smoldataenvs_tasks.scorers.verdict import Verdict
 
 logger = logging.getLogger(__name__)
 
-# Run-level options travel inside each doc: lm-eval hands filters only responses and docs.
-RUN_FIELDS = ("_sandbox", "_mirror", "_revision")
+# Run-level options and provenance travel inside each doc: lm-eval hands filters only responses
+# and docs, and `--log_samples` writes docs where `smoldataenvs report` reads them.
+RUN_FIELDS = ("_sandbox", "_mirror", "_revision", "_concurrency", "_tables_manifest_digest")
 
 # Verdicts decided in this process, by (task_id, repeat); the console script writes them next to
 # lm-eval's own output files.
@@ -53,16 +54,20 @@ def load_split(
     tiers: str | Sequence[str] | None = None,
     reward_modes: str | Sequence[str] | None = None,
     task_ids: str | Sequence[str] | None = None,
+    concurrency: int | str | None = None,
     **_unrelated: Any,
 ):
     """`custom_dataset` loader: the split's rows as docs (every column kept).
 
     lm-eval calls it with the task's metadata merged with `--metadata` and `--model_args`, so
-    unrelated keywords are accepted and ignored.
+    unrelated keywords are accepted and ignored. `concurrency` (`--metadata concurrency=N`) is
+    how many programs run at once (default: one per CPU).
     """
     import datasets
 
     from smoldataenvs_tasks.data.source import DataSource, load_tasks
+    from smoldataenvs_tasks.data.tables import tables_manifest_digest
+    from smoldataenvs_tasks.sandboxes.session import resolve_kind
 
     def as_list(value: str | Sequence[str] | None) -> list[str] | None:
         if value is None:
@@ -80,9 +85,12 @@ def load_split(
         task_ids=as_list(task_ids),
     )
     run = {
-        "_sandbox": str(sandbox),
+        # The kind that will really run (what "auto" picks here), as Inspect's logs record it.
+        "_sandbox": resolve_kind(str(sandbox)),
         "_mirror": str(mirror or ""),
         "_revision": str(source.revision or ""),
+        "_concurrency": str(concurrency or ""),
+        "_tables_manifest_digest": str(tables_manifest_digest(records, source) or ""),
     }
     rows = [_doc_row(record, run) for record in records]
     return datasets.DatasetDict({split: datasets.Dataset.from_list(rows)})
@@ -122,11 +130,13 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
         sandbox=first.get("_sandbox") or "auto",
         mirror=first.get("_mirror") or None,
         revision=first.get("_revision") or None,
+        concurrency=int(first.get("_concurrency") or 0) or None,
     )
     out: list[list[str]] = [[] for _ in docs]
     for (doc_index, repeat), reply, verdict in zip(owners, replies, verdicts, strict=True):
         payload = verdict.to_dict()
         out[doc_index].append(json.dumps(payload, sort_keys=True))
+        doc = docs[doc_index]
         VERDICT_LOG.append(
             {
                 "task_id": reply.record.task_id,
@@ -134,6 +144,9 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
                 "difficulty_tier": reply.record.difficulty_tier,
                 "reward_mode": reply.record.reward_mode,
                 "verdict": payload,
+                "dataset_revision": doc.get("_revision") or None,
+                "sandbox": doc.get("_sandbox") or None,
+                "tables_manifest_digest": doc.get("_tables_manifest_digest") or None,
             }
         )
     return out

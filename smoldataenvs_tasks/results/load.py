@@ -337,6 +337,16 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 + (" — with several tasks in one run, --log_samples is needed" if ours[1:] else "")
             )
         repeats = int(config.get("repeats") or 1)
+        # Provenance the loader stamped on every doc (and the console script on every verdict).
+        stamped = {**(verdict_rows[0] if verdict_rows else {})}
+        stamped.update(
+            {
+                "dataset_revision": first_doc.get("_revision") or stamped.get("dataset_revision"),
+                "sandbox": first_doc.get("_sandbox") or stamped.get("sandbox"),
+                "tables_manifest_digest": first_doc.get("_tables_manifest_digest")
+                or stamped.get("tables_manifest_digest"),
+            }
+        )
         runs.append(
             Run(
                 source=f"{results_file.name}#{task_name}",
@@ -348,13 +358,15 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 variant="program",
                 protocol="program",
                 dataset=meta.get("dataset") or DATASET_REPO_ID,
-                dataset_revision=_lm_eval_revision(first_doc, meta, _split_of(task_name, config)),
-                tables_manifest_digest=meta.get("tables_manifest_digest"),
+                dataset_revision=stamped["dataset_revision"]
+                or _lm_eval_revision(first_doc, meta, _split_of(task_name, config)),
+                tables_manifest_digest=stamped["tables_manifest_digest"]
+                or meta.get("tables_manifest_digest"),
                 grader_version=_grader_version(
                     meta.get("grader_version"), tasks.values(), results_file.name
                 ),
                 # hooks.load_split's default when no --metadata sandbox was given
-                sandbox=first_doc.get("_sandbox") or meta.get("sandbox") or "auto",
+                sandbox=stamped["sandbox"] or meta.get("sandbox") or "auto",
                 epochs=repeats,
                 tasks=tasks,
                 run_id=f"{task_name}@{stamp}",

@@ -9,6 +9,7 @@ set -eu
 tables=${SMOLDATA_TABLES_DIR:-/mnt/tables}
 input=/home/user/input
 marker=.smoldata-staged
+missing=.smoldata-missing
 if [ -n "${SMOLDATA_WAIT_STAGED:-}" ]; then
   tries=$((SMOLDATA_WAIT_STAGED * 10))
   while [ ! -e "$tables/$marker" ]; do
@@ -23,9 +24,10 @@ fi
 mkdir -p "$input" "$HOME/.cache"
 [ -e "$HOME/.cache/matplotlib" ] || cp -R /opt/smoldata/mplconfig "$HOME/.cache/matplotlib" 2>/dev/null || true
 for f in "$tables"/* "$tables"/.[!.]* "$tables"/..?*; do
-  # An unmatched glob stays literal; skip it, and the stager's marker.
+  # An unmatched glob stays literal; skip it, and the stager's marker files.
   [ -e "$f" ] || [ -L "$f" ] || continue
   [ "${f##*/}" != "$marker" ] || continue
+  [ "${f##*/}" != "$missing" ] || continue
   ln -sfn "$f" "$input/${f##*/}"
 done
 : > "$HOME/.smoldata-ready"

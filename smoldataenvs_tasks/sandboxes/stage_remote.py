@@ -52,6 +52,9 @@ TIMEOUT_S = 60.0
 # Written last into the destination: its presence means every table is complete (a waiting
 # agent container in cluster mode starts on it; sandbox-init.sh never links it as a table).
 STAGED_MARKER = ".smoldata-staged"
+# Written instead of failing when SMOLDATA_MISSING_OK=1 and a table cannot be found: the harness
+# reads it and marks the sample ungraded (table_unavailable) rather than the sandbox broken.
+MISSING_MARKER = ".smoldata-missing"
 
 
 class StagingError(Exception):
@@ -351,6 +354,16 @@ def main(argv: list[str] | None = None) -> int:
             bucket=args.bucket, prefix=args.prefix, mirror=args.mirror, endpoint=args.endpoint
         )
         summary = stage(source, names, Path(args.dest), sha256=sha)
+    except TableMissing as err:
+        if env.get("SMOLDATA_MISSING_OK") != "1":
+            print(f"stage_remote: {type(err).__name__}: {err}", file=sys.stderr)
+            return err.exit_code
+        dest = Path(args.dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / MISSING_MARKER).write_text(f"{err}\n", encoding="utf-8")
+        (dest / STAGED_MARKER).touch()
+        print(json.dumps({"missing": str(err)}))
+        return 0
     except StagingError as err:
         print(f"stage_remote: {type(err).__name__}: {err}", file=sys.stderr)
         return err.exit_code
