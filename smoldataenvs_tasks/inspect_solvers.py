@@ -40,6 +40,11 @@ STAGED_KEY = "smoldataenvs_staged"
 _stage_locks: defaultdict[str, anyio.Lock] = defaultdict(anyio.Lock)
 _stage_users: Counter[str] = Counter()
 
+# Sandbox kinds whose tables are fetched inside the sandbox by a stager (compose.remote.yaml,
+# values.yaml), which leaves this marker when a table could not be found.
+REMOTE_KINDS = ("docker-remote", "k8s")
+_MISSING_MARKERS = ("/mnt/tables/.smoldata-missing", "/mnt/stage/tables/.smoldata-missing")
+
 # Written into our Docker image and bwrap env; its absence means a foreign sandbox.
 SANDBOX_MARKER = f"{contract.ENV_DIR}/bin/python3"
 
@@ -74,9 +79,10 @@ async def _check_sandbox_kind(expected: str) -> None:
         raise SandboxOverrideError(
             f"this sample's sandbox is not the bwrap one the task set. {hint}"
         )
-    if expected == "docker":
+    if expected in ("docker", "docker-remote", "k8s"):
         probe = await env.exec(["test", "-x", SANDBOX_MARKER], timeout=30)
-        if not _is_provider(env, DockerSandboxEnvironment) or not probe.success:
+        foreign = expected != "k8s" and not _is_provider(env, DockerSandboxEnvironment)
+        if foreign or not probe.success:
             raise SandboxOverrideError(
                 f"this sample's sandbox is not the SmolDataEnvs Docker image. {hint}"
             )
@@ -105,6 +111,15 @@ async def _relocate_for_local(state: TaskState) -> dict[str, str]:
 def prepare_sample(*, sandbox_kind: str, mirror: str | None, revision: str | None) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         await _check_sandbox_kind(sandbox_kind)
+        if sandbox_kind in REMOTE_KINDS:
+            # The stager already ran before the sandbox started; ask it what it could not find.
+            found = await current_sandbox().exec(
+                ["sh", "-c", f"cat {' '.join(_MISSING_MARKERS)} 2>/dev/null"], timeout=30
+            )
+            if found.stdout.strip():
+                state.metadata[TABLE_ERROR_KEY] = found.stdout.strip()
+                state.completed = True
+            return state
         record = record_of(state)
         table_set = await anyio.to_thread.run_sync(
             lambda: resolve_tables(record, mirror=mirror, revision=revision)

@@ -61,9 +61,13 @@ logger = logging.getLogger(__name__)
 
 TASK_VERSION = "1-A"
 COMPOSE_FILE = Path(__file__).parent / "sandboxes" / "compose.yaml"
+# Remote staging: the sandbox fetches its own tables (a stager step with network and token),
+# for providers that cannot bind the harness's cache (docs/cluster.md).
+REMOTE_COMPOSE_FILE = Path(__file__).parent / "sandboxes" / "compose.remote.yaml"
+K8S_VALUES_FILE = Path(__file__).parent / "sandboxes" / "values.yaml"
 
 Variant = Literal["agentic", "program"]
-SandboxKind = Literal["auto", "bwrap", "docker", "local"]
+SandboxKind = Literal["auto", "bwrap", "docker", "docker-remote", "k8s", "local"]
 Protocol = Literal["answer_file", "submit"]
 
 
@@ -78,10 +82,7 @@ def _as_list(value: str | Sequence[str] | None) -> list[str] | None:
     return [item for item in items if item] or None
 
 
-def _sandbox_spec(kind: str) -> SandboxEnvironmentSpec:
-    from smoldataenvs_tasks.sandboxes.session import resolve_kind
-
-    resolved = resolve_kind(kind)
+def _sandbox_spec(resolved: str) -> SandboxEnvironmentSpec:
     if resolved == "bwrap":
         from smoldataenvs_tasks.sandboxes.envbuild import ensure_env
 
@@ -92,13 +93,22 @@ def _sandbox_spec(kind: str) -> SandboxEnvironmentSpec:
 
         require_image()
         return SandboxEnvironmentSpec("docker", str(COMPOSE_FILE))
+    if resolved == "docker-remote":
+        from smoldataenvs_tasks.sandboxes.docker import require_image
+
+        require_image()
+        return SandboxEnvironmentSpec("docker", str(REMOTE_COMPOSE_FILE))
+    if resolved == "k8s":
+        return SandboxEnvironmentSpec("k8s", str(K8S_VALUES_FILE))
     if resolved == "local":
         logger.warning(
             "sandbox=local isolates nothing: model-written code runs on this machine with your "
             "files and network. Use it only for debugging."
         )
         return SandboxEnvironmentSpec("local")
-    raise ValueError(f"unknown sandbox kind {kind!r}: choose auto, bwrap, docker or local")
+    raise ValueError(
+        f"unknown sandbox kind {resolved!r}: choose auto, bwrap, docker, docker-remote, k8s or local"
+    )
 
 
 def _user_prompt(record: TaskRecord, variant: Variant, protocol: Protocol) -> str:
@@ -113,7 +123,11 @@ def _user_prompt(record: TaskRecord, variant: Variant, protocol: Protocol) -> st
 
 
 def _record_to_sample(
-    record: TaskRecord, variant: Variant, protocol: Protocol, stage_root: Path
+    record: TaskRecord,
+    variant: Variant,
+    protocol: Protocol,
+    stage_root: Path,
+    mirror_url: str | None = None,
 ) -> Sample:
     return Sample(
         id=record.task_id,
@@ -126,6 +140,11 @@ def _record_to_sample(
             # Host directory the sandbox mounts read-only at /mnt/tables (compose interpolates
             # it as SAMPLE_METADATA_STAGE_DIR); filled with links to cached tables at setup.
             "stage_dir": str(new_stage_dir(stage_root)),
+            # What a remote stager needs to fetch the tables itself (compose.remote.yaml).
+            "hf_bucket": record.hf_bucket,
+            "bucket_prefix": record.bucket_prefix,
+            "files": list(record.files),
+            **({"mirror_url": mirror_url} if mirror_url else {}),
         },
     )
 
@@ -145,6 +164,7 @@ def _create_task(
     tools: str,
     protocol: Protocol,
     tool_timeout: float,
+    mirror_url: str | None = None,
 ) -> Task:
     if protocol not in ("answer_file", "submit"):
         raise ValueError(f"protocol must be 'answer_file' or 'submit', not {protocol!r}")
@@ -167,16 +187,19 @@ def _create_task(
             f"no SmolDataEnvs tasks left in split {split!r} after filtering "
             f"(tiers={tiers!r}, reward_modes={reward_modes!r}, task_ids={task_ids!r})"
         )
-    sandbox_spec = _sandbox_spec(sandbox)
+    from smoldataenvs_tasks.sandboxes.session import resolve_kind
+
+    sandbox_kind = sandbox if sandbox in ("docker-remote", "k8s") else resolve_kind(sandbox)
+    sandbox_spec = _sandbox_spec(sandbox_kind)
     cleanup_stage_dirs()  # stage dirs left by runs whose process is gone
     stage_root = new_stage_dir()
     dataset = MemoryDataset(
-        [_record_to_sample(r, variant, protocol, stage_root) for r in records],
+        [_record_to_sample(r, variant, protocol, stage_root, mirror_url) for r in records],
         name=f"smoldataenvs_{split}",
         location=source.describe() if hasattr(source, "describe") else DATASET_REPO_ID,
     )
     limits = DEFAULT_LIMITS.with_program_timeout(program_timeout)
-    setup = prepare_sample(sandbox_kind=sandbox_spec.type, mirror=mirror, revision=revision)
+    setup = prepare_sample(sandbox_kind=sandbox_kind, mirror=mirror, revision=revision)
 
     solver: Solver | Any
     config = GenerateConfig()
@@ -222,7 +245,7 @@ def _create_task(
             "protocol": "program" if variant == "program" else protocol,
             "tools": tool_names if variant == "agentic" else [],
             "max_turns": turn_limit,
-            "sandbox": sandbox_spec.type,
+            "sandbox": sandbox_kind,
             "program_timeout_s": limits.program_timeout_s,
             "tool_timeout_s": tool_timeout,
             "grader_version": GRADER_VERSION,
@@ -246,6 +269,7 @@ def smoldataenvs(
     protocol: Protocol = "answer_file",
     tool_timeout: float = DEFAULT_LIMITS.tool_timeout_s,
     program_timeout: float = DEFAULT_LIMITS.program_timeout_s,
+    mirror_url: str | None = None,
 ) -> Task:
     """The agentic variant: a bash tool in a sandbox, the answer written to /workdir/answer.txt.
 
@@ -257,13 +281,16 @@ def smoldataenvs(
         tiers: Keep only these difficulty tiers ("easy,medium,hard").
         reward_modes: Keep only these reward modes ("numeric,list").
         task_ids: Keep only these task ids.
-        sandbox: "auto" (bwrap where it works, else Docker), "bwrap", "docker" or "local"
-            (isolates nothing). Inspect's --sandbox option is not supported.
+        sandbox: "auto" (bwrap where it works, else Docker), "bwrap", "docker",
+            "docker-remote" / "k8s" (the sandbox fetches its own tables; docs/cluster.md) or
+            "local" (isolates nothing). Inspect's --sandbox option is not supported.
         max_turns: Assistant turns before the sample ends (the dataset authors used 17).
         tools: "bash" (the SFT schema) or "bash,python".
         protocol: "answer_file" (the dataset's) or "submit" (Inspect's react() + submit()).
         tool_timeout: Seconds per tool call.
         program_timeout: Unused by this variant; accepted so one -T set serves both tasks.
+        mirror_url: For "docker-remote"/"k8s": a mirror served over HTTP the stager reads
+            instead of the Hub.
     """
     return _create_task(
         variant="agentic",
@@ -279,6 +306,7 @@ def smoldataenvs(
         tools=tools,
         protocol=protocol,
         tool_timeout=tool_timeout,
+        mirror_url=mirror_url,
     )
 
 
@@ -292,6 +320,7 @@ def smoldataenvs_program(
     task_ids: str | list[str] | None = None,
     sandbox: SandboxKind = "auto",
     program_timeout: float = DEFAULT_LIMITS.program_timeout_s,
+    mirror_url: str | None = None,
 ) -> Task:
     """The single-shot variant: one reply holding one program; its last printed line is graded.
 
@@ -303,9 +332,12 @@ def smoldataenvs_program(
         tiers: Keep only these difficulty tiers ("easy,medium,hard").
         reward_modes: Keep only these reward modes ("numeric,list").
         task_ids: Keep only these task ids.
-        sandbox: "auto" (bwrap where it works, else Docker), "bwrap", "docker" or "local"
-            (isolates nothing). Inspect's --sandbox option is not supported.
+        sandbox: "auto" (bwrap where it works, else Docker), "bwrap", "docker",
+            "docker-remote" / "k8s" (the sandbox fetches its own tables; docs/cluster.md) or
+            "local" (isolates nothing). Inspect's --sandbox option is not supported.
         program_timeout: Seconds the program may run (the dataset authors' runner used 90).
+        mirror_url: For "docker-remote"/"k8s": a mirror served over HTTP the stager reads
+            instead of the Hub.
     """
     return _create_task(
         variant="program",
@@ -321,4 +353,5 @@ def smoldataenvs_program(
         tools="bash",
         protocol="answer_file",
         tool_timeout=DEFAULT_LIMITS.tool_timeout_s,
+        mirror_url=mirror_url,
     )
