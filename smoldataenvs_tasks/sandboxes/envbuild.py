@@ -1,0 +1,187 @@
+"""Build the bwrap sandbox's Python environment from the one lock file, once per lock.
+
+The environment is a venv of the distribution's own Python (`/usr/bin/python3.X`, the minor named
+in `requirements.lock`) with exactly the locked libraries. It lives under
+`<cache>/sandbox-env/<lock hash>/` and is bind-mounted read-only at `/opt/smoldata-env` in every
+bwrap sandbox. Its interpreter links into `/usr`, which every sandbox mounts anyway, so nothing of
+the harness's own Python (pyenv, the harness venv) is ever visible to a program.
+
+    smoldataenvs sandbox setup        # builds it (or says where it already is)
+    python -m smoldataenvs_tasks.sandboxes.envbuild
+
+The build is atomic (a temporary directory renamed into place once complete and verified) and
+file-locked, so concurrent first uses build it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from filelock import FileLock
+
+from smoldataenvs_tasks.data.cache import cache_root
+from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
+from smoldataenvs_tasks.sandboxes.limits import ENV_DIR
+
+LOCK_FILE = Path(__file__).with_name("requirements.lock")
+# Bump when the build recipe changes in a way that makes old environments wrong.
+_RECIPE_VERSION = "2"
+_COMPLETE_MARKER = ".smoldataenvs-env-complete"
+# Imported after the build to prove the environment works (the contract's top-level libraries).
+_SMOKE_IMPORTS = (
+    "pandas numpy scipy sklearn statsmodels matplotlib seaborn tabulate pyarrow openpyxl h5py "
+    "tables plotly"
+)
+
+
+def lock_python_minor(lock_text: str) -> str:
+    """The Python minor version the lock was frozen with, from its `# Python 3.N` header line."""
+    match = re.search(r"^#\s*Python\s+(3\.\d+)\b", lock_text, flags=re.MULTILINE)
+    if match is None:
+        raise ValueError("requirements.lock has no '# Python 3.N' header line")
+    return match.group(1)
+
+
+def lock_hash(lock_text: str) -> str:
+    digest = hashlib.sha256(f"{_RECIPE_VERSION}\n{lock_text}".encode()).hexdigest()
+    return digest[:16]
+
+
+def env_path(lock_file: Path = LOCK_FILE) -> Path:
+    """Where the environment for this lock lives (built or not)."""
+    return cache_root() / "sandbox-env" / lock_hash(lock_file.read_text())
+
+
+def is_built(path: Path) -> bool:
+    return (path / _COMPLETE_MARKER).is_file() and (path / "bin" / "python3").exists()
+
+
+def find_system_python(minor: str) -> Path:
+    """The distribution's `python3.N` under /usr, which every bwrap sandbox mounts read-only.
+
+    A Python elsewhere (pyenv, conda, /usr/local) would have to be mounted too, and would drag the
+    harness's installation into the sandbox, so it is refused.
+    """
+    candidate = Path(f"/usr/bin/python{minor}")
+    how_to = (
+        f"install the distribution's Python {minor} (Debian/Ubuntu: "
+        f"`apt-get install python{minor} python{minor}-venv`), or run with sandbox=docker"
+    )
+    if not candidate.exists():
+        raise SandboxUnavailable(
+            f"the bwrap sandbox needs the system interpreter /usr/bin/python{minor} (the Python "
+            f"minor version of requirements.lock) and it is missing: {how_to}"
+        )
+    probe = subprocess.run(
+        [
+            str(candidate),
+            "-I",
+            "-c",
+            "import sys; print('%d.%d' % sys.version_info[:2]); print(sys.base_prefix)",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        raise SandboxUnavailable(f"{candidate} does not run: {probe.stderr.strip()}; {how_to}")
+    version, base_prefix = probe.stdout.split()
+    if version != minor:
+        raise SandboxUnavailable(
+            f"{candidate} is Python {version} but requirements.lock was frozen with Python "
+            f"{minor}: {how_to}"
+        )
+    if base_prefix != "/usr":
+        raise SandboxUnavailable(
+            f"{candidate} lives under {base_prefix}, not /usr, so a sandbox cannot mount it "
+            f"without exposing that tree: {how_to}"
+        )
+    return candidate
+
+
+def _run(argv: list[str], what: str) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip()[-3000:]
+        raise RuntimeError(f"{what} failed (exit {done.returncode}):\n{tail}")
+
+
+def _point_scripts_at_sandbox_path(env: Path) -> None:
+    """Console scripts carry their build path in the shebang; point them at the sandbox path."""
+    build_python = f"#!{env}/bin/python"
+    for script in (env / "bin").iterdir():
+        if script.is_symlink() or not script.is_file():
+            continue
+        head = script.read_bytes()[:512]
+        if not head.startswith(build_python.encode()):
+            continue
+        text = script.read_text()
+        script.write_text(text.replace(build_python, f"#!{ENV_DIR}/bin/python", 1))
+
+
+def build_env(target: Path, lock_file: Path = LOCK_FILE) -> Path:
+    """Build the environment into `target` (which must not exist) atomically."""
+    lock_text = lock_file.read_text()
+    python = find_system_python(lock_python_minor(lock_text))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".build-{target.name}-", dir=target.parent))
+    try:
+        # mkdtemp made it 0700; the sandbox user must be able to read it where it is not root.
+        staging.chmod(0o755)
+        _run([str(python), "-m", "venv", "--clear", str(staging)], f"{python} -m venv")
+        env_python = str(staging / "bin" / "python")
+        pip = [env_python, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+        # --no-deps: the lock is a complete freeze, so the set installed is exactly the lock's.
+        _run(
+            [*pip, "install", "--no-deps", "--only-binary=:all:", "-r", str(lock_file)],
+            "pip install -r requirements.lock",
+        )
+        _run([*pip, "check"], "pip check")
+        imports = ", ".join(_SMOKE_IMPORTS.split())
+        _run([env_python, "-I", "-c", f"import {imports}"], "importing the locked libraries")
+        # Matplotlib's font list, built once here; sessions copy it into their fresh home
+        # (~/.cache/matplotlib) so no program pays seconds for it. Font paths inside mpl-data
+        # are stored relative, so it is valid at the sandbox path too.
+        mpl_env = {**os.environ, "MPLCONFIGDIR": str(staging / "mplconfig"), "MPLBACKEND": "Agg"}
+        done = subprocess.run(
+            [env_python, "-I", "-c", "import matplotlib.font_manager"],
+            env=mpl_env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"building Matplotlib's font cache failed: {done.stderr[-2000:]}")
+        _point_scripts_at_sandbox_path(staging)
+        (staging / _COMPLETE_MARKER).write_text(lock_hash(lock_text) + "\n")
+        os.rename(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def ensure_env(lock_file: Path = LOCK_FILE) -> Path:
+    """The built environment for the lock, building it first if needed (minutes, once)."""
+    target = env_path(lock_file)
+    if is_built(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target.parent / f"{target.name}.lock")):
+        if is_built(target):
+            return target
+        if target.exists():  # a leftover without the marker cannot be trusted
+            shutil.rmtree(target)
+        print(f"building the sandbox Python environment in {target} (once)", file=sys.stderr)
+        return build_env(target, lock_file)
+
+
+if __name__ == "__main__":
+    print(ensure_env())

@@ -1,0 +1,112 @@
+"""Let the program runner drive an Inspect `SandboxEnvironment` (docker, k8s, bwrap, ...).
+
+Inspect providers signal a timeout or an output overflow by raising; the runner wants both as
+an `ExecResult` it can classify. Calls go through Inspect's own object (so they are recorded in
+the sample's transcript); where it is our bwrap provider, the session's full result is taken
+from it afterwards, since it also reports cgroup limits (memory, processes) that Inspect's
+`ExecResult` has no field for.
+
+    from inspect_ai.util import sandbox
+    outcome = await run_program(as_program_host(sandbox()), code)
+
+inspect_ai is imported lazily: lm-eval runs the same runner without it installed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from smoldataenvs_tasks.sandboxes.base import ExecResult, SandboxFailure
+
+
+class InspectSandboxHost:
+    """`write_file` + `exec` over an Inspect SandboxEnvironment, never raising for the program's
+    own timeout or output overflow."""
+
+    def __init__(self, environment: Any) -> None:
+        self.environment = environment
+
+    async def write_file(self, path: str, contents: str | bytes) -> None:
+        await self.environment.write_file(path, contents)
+
+    async def exec(
+        self,
+        argv: list[str],
+        *,
+        input: str | bytes | None = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        from inspect_ai.util import OutputLimitExceededError, SandboxUnavailableError
+
+        started = time.monotonic()
+        ours = _our_environment(self.environment)
+        if ours is not None:
+            ours.last_result = None
+        try:
+            result = await self.environment.exec(
+                argv,
+                input=input,
+                cwd=cwd,
+                env=dict(env) if env else None,
+                timeout=math.ceil(timeout) if timeout is not None else None,
+                timeout_retry=False,  # a program is run once; a retry would run it twice
+            )
+        except TimeoutError as error:
+            if ours is not None and ours.last_result is not None:
+                return ours.last_result
+            return ExecResult(
+                returncode=None,
+                stdout=getattr(error, "truncated_output", None) or "",
+                stderr="",
+                timed_out=True,
+                duration_s=time.monotonic() - started,
+            )
+        except OutputLimitExceededError as error:
+            if ours is not None and ours.last_result is not None:
+                return ours.last_result
+            return ExecResult(
+                returncode=None,
+                stdout=error.truncated_output or "",
+                stderr="",
+                limit="output",
+                duration_s=time.monotonic() - started,
+            )
+        except SandboxUnavailableError as error:
+            raise SandboxFailure(f"the sandbox is unavailable: {error}") from error
+        if ours is not None and ours.last_result is not None:
+            return ours.last_result
+        return ExecResult(
+            returncode=result.returncode,
+            stdout=result.stdout,
+            stderr=result.stderr,
+            limit="output" if _at_output_cap(result.stdout, result.stderr) else None,
+            duration_s=time.monotonic() - started,
+        )
+
+
+def _at_output_cap(*streams: str) -> bool:
+    """Providers may cut a stream to its last MAX_EXEC_OUTPUT_SIZE bytes instead of raising
+    (Inspect's `local` does, keeping whole 4 KiB reads): a stream within one read buffer of the
+    cap was cut, so the output limit was hit."""
+    from inspect_ai.util._sandbox.limits import SandboxEnvironmentLimits
+
+    floor = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE - 65536
+    return any(len(stream) >= floor and len(stream.encode()) >= floor for stream in streams)
+
+
+def _our_environment(environment: Any) -> Any:
+    """Our bwrap provider behind `environment` (through Inspect's recording proxy), or None."""
+    for candidate in (environment, getattr(environment, "_sandbox", None)):
+        if candidate is not None and hasattr(candidate, "last_result"):
+            return candidate
+    return None
+
+
+def as_program_host(environment: Any) -> InspectSandboxHost:
+    """Wrap an Inspect sandbox (e.g. `inspect_ai.util.sandbox()`) for `run_program`."""
+    return InspectSandboxHost(environment)
