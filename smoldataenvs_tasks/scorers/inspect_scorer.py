@@ -34,7 +34,7 @@ from smoldataenvs_tasks.inspect_solvers import (
     record_of,
     sample_paths,
 )
-from smoldataenvs_tasks.sandboxes.inspect_adapter import InspectSandboxHost
+from smoldataenvs_tasks.sandboxes.inspect_adapter import InspectSandboxHost, local_sandbox_env
 from smoldataenvs_tasks.sandboxes.limits import (
     DEFAULT_LIMITS,
     INPUT_DIR,
@@ -93,7 +93,9 @@ def program_scorer(limits: SandboxLimits = DEFAULT_LIMITS) -> Scorer:
             verdict = await decide_program_reply(
                 state.output.completion if state.output else "",
                 record_of(state),
-                InspectSandboxHost(current_sandbox()),
+                InspectSandboxHost(
+                    current_sandbox(), env=local_sandbox_env() if relocated else None
+                ),
                 limits=limits,
                 program_path=f"{paths['tmp']}/solve.py" if relocated else PROGRAM_PATH,
                 cwd=paths["input"] if relocated else None,

@@ -197,7 +197,8 @@ def test_submit_protocol_grades_the_submitted_value(tmp_path):
         write_jsonl(tmp_path / "submit.jsonl", [row]),
     )
     [sample] = log.samples
-    assert "submit" in sample.messages[1].text or "submit" in sample.input_as_text
+    instruction = next(m.text for m in sample.messages if m.role == "user")
+    assert "`submit` tool" in instruction and "/workdir/answer.txt" not in instruction
     score = sample.scores["submit_scorer"]
     assert score.value == 1.0 and score.metadata["category"] == "correct"
 
@@ -311,8 +312,8 @@ def test_local_sandbox_relocates_paths_and_still_grades(tmp_path):
     )
     scores = scores_by_id(log, SCORERS["program"])
     assert [s.value for s in scores.values()] == [1.0, 1.0]
-    prompt = log.samples[0].input_as_text
-    assert "/home/user/input" not in prompt
+    prompt = next(m.text for m in log.samples[0].messages if m.role == "user")
+    assert "/home/user/input" not in prompt and "/input" in prompt
 
 
 # --- the CLI, from a clean process ---------------------------------------------------------------
