@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs and starts a Docker engine (>= 24.0.6, Compose v2) on Debian bookworm, then builds the
-# sandbox image. Idempotent: does nothing that is already done.
+# Installs and starts a Docker engine (>= 24.0.6, Compose v2) on Debian bookworm. Idempotent:
+# does nothing already done. The sandbox image is built by scripts/build-sandbox-image.sh.
 #
 # Why trixie packages: bookworm's docker.io is 20.10, older than Inspect's minimum (24.0.6). Trixie's
 # docker.io (26.x) runs on bookworm with bookworm's containerd/runc. Only the two .debs are taken

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
+from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxUnavailable
 
 
 @click.group()
@@ -63,6 +63,6 @@ def build_image(base_image: str | None, force: bool) -> None:
 
     try:
         tag = build(base_image=base_image, force=force)
-    except SandboxUnavailable as error:
+    except SandboxFailure as error:  # SandboxUnavailable too: no engine, or a failed build
         raise click.ClickException(str(error)) from error
     click.echo(tag)
