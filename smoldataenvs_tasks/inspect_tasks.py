@@ -40,7 +40,7 @@ from smoldataenvs_tasks.data.prompts import (
     program_prompt,
 )
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import DataSource, load_tasks
+from smoldataenvs_tasks.data.source import DataSource, as_list, load_tasks
 from smoldataenvs_tasks.data.staging import cleanup_stage_dirs, new_stage_dir
 from smoldataenvs_tasks.data.tables import tables_manifest_digest
 from smoldataenvs_tasks.inspect_solvers import (
@@ -69,17 +69,6 @@ K8S_VALUES_FILE = Path(__file__).parent / "sandboxes" / "values.yaml"
 Variant = Literal["agentic", "program"]
 SandboxKind = Literal["auto", "bwrap", "docker", "docker-remote", "k8s", "local"]
 Protocol = Literal["answer_file", "submit"]
-
-
-def _as_list(value: str | Sequence[str] | None) -> list[str] | None:
-    # Inspect's CLI collapses a one-element list to a bare string, and -T a,b arrives as "a,b".
-    if value is None:
-        return None
-    if isinstance(value, str):
-        items = [part.strip() for part in value.split(",")]
-    else:
-        items = [str(part).strip() for part in value]
-    return [item for item in items if item] or None
 
 
 def _sandbox_spec(resolved: str) -> SandboxEnvironmentSpec:
@@ -168,7 +157,7 @@ def _create_task(
 ) -> Task:
     if protocol not in ("answer_file", "submit"):
         raise ValueError(f"protocol must be 'answer_file' or 'submit', not {protocol!r}")
-    tool_names = _as_list(tools) or ["bash"]
+    tool_names = [name for name in as_list(tools) or [] if name] or ["bash"]
     unknown_tools = set(tool_names) - {"bash", "python"}
     if unknown_tools or "bash" not in tool_names:
         raise ValueError(f"tools must be 'bash' or 'bash,python', not {tools!r}")
@@ -178,9 +167,9 @@ def _create_task(
         split,
         mirror=mirror,
         revision=revision,
-        tiers=_as_list(tiers),
-        reward_modes=_as_list(reward_modes),
-        task_ids=_as_list(task_ids),
+        tiers=tiers,
+        reward_modes=reward_modes,
+        task_ids=task_ids,
     )
     if not records:
         raise ValueError(

@@ -69,20 +69,14 @@ def load_split(
     from smoldataenvs_tasks.data.tables import tables_manifest_digest
     from smoldataenvs_tasks.sandboxes.session import resolve_kind
 
-    def as_list(value: str | Sequence[str] | None) -> list[str] | None:
-        if value is None:
-            return None
-        items = value.split(",") if isinstance(value, str) else list(value)
-        return [str(v).strip() for v in items if str(v).strip()] or None
-
     source = DataSource.resolve(split, mirror=mirror, revision=revision)
     records = load_tasks(
         split,
         mirror=mirror,
         revision=revision,
-        tiers=as_list(tiers),
-        reward_modes=as_list(reward_modes),
-        task_ids=as_list(task_ids),
+        tiers=tiers,
+        reward_modes=reward_modes,
+        task_ids=task_ids,
     )
     run = {
         # The kind that will really run (what "auto" picks here), as Inspect's logs record it.
