@@ -441,8 +441,10 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
-        self.wfile.write(body)
+        # Counted before the write: a client may read the whole body and look at the log before
+        # this thread runs again, and the log must already say what was sent.
         record.body_bytes = len(body)
+        self.wfile.write(body)
 
     def _send_bytes(
         self,
@@ -501,8 +503,10 @@ class _Handler(BaseHTTPRequestHandler):
                 record.body_bytes += len(body[offset : offset + chunk])
                 time.sleep(pause)
             return
-        self.wfile.write(body)
+        # Counted before the write: a client may read the whole body and look at the log before
+        # this thread runs again, and the log must already say what was sent.
         record.body_bytes = len(body)
+        self.wfile.write(body)
 
     # -- routes ------------------------------------------------------------------------------
     def _dataset_file(
