@@ -10,10 +10,13 @@ sandbox per reply and runs many replies concurrently.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from typing import Any
 
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure
@@ -32,8 +35,13 @@ async def decide_program_reply(
     limits: SandboxLimits = DEFAULT_LIMITS,
     program_path: str = PROGRAM_PATH,
     cwd: str | None = None,
+    gate: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
 ) -> Verdict:
-    """The Verdict for one single-shot reply, its program run on `host` (a ready sandbox)."""
+    """The Verdict for one single-shot reply, its program run on `host` (a ready sandbox).
+
+    `gate`, when given, is entered around the run only (e.g. a limit on programs running at
+    once): the program's time limit starts once it holds the gate.
+    """
     extracted = extract_program(completion)
     verdict = verdict_before_running(extracted)
     if verdict is not None:
@@ -47,7 +55,8 @@ async def decide_program_reply(
         }
     )
     try:
-        outcome = await run_program(host, extracted.code or "", limits=limits, **relocated)
+        async with gate() if gate is not None else contextlib.nullcontext():
+            outcome = await run_program(host, extracted.code or "", limits=limits, **relocated)
     except SandboxFailure as exc:
         return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc))
     # The symbolic rung may wait seconds on a worker: keep the event loop free meanwhile.
@@ -67,8 +76,29 @@ class ProgramReply:
     completion: str
 
 
+# Overrides how many programs run at once on this machine (default: one per usable CPU).
+MAX_PROGRAMS_ENV = "SMOLDATAENVS_MAX_PROGRAMS"
+
+
 def default_concurrency() -> int:
-    return max(1, os.cpu_count() or 1)
+    """Programs to run at once here: $SMOLDATAENVS_MAX_PROGRAMS, else one per CPU we may use.
+
+    More would not finish sooner on the same cores; they would only stretch each program's wall
+    time towards its time limit (a verdict change) and add up their memory.
+    """
+    configured = os.environ.get(MAX_PROGRAMS_ENV, "").strip()
+    if configured:
+        try:
+            return max(1, int(configured))
+        except ValueError:
+            raise ValueError(
+                f"{MAX_PROGRAMS_ENV} must be a whole number, not {configured!r}"
+            ) from None
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, cpus)
 
 
 async def grade_program_reply(

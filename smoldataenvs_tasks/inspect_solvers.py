@@ -11,20 +11,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from collections import Counter, defaultdict
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import anyio
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import Tool, ToolDef
+from inspect_ai.util import concurrency, store
 from inspect_ai.util import sandbox as current_sandbox
-from inspect_ai.util import store
 
 from smoldataenvs_tasks.data.prompts import relocate_paths
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.staging import LINK_INPUTS_COMMAND, stage_tables
+from smoldataenvs_tasks.data.staging import (
+    LINK_INPUTS_COMMAND,
+    link_inputs_on_host,
+    stage_tables,
+)
 from smoldataenvs_tasks.data.tables import resolve_tables
 from smoldataenvs_tasks.sandboxes import limits as contract
 
@@ -53,6 +62,12 @@ class SandboxOverrideError(RuntimeError):
     pass
 
 
+_OVERRIDE_HINT = (
+    "Inspect's --sandbox option replaces the task's sandbox config and is not supported "
+    "here: choose the sandbox with -T sandbox=bwrap|docker|docker-remote|k8s|local|auto instead."
+)
+
+
 def record_of(state: TaskState) -> TaskRecord:
     return TaskRecord.from_doc(state.metadata["record"])
 
@@ -65,27 +80,69 @@ def _is_provider(env: object, provider: type) -> bool:
     return True
 
 
-async def _check_sandbox_kind(expected: str) -> None:
+async def _check_sandbox_kind(expected: str, *, probe_image: bool = True) -> None:
+    """The sample runs in the sandbox the task set. `probe_image=False` leaves the image check
+    to the caller (plain Docker folds it into the link command: one exec instead of two)."""
     from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
 
     from smoldataenvs_tasks.sandboxes.inspect_bwrap import BwrapSandboxEnvironment
 
     env = current_sandbox()
-    hint = (
-        "Inspect's --sandbox option replaces the task's sandbox config and is not supported "
-        "here: choose the sandbox with -T sandbox=bwrap|docker|local|auto instead."
-    )
+    hint = _OVERRIDE_HINT
     if expected == "bwrap" and not _is_provider(env, BwrapSandboxEnvironment):
         raise SandboxOverrideError(
             f"this sample's sandbox is not the bwrap one the task set. {hint}"
         )
     if expected in ("docker", "docker-remote", "k8s"):
-        probe = await env.exec(["test", "-x", SANDBOX_MARKER], timeout=30)
         foreign = expected != "k8s" and not _is_provider(env, DockerSandboxEnvironment)
-        if foreign or not probe.success:
+        if not foreign and probe_image:
+            probe = await env.exec(["test", "-x", SANDBOX_MARKER], timeout=30)
+            foreign = not probe.success
+        if foreign:
             raise SandboxOverrideError(
                 f"this sample's sandbox is not the SmolDataEnvs Docker image. {hint}"
             )
+
+
+# Exit status of the Docker link command when the image lacks our environment.
+_MARKER_MISSING = 97
+
+
+def _bwrap_input_dir() -> Path | None:
+    """The host directory behind this sample's /home/user/input when it is our bwrap sandbox."""
+    from smoldataenvs_tasks.sandboxes.inspect_bwrap import BwrapSandboxEnvironment
+
+    try:
+        ours = current_sandbox().as_type(BwrapSandboxEnvironment)
+    except TypeError:
+        return None
+    input_dir = ours.session.home / "input"
+    # Setup runs before any model-written code, so nothing in the sandbox can have swapped the
+    # directory for a link out of it; checked anyway, since the host follows what it finds here.
+    if input_dir.is_symlink() or not input_dir.is_dir():
+        return None
+    return input_dir
+
+
+async def _link_inputs(stage_dir: Path, sandbox_kind: str) -> None:
+    """/home/user/input gets one link per staged table (DECISIONS.md "Sandbox contract")."""
+    input_dir = _bwrap_input_dir() if sandbox_kind == "bwrap" else None
+    if input_dir is not None:
+        # The links LINK_INPUTS_COMMAND would make, written on the host: no bwrap start (~30 ms).
+        names = sorted(os.listdir(stage_dir))
+        await anyio.to_thread.run_sync(lambda: link_inputs_on_host(input_dir, names))
+        return
+    shell, flag, script = LINK_INPUTS_COMMAND
+    if sandbox_kind == "docker":
+        # The image check of _check_sandbox_kind, in the same exec (`docker compose exec` ~0.1 s).
+        script = f"test -x {SANDBOX_MARKER} || exit {_MARKER_MISSING}; {script}"
+    linked = await current_sandbox().exec([shell, flag, script], timeout=60)
+    if sandbox_kind == "docker" and linked.returncode == _MARKER_MISSING:
+        raise SandboxOverrideError(
+            f"this sample's sandbox is not the SmolDataEnvs Docker image. {_OVERRIDE_HINT}"
+        )
+    if not linked.success:
+        raise RuntimeError(f"could not link the tables into the sandbox: {linked.stderr}")
 
 
 async def _relocate_for_local(state: TaskState) -> dict[str, str]:
@@ -110,7 +167,7 @@ async def _relocate_for_local(state: TaskState) -> dict[str, str]:
 @solver
 def prepare_sample(*, sandbox_kind: str, mirror: str | None, revision: str | None) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        await _check_sandbox_kind(sandbox_kind)
+        await _check_sandbox_kind(sandbox_kind, probe_image=sandbox_kind != "docker")
         if sandbox_kind in REMOTE_KINDS:
             # The stager already ran before the sandbox started; ask it what it could not find.
             found = await current_sandbox().exec(
@@ -125,6 +182,8 @@ def prepare_sample(*, sandbox_kind: str, mirror: str | None, revision: str | Non
             lambda: resolve_tables(record, mirror=mirror, revision=revision)
         )
         if not table_set.available:
+            if sandbox_kind == "docker":
+                await _check_sandbox_kind(sandbox_kind)  # no link command to check the image
             # Found before generation: no tokens are spent on a task nobody can grade.
             state.metadata[TABLE_ERROR_KEY] = table_set.error
             state.completed = True
@@ -145,9 +204,7 @@ def prepare_sample(*, sandbox_kind: str, mirror: str | None, revision: str | Non
             await anyio.to_thread.run_sync(lambda: stage_tables(table_set, stage_dir))
             _stage_users[str(stage_dir)] += 1
             state.metadata[STAGED_KEY] = True
-        linked = await env.exec(list(LINK_INPUTS_COMMAND), timeout=60)
-        if not linked.success:
-            raise RuntimeError(f"could not link the tables into the sandbox: {linked.stderr}")
+        await _link_inputs(stage_dir, sandbox_kind)
         return state
 
     return solve
@@ -191,9 +248,44 @@ def sample_paths() -> dict[str, str]:
     }
 
 
+def program_gate(
+    max_programs: int | None = None,
+) -> Callable[[], AbstractAsyncContextManager[Any]] | None:
+    """A limit on programs (and tool commands) running at once, shared by every sample of the
+    process, when this sample's sandbox runs on this machine (bwrap, Docker, local); None for
+    remote sandboxes (k8s), whose programs do not compete for this machine's CPUs.
+
+    Inspect keeps many samples in flight (adaptive model connections start at 20) so that model
+    calls overlap; their programs should not all run at once on a 2-core machine, where each
+    would take ~10x its time (nearer its time limit) for no gain in throughput.
+    """
+    from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
+    from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+
+    from smoldataenvs_tasks.grading import default_concurrency
+    from smoldataenvs_tasks.sandboxes.inspect_bwrap import BwrapSandboxEnvironment
+
+    env = current_sandbox()
+    local = (BwrapSandboxEnvironment, DockerSandboxEnvironment, LocalSandboxEnvironment)
+    if not any(_is_provider(env, provider) for provider in local):
+        return None
+    slots = max_programs or default_concurrency()
+    return lambda: concurrency("smoldataenvs/programs", slots)
+
+
+async def _gated_exec(argv: list[str], **options: Any) -> Any:
+    gate = program_gate()
+    if store().get(PATHS_KEY):  # `local`: the locked env's python, as in every real sandbox
+        from smoldataenvs_tasks.sandboxes.inspect_adapter import local_sandbox_env
+
+        options["env"] = local_sandbox_env()
+    async with gate() if gate is not None else contextlib.nullcontext():
+        return await current_sandbox().exec(argv, **options)
+
+
 def bash_tool(*, timeout: float) -> Tool:
     async def execute(command: str) -> str:
-        result = await current_sandbox().exec(
+        result = await _gated_exec(
             ["bash", "-c", command], cwd=sample_paths()["workdir"], timeout=timeout
         )
         return _combined_output(result.stdout, result.stderr)
@@ -213,7 +305,7 @@ def bash_tool(*, timeout: float) -> Tool:
 
 def python_tool(*, timeout: float) -> Tool:
     async def execute(code: str) -> str:
-        result = await current_sandbox().exec(
+        result = await _gated_exec(
             ["python3", "-"], input=code, cwd=sample_paths()["workdir"], timeout=timeout
         )
         return _combined_output(result.stdout, result.stderr)

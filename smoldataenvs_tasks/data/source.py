@@ -183,7 +183,22 @@ class DataSource:
 
 
 def _read_manifest(root: Path) -> dict[str, Any]:
+    """The mirror's manifest.json, parsed once per version of the file (callers must not
+    mutate it): every sample's table lookup reads it, and a full mirror's is megabytes."""
     path = root / MIRROR_MANIFEST
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        info = None
+    if info is not None:
+        return _parse_manifest(str(path), info.st_mtime_ns, info.st_size, info.st_ino)
+    return _parse_manifest(str(path), 0, 0, 0)  # raises the "not a mirror" error
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_manifest(path_text: str, mtime_ns: int, size: int, inode: int) -> dict[str, Any]:
+    path = Path(path_text)
+    root = path.parent
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:

@@ -31,6 +31,7 @@ from smoldataenvs_tasks.grading import decide_program_reply
 from smoldataenvs_tasks.inspect_solvers import (
     TABLE_DIGESTS_KEY,
     TABLE_ERROR_KEY,
+    program_gate,
     record_of,
     sample_paths,
 )
@@ -82,8 +83,17 @@ def _extras(state: TaskState) -> dict:
 
 
 @scorer(metrics=SCORER_METRICS)
-def program_scorer(limits: SandboxLimits = DEFAULT_LIMITS) -> Scorer:
-    """Run the reply's program in the sample's sandbox and grade its last printed line."""
+def program_scorer(
+    limits: SandboxLimits = DEFAULT_LIMITS, max_programs: int | None = None
+) -> Scorer:
+    """Run the reply's program in the sample's sandbox and grade its last printed line.
+
+    Args:
+        limits: The sandbox contract's limits (the program's time limit among them).
+        max_programs: Programs running at once in this process when the sandboxes share this
+            machine (default: one per CPU, or $SMOLDATAENVS_MAX_PROGRAMS). More samples than
+            that may be in flight: the others wait for a slot before their time limit starts.
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         verdict = _table_verdict(state)
@@ -99,6 +109,7 @@ def program_scorer(limits: SandboxLimits = DEFAULT_LIMITS) -> Scorer:
                 limits=limits,
                 program_path=f"{paths['tmp']}/solve.py" if relocated else PROGRAM_PATH,
                 cwd=paths["input"] if relocated else None,
+                gate=program_gate(max_programs),
             )
         return verdict_to_score(verdict, _extras(state))
 
