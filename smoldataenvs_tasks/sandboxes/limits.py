@@ -33,6 +33,11 @@ SANDBOX_ENV: dict[str, str] = {
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONUNBUFFERED": "1",
     "TMPDIR": TMP_DIR,
+    # BLAS/OpenMP pools sized by the contract's 2 CPUs, not by the host's core count: numeric
+    # results can depend on the thread count, and a 64-core host must behave like this one.
+    "OMP_NUM_THREADS": "2",
+    "OPENBLAS_NUM_THREADS": "2",
+    "MKL_NUM_THREADS": "2",
 }
 
 

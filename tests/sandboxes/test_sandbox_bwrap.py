@@ -17,7 +17,7 @@ from smoldataenvs_tasks.sandboxes import bwrap as bwrap_module
 from smoldataenvs_tasks.sandboxes import cgroups
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxSession, SandboxUnavailable
 from smoldataenvs_tasks.sandboxes.bwrap import BwrapSession, FileTooLarge
-from smoldataenvs_tasks.sandboxes.limits import SANDBOX_ENV
+from smoldataenvs_tasks.sandboxes.limits import DEFAULT_LIMITS, SANDBOX_ENV
 from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_BYTES, TABLE_NAME
 
 pytestmark = pytest.mark.anyio
@@ -328,3 +328,13 @@ async def test_unusable_cgroup_mode_is_a_sandbox_failure(
     finally:
         monkeypatch.delenv(cgroups.ENFORCEMENT_ENV)
         cgroups.detect_enforcement.cache_clear()
+
+
+async def test_blas_thread_pools_follow_the_contract_not_the_host(
+    bwrap_session: BwrapSession,
+) -> None:
+    # Numeric results can depend on BLAS thread counts; every sandbox pins them to the contract.
+    result = await bwrap_session.exec(
+        ["python3", "-c", "import os; print(os.environ['OPENBLAS_NUM_THREADS'])"]
+    )
+    assert result.stdout.strip() == str(int(DEFAULT_LIMITS.cpus))
