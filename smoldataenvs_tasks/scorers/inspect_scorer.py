@@ -116,33 +116,42 @@ def program_scorer(
     return score
 
 
+async def _grade_agent_answer(state: TaskState, answer: str | None) -> Verdict:
+    """The agentic variants' verdict: the whole answer through the command guard and grader."""
+    record = record_of(state)
+    # The symbolic rung may wait seconds on a worker: keep the event loop free meanwhile.
+    return await anyio.to_thread.run_sync(
+        partial(
+            verdict_for_answer_file,
+            answer,
+            gold=record.answer,
+            reward_mode=record.reward_mode,
+            atol=record.atol,
+            rtol=record.rtol,
+        )
+    )
+
+
+async def _read_answer_file(state: TaskState) -> str | None:
+    answer_path = f"{sample_paths()['workdir']}/answer.txt"
+    try:
+        return await current_sandbox().read_file(answer_path)
+    except FileNotFoundError:
+        return None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        # The agent made the answer unreadable: its doing, so a 0, not ungraded.
+        state.metadata["answer_file_error"] = type(exc).__name__
+        return None
+
+
 @scorer(metrics=SCORER_METRICS)
 def answer_file_scorer() -> Scorer:
     """Grade the whole stripped answer file the agent wrote (agentic, answer-file protocol)."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        verdict = _table_verdict(state)
-        if verdict is None:
-            record = record_of(state)
-            answer_path = f"{sample_paths()['workdir']}/answer.txt"
-            try:
-                text: str | None = await current_sandbox().read_file(answer_path)
-            except FileNotFoundError:
-                text = None
-            except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-                # The agent made the answer unreadable: its doing, so a 0, not ungraded.
-                text = None
-                state.metadata["answer_file_error"] = type(exc).__name__
-            verdict = await anyio.to_thread.run_sync(
-                partial(
-                    verdict_for_answer_file,
-                    text,
-                    gold=record.answer,
-                    reward_mode=record.reward_mode,
-                    atol=record.atol,
-                    rtol=record.rtol,
-                )
-            )
+        verdict = _table_verdict(state) or await _grade_agent_answer(
+            state, await _read_answer_file(state)
+        )
         return verdict_to_score(verdict, _extras(state))
 
     return score
@@ -168,19 +177,7 @@ def submit_scorer() -> Scorer:
     """Grade the value the agent passed to `submit()` (agentic, submit protocol)."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        verdict = _table_verdict(state)
-        if verdict is None:
-            record = record_of(state)
-            verdict = await anyio.to_thread.run_sync(
-                partial(
-                    verdict_for_answer_file,
-                    submitted_answer(state),
-                    gold=record.answer,
-                    reward_mode=record.reward_mode,
-                    atol=record.atol,
-                    rtol=record.rtol,
-                )
-            )
+        verdict = _table_verdict(state) or await _grade_agent_answer(state, submitted_answer(state))
         return verdict_to_score(verdict, _extras(state))
 
     return score
