@@ -34,6 +34,7 @@ from pathlib import Path
 
 import filelock
 
+from smoldataenvs_tasks._util import pid_alive
 from smoldataenvs_tasks.data.cache import ContentCache, cache_root
 from smoldataenvs_tasks.data.rows import RowValidationError, check_file_name
 from smoldataenvs_tasks.data.tables import TableSet
@@ -208,16 +209,6 @@ def remove_stage_dir(stage_dir: Path) -> None:
     shutil.rmtree(stage_dir, ignore_errors=True)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def cleanup_stage_dirs(
     cache_root_dir: Path | None = None, *, max_age_s: float = DEFAULT_MAX_AGE_S
 ) -> list[Path]:
@@ -233,7 +224,7 @@ def cleanup_stage_dirs(
             continue
         parts = path.name.split("-")  # <time>-<host>-p<pid>-<random>
         ours = len(parts) == 4 and parts[1] == _HOST and parts[2][1:].isdigit()
-        if ours and _pid_alive(int(parts[2][1:])):
+        if ours and pid_alive(int(parts[2][1:])):
             continue  # in use on this host; other hosts' dirs are judged by age alone
         if now - path.stat().st_mtime < max_age_s:
             continue

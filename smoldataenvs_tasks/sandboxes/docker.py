@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from smoldataenvs_tasks._util import pid_alive
 from smoldataenvs_tasks.sandboxes.base import ExecResult, SandboxFailure, SandboxUnavailable
 from smoldataenvs_tasks.sandboxes.limits import (
     DEFAULT_LIMITS,
@@ -941,20 +942,10 @@ def cleanup_stale(*, all_sessions: bool = False) -> list[str]:
             owner_host, _, pid = owner.stdout.strip().rpartition(":")
             if owner_host != host and not all_sessions:
                 continue  # another machine's session on a shared engine: not ours to judge
-            alive = pid.isdigit() and _pid_alive(int(pid))
+            alive = pid.isdigit() and pid_alive(int(pid))
             if (all_sessions or not alive) and _docker_sync(*remove, ref).returncode == 0:
                 removed.append(f"{kind} {ref}")
     return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
