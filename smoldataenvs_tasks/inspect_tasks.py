@@ -40,7 +40,7 @@ from smoldataenvs_tasks.data.prompts import (
     program_prompt,
 )
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import DataSource, as_list, load_tasks
+from smoldataenvs_tasks.data.source import DataSource, as_list
 from smoldataenvs_tasks.data.staging import cleanup_stage_dirs, new_stage_dir
 from smoldataenvs_tasks.data.tables import tables_manifest_digest
 from smoldataenvs_tasks.inspect_solvers import (
@@ -163,14 +163,7 @@ def _create_task(
         raise ValueError(f"tools must be 'bash' or 'bash,python', not {tools!r}")
 
     source = DataSource.resolve(split, mirror=mirror, revision=revision)
-    records = load_tasks(
-        split,
-        mirror=mirror,
-        revision=revision,
-        tiers=tiers,
-        reward_modes=reward_modes,
-        task_ids=task_ids,
-    )
+    records = source.load_tasks(split, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
     if not records:
         raise ValueError(
             f"no SmolDataEnvs tasks left in split {split!r} after filtering "

@@ -65,19 +65,12 @@ def load_split(
     """
     import datasets
 
-    from smoldataenvs_tasks.data.source import DataSource, load_tasks
+    from smoldataenvs_tasks.data.source import DataSource
     from smoldataenvs_tasks.data.tables import tables_manifest_digest
     from smoldataenvs_tasks.sandboxes.session import resolve_kind
 
     source = DataSource.resolve(split, mirror=mirror, revision=revision)
-    records = load_tasks(
-        split,
-        mirror=mirror,
-        revision=revision,
-        tiers=tiers,
-        reward_modes=reward_modes,
-        task_ids=task_ids,
-    )
+    records = source.load_tasks(split, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
     run = {
         # The kind that will really run (what "auto" picks here), as Inspect's logs record it.
         "_sandbox": resolve_kind(str(sandbox)),
