@@ -86,6 +86,7 @@ async def test_ssh_key_in_home_and_etc_shadow_are_unreadable(
     kind: str, stage_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     marker = f"PRIVATE-KEY-{uuid.uuid4().hex}"
+    harness_key = f"{Path.home()}/.ssh/id_rsa"  # the real user's, whoever runs the tests
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     key = home / ".ssh" / "id_rsa"
@@ -98,7 +99,7 @@ async def test_ssh_key_in_home_and_etc_shadow_are_unreadable(
         outcome = await run_program(
             session,
             "import os\n"
-            f"paths = [os.path.expanduser('~/.ssh/id_rsa'), {str(key)!r}, '/root/.ssh/id_rsa',\n"
+            f"paths = [os.path.expanduser('~/.ssh/id_rsa'), {str(key)!r}, {harness_key!r},\n"
             "         '/etc/shadow', '/etc/gshadow']\n"
             "for path in paths:\n"
             "    try:\n"
