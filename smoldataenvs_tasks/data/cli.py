@@ -103,23 +103,14 @@ def prefetch(
             raise click.ClickException(str(exc)) from exc
         show = not as_json and sys.stderr.isatty()
         progress = RichProgress() if show else NullProgress()
-        if isinstance(progress, RichProgress):
-            with progress:
-                summary = prefetch_tasks(
-                    records,
-                    source=source,
-                    jobs=jobs,
-                    max_file_bytes=_max_bytes(max_file_mb),
-                    refresh=refresh,
-                    progress=progress,
-                )
-        else:
+        with progress:
             summary = prefetch_tasks(
                 records,
                 source=source,
                 jobs=jobs,
                 max_file_bytes=_max_bytes(max_file_mb),
                 refresh=refresh,
+                progress=progress,
             )
         results[split] = (source, summary)
 
@@ -194,19 +185,7 @@ def mirror(
 
     progress = RichProgress() if sys.stderr.isatty() else NullProgress()
     try:
-        if isinstance(progress, RichProgress):
-            with progress:
-                summary = write_mirror(
-                    directory,
-                    splits,
-                    revision=revision,
-                    from_mirror=from_mirror,
-                    jobs=jobs,
-                    max_file_bytes=_max_bytes(max_file_mb),
-                    link=link,
-                    progress=progress,
-                )
-        else:
+        with progress:
             summary = write_mirror(
                 directory,
                 splits,
@@ -215,6 +194,7 @@ def mirror(
                 jobs=jobs,
                 max_file_bytes=_max_bytes(max_file_mb),
                 link=link,
+                progress=progress,
             )
     except (SourceError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc

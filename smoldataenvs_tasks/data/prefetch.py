@@ -40,6 +40,13 @@ class ProgressSink(Protocol):
 
 
 class NullProgress:
+    # A context manager like RichProgress, so callers need one code path for both.
+    def __enter__(self) -> NullProgress:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
     def start_listing(self, prefixes: int) -> None:
         pass
 
