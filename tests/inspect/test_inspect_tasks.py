@@ -371,32 +371,24 @@ def test_gold_replays_score_one_in_docker(tmp_path, variant):
 def test_remote_staging_gets_tables_inside_the_sandbox_and_marks_missing_ones(
     tmp_path, monkeypatch
 ):
-    import functools
-    import http.server
-    import threading
-
     from tests.replies import SAMPLE_DIR
+    from tests.sandboxes.docker_support import serve_directory
     from tests.sandboxes.helpers import require_kind
 
     require_kind("docker")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(SAMPLE_DIR))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     # The stager alone gets a network, the host's, to reach this server on 127.0.0.1.
     monkeypatch.setenv("SMOLDATAENVS_STAGER_NETWORK", "host")
-    try:
+    with serve_directory(SAMPLE_DIR) as mirror_url:
         log = run(
             smoldataenvs_program(
                 split="sample",
                 sandbox="docker-remote",
                 task_ids=[ORDERS_TASK, REVENUE_TASK, MISSING_TABLE_TASK],
-                mirror_url=f"http://127.0.0.1:{server.server_address[1]}",
+                mirror_url=mirror_url,
             ),
             tmp_path,
             GOLD_PROGRAM,
         )
-    finally:
-        server.shutdown()
     scores = scores_by_id(log, SCORERS["program"])
     assert scores[(ORDERS_TASK, 1)].value == 1.0
     assert scores[(REVENUE_TASK, 1)].value == 1.0

@@ -3,10 +3,15 @@ test left no container or volume behind (removing strays so one failure does not
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 from tests.sandboxes.helpers import require_kind
 
@@ -67,3 +72,24 @@ def leftovers_guard() -> Iterator[None]:
 
 def have_docker_cli() -> bool:
     return shutil.which("docker") is not None
+
+
+class QuietFiles(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def serve_directory(
+    directory: Path, handler: type[http.server.BaseHTTPRequestHandler] = QuietFiles
+) -> Iterator[str]:
+    """A plain HTTP server over `directory` on 127.0.0.1 (a mirror for remote staging)."""
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(handler, directory=str(directory))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -6,11 +6,9 @@ solver runs a program through `sandbox().exec` and whose scorer reads /workdir/a
 
 from __future__ import annotations
 
-import functools
 import http.server
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -23,7 +21,7 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import sandbox
 
 from smoldataenvs_tasks.sandboxes.docker import COMPOSE_FILE, REMOTE_COMPOSE_FILE
-from tests.sandboxes.docker_support import leftovers_guard
+from tests.sandboxes.docker_support import leftovers_guard, serve_directory
 from tests.sandboxes.helpers import make_stage, require_kind
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -149,14 +147,8 @@ class _Mirror(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def mirror_url() -> Iterator[str]:
-    handler = functools.partial(_Mirror, directory=str(SAMPLE_MIRROR))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_directory(SAMPLE_MIRROR, _Mirror) as url:
+        yield url
 
 
 def test_remote_compose_stages_in_a_stager_and_the_agent_has_no_token_or_network(

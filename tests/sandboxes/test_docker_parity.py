@@ -7,10 +7,7 @@ the sample served as a mirror over HTTP on 127.0.0.1).
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +20,7 @@ from smoldataenvs_tasks.sandboxes.docker import DockerSession, RemoteTables
 from smoldataenvs_tasks.sandboxes.runner import run_program
 from smoldataenvs_tasks.sandboxes.session import open_session
 from smoldataenvs_tasks.scorers.answers import extract_program
-from tests.sandboxes.docker_support import leftovers_guard
+from tests.sandboxes.docker_support import leftovers_guard, serve_directory
 from tests.sandboxes.helpers import require_kind
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.anyio]
@@ -39,21 +36,10 @@ def no_leftovers() -> Iterator[None]:
     yield from leftovers_guard()
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def mirror_url() -> Iterator[str]:
-    handler = functools.partial(_Quiet, directory=str(SAMPLE_DIR))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_directory(SAMPLE_DIR) as url:
+        yield url
 
 
 def gold_programs() -> dict[str, str]:
