@@ -215,6 +215,7 @@ def write_mirror(root: Path, pool: Path, tasks: Sequence[BenchTask]) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from smoldataenvs_tasks.data.layout import file_entry, table_key, write_manifest
     from smoldataenvs_tasks.data.prompts import agent_instruction
 
     files: dict[str, dict[str, Any]] = {}
@@ -222,12 +223,12 @@ def write_mirror(root: Path, pool: Path, tasks: Sequence[BenchTask]) -> Path:
     rows = []
     for task in tasks:
         source = pool / task.prefix / task.table
-        key = f"buckets/{BUCKET}/{task.prefix}/{task.table}"
+        key = table_key(BUCKET, task.prefix, task.table)
         target = root / key
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.exists():
             os.link(source, target)
-        files[key] = {"size": source.stat().st_size, "sha256": _sha256(source, hashes)}
+        files[key] = file_entry(source, _sha256(source, hashes))
         rows.append(
             {
                 "task_id": task.task_id,
@@ -247,16 +248,13 @@ def write_mirror(root: Path, pool: Path, tasks: Sequence[BenchTask]) -> Path:
     data = root / "data" / f"{SPLIT}-00000-of-00001.parquet"
     data.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), data)
-    manifest = {
-        "format": 1,
-        "dataset": "bench_e2e generated tasks",
-        "revision": "bench-e2e-1",
-        "splits": {SPLIT: {"path": data.relative_to(root).as_posix(), "tasks": len(rows)}},
-        "files": files,
-        "skipped": {},
-        "missing": {},
-    }
-    (root / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    write_manifest(
+        root,
+        dataset="bench_e2e generated tasks",
+        revision="bench-e2e-1",
+        splits={SPLIT: {"path": data.relative_to(root).as_posix(), "tasks": len(rows)}},
+        files=files,
+    )
     return root
 
 
@@ -545,7 +543,7 @@ def child_inspect(spec: dict[str, Any]) -> dict[str, Any]:
     from inspect_ai import eval as inspect_eval
     from inspect_ai.log import read_eval_log
 
-    from smoldataenvs_tasks.inspect_tasks import smoldataenvs, smoldataenvs_program
+    from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs, smoldataenvs_program
 
     rss_before = _current_rss_mb()
     meter = CpuMeter.own(spec.get("cpu_group"))
@@ -1228,7 +1226,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     def say(text: str) -> None:
         print(text, flush=True)
 
-    from smoldataenvs_tasks.data.cache import cache_root
+    from smoldataenvs_tasks._host import cache_root
 
     skip_docker = args.skip_docker or mode == "smoke"
     docker_ok, docker_why = (False, "--skip-docker") if skip_docker else docker_ready()

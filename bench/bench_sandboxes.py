@@ -3,7 +3,7 @@
 For each sandbox kind that works here (bwrap, docker, and local for reference) it measures:
 
 - start+stop: `open_session(kind, stage_dir)` then `close()` (what every sample pays once);
-- per program: `run_program(session, code)` for a few programs, against the same program run
+- per program: `run_program_outcome(session, code)` for a few programs, against the same program run
   bare on the host with the same interpreter and libraries (the locked environment's python);
   printed as medians, the difference, and the ratio.
 
@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from smoldataenvs_tasks.pipeline import run_program_outcome
 from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
 from smoldataenvs_tasks.sandboxes.envbuild import ensure_env
-from smoldataenvs_tasks.sandboxes.runner import run_program
 from smoldataenvs_tasks.sandboxes.session import open_session
 
 PROGRAMS = {
@@ -76,13 +76,13 @@ async def bench_kind(kind: str, stage: Path, reps: int) -> dict[str, object] | N
             for name, code in PROGRAMS.items():
                 program = Path(work) / "solve.py"
                 program.write_text(code)
-                await run_program(session, code)  # warm the page cache
+                await run_program_outcome(session, code)  # warm the page cache
                 times, bare_times = [], []
                 # Interleaved with the bare runs, so machine load drifts affect both alike.
                 for _ in range(reps):
                     bare_times.append(bare_once(python, program, stage))
                     started = time.perf_counter()
-                    outcome = await run_program(session, code)
+                    outcome = await run_program_outcome(session, code)
                     times.append(time.perf_counter() - started)
                     if outcome.failure is not None:
                         raise RuntimeError(f"{kind}: {name} failed: {outcome.stderr}")

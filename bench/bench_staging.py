@@ -59,6 +59,8 @@ def make_mirror(root: Path, table_size: int, samples: int) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from smoldataenvs_tasks.data.layout import write_manifest
+
     rows = []
     for index in range(samples):
         prefix = f"bench__p{index % 4}"  # four prefixes shared by the samples
@@ -79,14 +81,15 @@ def make_mirror(root: Path, table_size: int, samples: int) -> Path:
         )
     (root / "data").mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), root / "data" / "eval-00000-of-00001.parquet")
-    (root / "manifest.json").write_text(json.dumps({"revision": "bench", "files": {}}))
+    write_manifest(root, dataset="bench_staging", revision="bench", splits={}, files={})
     return root
 
 
 _EVAL_SIDE = """
 import json, resource, sys
 from smoldataenvs_tasks.data.source import load_tasks
-from smoldataenvs_tasks.data.staging import link_inputs_on_host, new_stage_dir, stage_tables
+from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables
+from smoldataenvs_tasks.sandboxes.inputs import link_inputs_on_host
 from smoldataenvs_tasks.data.tables import resolve_tables
 mirror, work = sys.argv[1], sys.argv[2]
 root = new_stage_dir()

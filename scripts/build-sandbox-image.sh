@@ -22,8 +22,8 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 docker info >/dev/null 2>&1 || { log "no Docker engine answers (scripts/provision-docker.sh starts one)"; exit 1; }
 
-if [ -z "${FORCE:-}" ] && "$PY" -m smoldataenvs_tasks.sandboxes.docker status >/dev/null 2>&1; then
-  log "$("$PY" -m smoldataenvs_tasks.sandboxes.docker status)"
+if [ -z "${FORCE:-}" ] && "$PY" -m smoldataenvs_tasks.sandboxes.docker image-status >/dev/null 2>&1; then
+  log "$("$PY" -m smoldataenvs_tasks.sandboxes.docker image-status)"
   exit 0
 fi
 
@@ -68,6 +68,6 @@ if [ -z "${BASE_IMAGE:-}" ]; then
   fi
 fi
 log "base image: $BASE_IMAGE"
-args=(build --base-image "$BASE_IMAGE")
+args=(build-image --base-image "$BASE_IMAGE")
 [ -z "${FORCE:-}" ] || args+=(--force)
 "$PY" -m smoldataenvs_tasks.sandboxes.docker "${args[@]}"

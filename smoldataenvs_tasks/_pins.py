@@ -5,7 +5,7 @@ Changing any value here changes what a score means: bump `GRADER_VERSION` in
 """
 
 DATASET_REPO_ID = "FineEnvs/SmolDataEnvs"
-# The revision third-party vendored graders were taken at (DECISIONS.md "Versions and pins").
+# The revision third-party vendored graders were taken at (docs/design.md "Names and pins").
 DATASET_REVISION = "b2bf35647e2381b1ab12c2ad7862cbbe4e8f857b"
 DEFAULT_HF_BUCKET = "AdithyaSK/jupyter-agent-kaggle-all"
 

@@ -5,6 +5,6 @@ loading it never imports lm-eval.
 """
 
 # ruff: noqa: F401
-from smoldataenvs_tasks.inspect_models import replay
-from smoldataenvs_tasks.inspect_tasks import smoldataenvs, smoldataenvs_program
-from smoldataenvs_tasks.sandboxes.inspect_bwrap import BwrapSandboxEnvironment
+from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxEnvironment
+from smoldataenvs_tasks.inspect_adapter.models import replay
+from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs, smoldataenvs_program

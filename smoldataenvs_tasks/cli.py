@@ -17,17 +17,20 @@ import click
 
 # name -> ("module:attribute" of a click command, one-line help shown without importing it)
 _COMMANDS: dict[str, tuple[str, str]] = {
-    "grade": ("smoldataenvs_tasks.scorers.grade_cli:grade", "Grade answers with the ladder."),
+    "grade": ("smoldataenvs_tasks.scorers.cli:grade", "Grade answers with the ladder."),
     "prefetch": ("smoldataenvs_tasks.data.cli:prefetch", "Fill the table cache for a split."),
     "mirror": ("smoldataenvs_tasks.data.cli:mirror", "Write an air-gapped mirror directory."),
     "cache": ("smoldataenvs_tasks.data.cli:cache", "Show or clear the local cache."),
     "sandbox": ("smoldataenvs_tasks.sandboxes.cli:sandbox", "Set up and inspect sandboxes."),
-    "report": ("smoldataenvs_tasks.report:report_command", "Write submission.json + report."),
+    "report": ("smoldataenvs_tasks.results.cli:report_command", "Write submission.json + report."),
     "validate": (
         "smoldataenvs_tasks.validate:validate_command",
         "Certify an environment reproduces the gold.",
     ),
-    "compare": ("smoldataenvs_tasks.report:compare_command", "Per-task agreement of two runs."),
+    "compare": (
+        "smoldataenvs_tasks.results.cli:compare_command",
+        "Per-task agreement of two runs.",
+    ),
     "lm-eval-path": (
         "smoldataenvs_tasks.lm_eval.paths:lm_eval_path_command",
         "Print the lm-eval task directory.",

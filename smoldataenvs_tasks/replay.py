@@ -1,6 +1,6 @@
 """Replay files: recorded model replies played back by the `replay` model in Inspect and lm-eval.
 
-Format (DECISIONS.md "Replay files"): JSONL, one row per reply,
+Format (docs/design.md "Replay files"): JSONL, one row per reply,
 `{"task_id": ..., "messages": [...]}` in OpenAI chat format. Assistant tool calls are
 `{"id", "type": "function", "function": {"name", "arguments"}}` with `arguments` a JSON string
 (a dict is accepted). A row without `task_id` is matched by its first user message. Several rows for
@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smoldataenvs_tasks.errors import SmolDataEnvsError
 
-class ReplayFormatError(ValueError):
+
+class ReplayFormatError(SmolDataEnvsError, ValueError):
     """A replay file that does not follow the format; the message names the file and line."""
 
 
-class ReplayMissingError(LookupError):
+class ReplayMissingError(SmolDataEnvsError, LookupError):
     """No recorded reply for a task."""
 
 

@@ -32,11 +32,12 @@ import click
 from smoldataenvs_tasks._pins import SAMPLE_SPLIT
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import SourceError
+from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.replay import ReplayBook, ReplayFormatError, ReplayRow
 from smoldataenvs_tasks.scorers.verdict import Category, Verdict
 
 BUNDLED_GOLD = Path(__file__).parent / "sample" / "replays" / "gold_program.jsonl"
-# The sandbox contract's libraries (DECISIONS.md "Sandbox contract"), by import name.
+# The sandbox contract's libraries (docs/design.md "The sandbox contract"), by import name.
 CONTRACT_MODULES = (
     "pandas",
     "numpy",
@@ -66,11 +67,11 @@ PROBE_TIMEOUT_S = 180.0
 _IMPORT_ERRORS = {"ModuleNotFoundError", "ImportError"}
 
 
-class BrokenEnvironment(RuntimeError):
+class BrokenEnvironment(SmolDataEnvsError, RuntimeError):
     """The sandbox cannot start, or its Python lacks the contract's libraries."""
 
 
-class ValidationInputError(ValueError):
+class ValidationInputError(SmolDataEnvsError, ValueError):
     """Nothing to validate with (no replay file for the split, ...)."""
 
 
@@ -217,7 +218,7 @@ def _replay_programs(
     revision: str | None,
     concurrency: int | None,
 ) -> list[Verdict]:
-    from smoldataenvs_tasks.grading import ProgramReply, grade_program_replies
+    from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies
 
     replies = [ProgramReply(record, row.completion) for record, row in pairs]
     return grade_program_replies(
@@ -236,34 +237,24 @@ def _replay_agentic(
     concurrency: int | None,
 ) -> list[Verdict]:
     """Run the trajectories through the Inspect agentic task with the replay model, in-process."""
-    from inspect_ai import eval as inspect_eval
-
-    from smoldataenvs_tasks.inspect_tasks import smoldataenvs
+    from smoldataenvs_tasks.inspect_adapter.replay_run import AgenticRunFailed, replay_agentic
     from smoldataenvs_tasks.results.load import load_inspect_log
 
-    task = smoldataenvs(
-        split=split,
-        mirror=mirror,
-        revision=revision,
-        sandbox=sandbox,  # type: ignore[arg-type]
-        task_ids=[record.task_id for record, _ in pairs],
-    )
     with tempfile.TemporaryDirectory(prefix="smoldataenvs-validate-") as log_dir:
-        logs = inspect_eval(
-            task,
-            model="replay/validate",
-            model_args={"path": str(replay)},
-            log_dir=log_dir,
-            display="none",
-            fail_on_error=False,
-            max_samples=concurrency,
-        )
-        if not logs or logs[0].location is None:
-            raise BrokenEnvironment("the Inspect agentic run produced no log")
-        if logs[0].status != "success":
-            error = logs[0].error.message if logs[0].error else logs[0].status
-            raise BrokenEnvironment(f"the Inspect agentic run failed: {error}")
-        run = load_inspect_log(logs[0].location)
+        try:
+            location = replay_agentic(
+                replay,
+                log_dir=log_dir,
+                split=split,
+                sandbox=sandbox,
+                mirror=mirror,
+                revision=revision,
+                task_ids=[record.task_id for record, _ in pairs],
+                max_samples=concurrency,
+            )
+        except AgenticRunFailed as error:
+            raise BrokenEnvironment(str(error)) from error
+        run = load_inspect_log(location)
     verdicts = []
     for record, _ in pairs:
         entry = run.tasks.get(record.task_id)

@@ -22,6 +22,9 @@ request is logged (`requests`, `count`).
         os.environ["HF_ENDPOINT"] = hub.endpoint
         ...
         assert hub.count("GET", hub.bucket_route("owner/bucket", "owner__data/orders.csv")) == 3
+
+One module of ~600 lines on purpose: the routes, the fault injection and the request log share one
+server's state and one lock, and a test reads them together.
 """
 
 from __future__ import annotations

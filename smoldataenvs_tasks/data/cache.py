@@ -38,9 +38,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import filelock
-import platformdirs
 
-ENV_CACHE = "SMOLDATAENVS_CACHE"
+from smoldataenvs_tasks._host import cache_root
+from smoldataenvs_tasks.errors import SmolDataEnvsError
+
 MB = 1_000_000  # --max-file-mb counts decimal megabytes, like the sizes the Hub shows
 _HASH_CHUNK = 4 * 1024 * 1024
 _MANIFEST_FORMAT = 1
@@ -52,22 +53,12 @@ _THREAD_LOCKS_GUARD = threading.Lock()
 Downloader = Callable[[Path, Callable[[int], None] | None], None]
 
 
-class CacheIntegrityError(RuntimeError):
+class CacheIntegrityError(SmolDataEnvsError, RuntimeError):
     """Downloaded bytes disagree with the bucket listing (size or hash), twice in a row."""
 
 
-class UnsafePathError(ValueError):
+class UnsafePathError(SmolDataEnvsError, ValueError):
     """A path from a listing or a row that would land outside its cache directory."""
-
-
-def cache_root() -> Path:
-    configured = os.environ.get(ENV_CACHE)
-    root = (
-        Path(configured).expanduser()
-        if configured
-        else Path(platformdirs.user_cache_dir("smoldataenvs"))
-    )
-    return root.absolute()
 
 
 def utc_now() -> str:

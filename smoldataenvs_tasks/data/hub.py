@@ -39,21 +39,22 @@ from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_st
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID
 from smoldataenvs_tasks.data.cache import RemoteEntry, UnsafePathError, safe_relpath
+from smoldataenvs_tasks.errors import SmolDataEnvsError
 
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _TRUE = {"1", "true", "yes", "on"}
 _COMMIT_HASH = re.compile(r"[0-9a-f]{40}")
 
 
-class HubUnavailable(RuntimeError):
+class HubUnavailable(SmolDataEnvsError, RuntimeError):
     """Offline (HF_HUB_OFFLINE or offline=True) or unreachable, and nothing cached to fall back on."""
 
 
-class RemoteNotFound(LookupError):
+class RemoteNotFound(SmolDataEnvsError, LookupError):
     """The Hub answered 404 (repo, revision, bucket, or file)."""
 
 
-class DownloadError(RuntimeError):
+class DownloadError(SmolDataEnvsError, RuntimeError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status

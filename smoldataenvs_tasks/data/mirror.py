@@ -1,4 +1,4 @@
-"""Write an air-gapped mirror: splits and their tables in the DECISIONS.md layout, with a manifest.
+"""Write an air-gapped mirror: splits and their tables in the docs/design.md layout, with a manifest.
 
     DIR/data/{split}-00000-of-00001.parquet
     DIR/buckets/{hf_bucket}/{bucket_prefix}/{path under the prefix}
@@ -26,12 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks._pins import SAMPLE_SPLIT, split_parquet_path
-from smoldataenvs_tasks.data.cache import atomic_write_json, sha256_file, utc_now
+from smoldataenvs_tasks.data.cache import sha256_file, utc_now
+from smoldataenvs_tasks.data.layout import (
+    MANIFEST,
+    SourceError,
+    read_manifest,
+    split_entry,
+    table_key,
+    write_manifest,
+)
 from smoldataenvs_tasks.data.prefetch import ProgressSink, prefetch_tasks
-from smoldataenvs_tasks.data.source import MIRROR_MANIFEST, DataSource, SourceError, _read_manifest
+from smoldataenvs_tasks.data.source import DataSource
 from smoldataenvs_tasks.data.tables import resolve_tables
 
-MIRROR_FORMAT = 1
 _SNAPSHOT_COMMIT = re.compile(r"/snapshots/([0-9a-f]{40})/")
 
 
@@ -93,8 +100,8 @@ def write_mirror(
             raise SourceError(f"cannot mirror {split!r} from {root} into itself")
 
     existing: dict[str, Any] = {}
-    if (root / MIRROR_MANIFEST).exists():
-        existing = _read_manifest(root)
+    if (root / MANIFEST).exists():
+        existing = read_manifest(root)
     root.mkdir(parents=True, exist_ok=True)
 
     manifest_files: dict[str, dict[str, Any]] = dict(existing.get("files") or {})
@@ -114,7 +121,7 @@ def write_mirror(
             tasks, source=source, jobs=jobs, max_file_bytes=max_file_bytes, progress=progress
         )
         for (bucket, prefix, relpath), size in prefetched.skipped_files.items():
-            skipped_files[f"buckets/{bucket}/{prefix}/{relpath}"] = {
+            skipped_files[table_key(bucket, prefix, relpath)] = {
                 "size": size,
                 "limit_bytes": max_file_bytes,
             }
@@ -130,7 +137,7 @@ def write_mirror(
                 continue
             missing_info.pop(task.task_id, None)
             for table in table_set.files:
-                key = f"buckets/{task.hf_bucket}/{table.remote_path}"
+                key = table_key(task.hf_bucket, *table.remote_path.split("/", 1))
                 target = root / key
                 sha256 = table.sha256 or sha256_file(table.path)
                 recorded = manifest_files.get(key)
@@ -144,12 +151,7 @@ def write_mirror(
                     manifest_files[key] = {"size": table.size, "sha256": sha256}
         target_parquet = root / split_parquet_path(split)
         _copy_into(parquet, target_parquet, link=False)
-        split_info[split] = {
-            "path": split_parquet_path(split),
-            "size": target_parquet.stat().st_size,
-            "sha256": sha256_file(target_parquet),
-            "tasks": len(tasks),
-        }
+        split_info[split] = split_entry(root, split, len(tasks))
         summary.splits[split] = len(tasks)
 
     if existing.get("revision"):
@@ -159,18 +161,17 @@ def write_mirror(
             f"{root} would mix dataset revisions {sorted(revisions)}; use a fresh directory"
         )
     summary.revision = next(iter(revisions), None)
-    manifest = {
-        "format": MIRROR_FORMAT,
-        "dataset": next(iter(sources.values())).repo_id,
-        "revision": summary.revision,
-        "created_at": existing.get("created_at") or utc_now(),
-        "updated_at": utc_now(),
-        "splits": split_info,
-        "files": dict(sorted(manifest_files.items())),
-        "skipped": dict(sorted(skipped_files.items())),
-        "missing": dict(sorted(missing_info.items())),
-    }
-    atomic_write_json(root / MIRROR_MANIFEST, manifest)
+    write_manifest(
+        root,
+        dataset=next(iter(sources.values())).repo_id,
+        revision=summary.revision,
+        splits=split_info,
+        files=manifest_files,
+        skipped=skipped_files,
+        missing=missing_info,
+        created_at=existing.get("created_at") or utc_now(),
+        updated_at=utc_now(),
+    )
     summary.files = len(manifest_files)
     summary.bytes = sum(int(info["size"]) for info in manifest_files.values())
     return summary
@@ -188,7 +189,7 @@ def _revision_of(source: DataSource, parquet: Path) -> str | None:
 def verify_mirror(root: str | os.PathLike[str]) -> list[str]:
     """Problems found by re-hashing every file a mirror's manifest lists ([] when intact)."""
     base = Path(root)
-    manifest = _read_manifest(base)
+    manifest = read_manifest(base)
     problems: list[str] = []
     entries = {**{info["path"]: info for info in (manifest.get("splits") or {}).values()}}
     entries.update(manifest.get("files") or {})

@@ -1,7 +1,7 @@
 """The prompts of the three SmolDataEnvs protocols, written once for Inspect and lm-eval alike.
 
 The wording is our own; the elements follow the dataset's protocols
-(`reference/smoldataenvs.md` §5): the one-turn program protocol the GRPO curves used, and the
+(docs/design.md "Prompts"): the one-turn program protocol the GRPO curves used, and the
 bash-agent protocol of the SFT trajectories and Harbor suites. A row's own `instruction` column is
 data and is used verbatim by the agentic variant; `agent_instruction` only builds an equivalent
 for rows that lack it.
@@ -15,8 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-INPUT_DIR = "/home/user/input"
-ANSWER_FILE = "/workdir/answer.txt"
+from smoldataenvs_tasks.contract import ANSWER_FILE, INPUT_DIR, WORKDIR
 
 PROGRAM_SYSTEM_PROMPT = (
     "You are a data analyst. You answer questions about data files by writing one short Python "
@@ -146,4 +145,4 @@ def adapt_instruction_for_submit(instruction: str) -> str:
 
 def relocate_paths(text: str, input_dir: str, workdir: str) -> str:
     """Point a prompt's contract paths at another place (the `local` sandbox's temp dirs)."""
-    return text.replace(INPUT_DIR, input_dir).replace("/workdir", workdir)
+    return text.replace(INPUT_DIR, input_dir).replace(WORKDIR, workdir)

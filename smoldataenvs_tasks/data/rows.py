@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smoldataenvs_tasks._pins import DEFAULT_HF_BUCKET, KNOWN_REWARD_MODES
+from smoldataenvs_tasks.contract import base_name_problem
+from smoldataenvs_tasks.errors import SmolDataEnvsError
 
 CORE_COLUMNS = (
     "task_id",
@@ -45,7 +47,7 @@ _BUCKET_RE = re.compile(rf"{_HUB_NAME}/{_HUB_NAME}")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class RowValidationError(ValueError):
+class RowValidationError(SmolDataEnvsError, ValueError):
     """A row whose values are unsafe or meaningless; the message names the task."""
 
     def __init__(self, task_id: str | None, problem: str) -> None:
@@ -55,7 +57,7 @@ class RowValidationError(ValueError):
 
 
 class UnknownRewardModeWarning(UserWarning):
-    """A reward_mode outside the known set: the generic ladder grades it (DECISIONS.md)."""
+    """A reward_mode outside the known set: the generic ladder grades it (docs/design.md)."""
 
 
 def json_safe(value: Any) -> Any:
@@ -96,18 +98,9 @@ def _is_missing(value: Any) -> bool:
 
 
 def _check_base_name(task_id: str, name: Any, what: str) -> str:
-    if not isinstance(name, str):
-        raise RowValidationError(task_id, f"{what} must be a string, not {type(name).__name__}")
-    if not name:
-        raise RowValidationError(task_id, f"{what} is empty")
-    if name in (".", ".."):
-        raise RowValidationError(task_id, f"{what} {name!r} would escape its directory")
-    if "/" in name or "\\" in name:
-        raise RowValidationError(
-            task_id, f"{what} {name!r} must be a bare name, without '/' or '\\'"
-        )
-    if _CONTROL_CHARS.search(name):
-        raise RowValidationError(task_id, f"{what} {name!r} contains NUL or control characters")
+    problem = base_name_problem(name, what)
+    if problem is not None:
+        raise RowValidationError(task_id, problem)
     return name
 
 

@@ -1,4 +1,4 @@
-"""Where rows and tables come from, with the precedence of DECISIONS.md "Where data comes from".
+"""Where rows and tables come from, with the precedence of docs/design.md "Where data comes from".
 
 explicit `mirror` argument > env `SMOLDATAENVS_MIRROR` > the local cache of the pinned Hub revision
 (`_pins.DATASET_REVISION`, overridable with `revision=`), filled on first use or by `prefetch`.
@@ -14,14 +14,13 @@ Once the parquet of a commit-hash revision is cached, loading makes no network c
 from __future__ import annotations
 
 import functools
-import json
 import os
 import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from smoldataenvs_tasks._pins import (
     DATASET_REPO_ID,
@@ -31,13 +30,10 @@ from smoldataenvs_tasks._pins import (
     TIERS,
     split_parquet_path,
 )
+from smoldataenvs_tasks.data.layout import SourceError, read_manifest
 from smoldataenvs_tasks.data.rows import RowValidationError, TaskRecord, UnknownRewardModeWarning
 
-if TYPE_CHECKING:
-    from smoldataenvs_tasks.data.tables import TableSet
-
 ENV_MIRROR = "SMOLDATAENVS_MIRROR"
-MIRROR_MANIFEST = "manifest.json"
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample"
 # The bundled sample's tables live under this (made-up) bucket id inside SAMPLE_DIR/buckets/.
 SAMPLE_BUCKET = "smoldataenvs/sample-tables"
@@ -45,10 +41,6 @@ SAMPLE_BUCKET = "smoldataenvs/sample-tables"
 SourceKind = Literal["hub", "mirror", "sample"]
 # Filter tokens that stand for the empty reward mode in a comma-separated string.
 _EMPTY_MODE_TOKENS = {'""', "''", "empty", "(empty)"}
-
-
-class SourceError(RuntimeError):
-    """The requested rows cannot be had from this source (missing split, broken mirror, ...)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +83,7 @@ class DataSource:
 
     @classmethod
     def sample(cls) -> DataSource:
-        manifest = _read_manifest(SAMPLE_DIR)
+        manifest = read_manifest(SAMPLE_DIR)
         return cls(kind="sample", revision=manifest.get("revision"), root=SAMPLE_DIR)
 
     @classmethod
@@ -99,7 +91,7 @@ class DataSource:
         root = Path(directory).expanduser().absolute()
         if not root.is_dir():
             raise SourceError(f"mirror directory {root} does not exist")
-        manifest = _read_manifest(root)
+        manifest = read_manifest(root)
         return cls(
             kind="mirror",
             revision=manifest.get("revision"),
@@ -117,7 +109,7 @@ class DataSource:
 
     def manifest(self) -> dict[str, Any]:
         """The mirror's manifest.json ({} for the Hub source)."""
-        return _read_manifest(self.root) if self.root is not None else {}
+        return read_manifest(self.root) if self.root is not None else {}
 
     def available_splits(self) -> tuple[str, ...]:
         if self.kind == "hub":
@@ -172,46 +164,6 @@ class DataSource:
         stat = path.stat()
         records = _read_records(str(path), stat.st_mtime_ns, stat.st_size, split)
         return filter_tasks(records, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
-
-    # -- tables ------------------------------------------------------------------------------
-    def resolve_tables(
-        self, task: TaskRecord, *, offline: bool = False, max_file_bytes: int | None = None
-    ) -> TableSet:
-        from smoldataenvs_tasks.data.tables import resolve_tables
-
-        return resolve_tables(task, source=self, offline=offline, max_file_bytes=max_file_bytes)
-
-
-def _read_manifest(root: Path) -> dict[str, Any]:
-    """The mirror's manifest.json, parsed once per version of the file (callers must not
-    mutate it): every sample's table lookup reads it, and a full mirror's is megabytes."""
-    path = root / MIRROR_MANIFEST
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        info = None
-    if info is not None:
-        return _parse_manifest(str(path), info.st_mtime_ns, info.st_size, info.st_ino)
-    return _parse_manifest(str(path), 0, 0, 0)  # raises the "not a mirror" error
-
-
-@functools.lru_cache(maxsize=8)
-def _parse_manifest(path_text: str, mtime_ns: int, size: int, inode: int) -> dict[str, Any]:
-    path = Path(path_text)
-    root = path.parent
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise SourceError(
-            f"{root} is not a SmolDataEnvs mirror: it has no {MIRROR_MANIFEST} "
-            "(write one with `smoldataenvs mirror --split test DIR`; an interrupted mirror run "
-            "leaves none)"
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise SourceError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise SourceError(f"{path} is not a JSON object")
-    return data
 
 
 @functools.lru_cache(maxsize=16)

@@ -3,8 +3,8 @@
 A sample's tables reach its sandbox as a host "stage dir": one entry per table, flat by base
 name, each a HARD LINK to the cached (or mirror) file and read-only. Every sandbox mounts the
 stage dir read-only at /mnt/tables; inside, `/home/user/input` is a writable directory of
-symlinks `name -> /mnt/tables/name` (made by `LINK_INPUTS_COMMAND` in the sandbox, or by
-`link_inputs_on_host` where the input dir is a host directory). Programs may add files to the
+symlinks `name -> /mnt/tables/name` (made by `sandboxes.inputs`, inside the sandbox or on the
+host). Programs may add files to the
 input dir; the tables themselves cannot change.
 
 Hard links need one filesystem: `new_stage_dir` puts stage dirs under `<cache>/stage/`. When a
@@ -21,7 +21,6 @@ import errno
 import hashlib
 import os
 import re
-import shlex
 import shutil
 import socket
 import stat
@@ -29,16 +28,14 @@ import tempfile
 import time
 import uuid
 import warnings
-from collections.abc import Iterable
 from pathlib import Path
 
 import filelock
 
-from smoldataenvs_tasks._util import pid_alive
+from smoldataenvs_tasks._host import pid_alive
 from smoldataenvs_tasks.data.cache import ContentCache, cache_root
 from smoldataenvs_tasks.data.rows import RowValidationError, check_file_name
 from smoldataenvs_tasks.data.tables import TableSet
-from smoldataenvs_tasks.sandboxes.limits import INPUT_DIR, TABLES_DIR
 
 _READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
 _OBJECTS = ".objects"
@@ -47,16 +44,6 @@ DEFAULT_MAX_AGE_S = 6 * 3600
 # new_stage_dir() sweeps dirs this old whose process is gone (or that another host made).
 AUTO_CLEAN_AGE_S = 3 * 86400
 _HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:24] or "host"
-
-# Run INSIDE a sandbox: /home/user/input gets one symlink per entry of /mnt/tables (dotfiles too).
-LINK_INPUTS_COMMAND: list[str] = [
-    "sh",
-    "-c",
-    f"mkdir -p {INPUT_DIR} && for f in {TABLES_DIR}/* {TABLES_DIR}/.[!.]* {TABLES_DIR}/..?*; do "
-    '[ -e "$f" ] || continue; '
-    f'ln -sfn -- "$f" "{INPUT_DIR}/${{f##*/}}" || exit 1; '
-    "done",
-]
 
 
 class StagingWarning(UserWarning):
@@ -171,38 +158,6 @@ def _copy_read_only(source: Path, target: Path) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-
-
-def link_inputs_on_host(
-    input_dir: Path, names: Iterable[str], *, tables_dir: str = TABLES_DIR
-) -> Path:
-    """Host-side twin of LINK_INPUTS_COMMAND for sandboxes whose input dir is a host directory.
-
-    The links point at `tables_dir` as the sandbox sees it; they dangle on the host, by design.
-    """
-    input_dir = Path(input_dir)
-    input_dir.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        try:
-            check_file_name("staging", name)
-        except RowValidationError as exc:
-            raise ValueError(str(exc)) from None
-        link = input_dir / name
-        with contextlib.suppress(FileNotFoundError):
-            link.unlink()
-        link.symlink_to(f"{tables_dir}/{name}")
-    return input_dir
-
-
-def link_inputs_script(names: Iterable[str], *, tables_dir: str = TABLES_DIR) -> list[str]:
-    """An argv linking exactly `names` (for sandboxes that should not glob /mnt/tables)."""
-    commands = [f"mkdir -p {INPUT_DIR}"]
-    for name in names:
-        check_file_name("staging", name)
-        commands.append(
-            f"ln -sfn -- {shlex.quote(f'{tables_dir}/{name}')} {shlex.quote(f'{INPUT_DIR}/{name}')}"
-        )
-    return ["sh", "-c", " && ".join(commands)]
 
 
 def remove_stage_dir(stage_dir: Path) -> None:

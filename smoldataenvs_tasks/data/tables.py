@@ -5,7 +5,7 @@
 "big.csv: 612 MB over --max-file-mb 500"), which scoring turns into an ungraded sample
 (`table_unavailable`), never a 0.
 
-File matching (DECISIONS.md): list `<prefix>/` (only paths under it: `owner__data` never matches
+File matching (docs/design.md): list `<prefix>/` (only paths under it: `owner__data` never matches
 `owner__database`), match each name in `files` by base name, the shallowest path winning a
 collision (then the alphabetically first); empty `files` means every file under the prefix, flat
 by base name. A mirror or the bundled sample is read in place with zero network.
@@ -34,8 +34,10 @@ from smoldataenvs_tasks.data.cache import (
     UnsafePathError,
     safe_relpath,
 )
+from smoldataenvs_tasks.data.layout import prefix_head
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import SAMPLE_BUCKET, SAMPLE_DIR, DataSource
+from smoldataenvs_tasks.errors import SmolDataEnvsError
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +65,7 @@ class TableSet:
         return {table.name: table.path for table in self.files}
 
 
-class ListingUnavailable(RuntimeError):
+class ListingUnavailable(SmolDataEnvsError, RuntimeError):
     pass
 
 
@@ -161,7 +163,7 @@ def _resolve_from_mirror(
     skipped = manifest.get("skipped") or {}
     bucket, prefix = task.hf_bucket, task.bucket_prefix
     base = source.root / "buckets" / bucket / prefix
-    head = f"buckets/{bucket}/{prefix}/"
+    head = prefix_head(bucket, prefix)
     relpaths = mirror_entries(source.root, bucket, prefix)
     listed = {key[len(head) :] for key in recorded if key.startswith(head)}
     if listed:
@@ -337,7 +339,7 @@ def tables_manifest_digest(
     else:
         recorded = source.manifest().get("files") or {}
         for bucket, prefix in pairs:
-            head = f"buckets/{bucket}/{prefix}/"
+            head = prefix_head(bucket, prefix)
             described[f"{bucket}/{prefix}"] = {
                 key[len(head) :]: {"size": info.get("size"), "sha256": info.get("sha256")}
                 for key, info in sorted(recorded.items())

@@ -100,7 +100,7 @@ def doc_to_text(doc: dict[str, Any]) -> str:
 
 def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> list[list[str]]:
     """Run every response's program at once; each response becomes its Verdict as JSON."""
-    from smoldataenvs_tasks.grading import ProgramReply, grade_program_replies
+    from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies
 
     if not docs:
         return []

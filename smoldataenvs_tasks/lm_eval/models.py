@@ -1,4 +1,4 @@
-"""The `replay` model for lm-eval: plays a replay file (DECISIONS.md format) back, offline.
+"""The `replay` model for lm-eval: plays a replay file (docs/design.md format) back, offline.
 
     smoldataenvs-lm-eval --tasks smoldataenvs_program_sample --model replay \
         --model_args path=smoldataenvs_tasks/sample/replays/gold_program.jsonl \

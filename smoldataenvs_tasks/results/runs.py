@@ -10,17 +10,19 @@ after loading (statistics, submission.json, report.md, compare) sees only this s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.scorers.verdict import Verdict
 
 
-class RunLoadError(ValueError):
+class RunLoadError(SmolDataEnvsError, ValueError):
     """An input that is not a readable SmolDataEnvs run; the message names the file."""
 
 
-class IncompatibleRunsError(ValueError):
+class IncompatibleRunsError(SmolDataEnvsError, ValueError):
     """Runs that cannot be combined into one score (different split, variant, grader, ...)."""
 
 
@@ -114,3 +116,13 @@ def check_combinable(runs: Sequence[Run]) -> None:
                 f"cannot combine runs of different {words} into one report ({listing}). "
                 "Report them separately (or select one with --split / by passing fewer inputs)."
             )
+
+
+def grader_version_of(declared: Any, tasks: Iterable[TaskAttempts], where: str) -> str | None:
+    """The run's grader version; every verdict must have been decided by that one version."""
+    seen = {a.verdict.grader_version for t in tasks for a in t.attempts if a.verdict.graded}
+    if declared is not None:
+        seen.add(str(declared))
+    if len(seen) > 1:
+        raise RunLoadError(f"{where}: verdicts from several grader versions {sorted(seen)}")
+    return next(iter(seen), None)

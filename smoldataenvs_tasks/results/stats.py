@@ -1,6 +1,6 @@
 """The statistics of a SmolDataEnvs report: bootstrap CIs over tasks, pass@k, seed standard errors.
 
-DECISIONS.md "Reports": CIs are 95% percentile bootstraps over tasks with seed 0 and 10,000
+docs/design.md "Reports": CIs are 95% percentile bootstraps over tasks with seed 0 and 10,000
 resamples, so two people reporting the same per-task values print the same interval.
 
     python -c "from smoldataenvs_tasks.results.stats import bootstrap_ci; \

@@ -5,7 +5,7 @@ attempts (infrastructure failures) never count, and a task with no graded attemp
 counted by reason. Several runs of one model and split (seeds) combine over the tasks graded in
 every run: the pooled pass@1 with its bootstrap CI, plus mean ± standard error of the per-run
 pass@1. The `sha256` field is the SHA-256 of the canonical JSON of everything else
-(DECISIONS.md "Reports"): keys sorted, separators "," and ":", UTF-8, no NaN.
+(docs/design.md "Reports"): keys sorted, separators "," and ":", UTF-8, no NaN.
 
     from smoldataenvs_tasks.results.load import load_runs
     from smoldataenvs_tasks.results.submission import build_submission, verify_submission

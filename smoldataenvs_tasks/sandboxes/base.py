@@ -10,33 +10,19 @@ sample ungraded, never a 0).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from smoldataenvs_tasks.contract import ExecResult
+from smoldataenvs_tasks.errors import SmolDataEnvsError
 
-class SandboxFailure(RuntimeError):
+
+class SandboxFailure(SmolDataEnvsError, RuntimeError):
     """The sandbox could not start or run a command; the sample is ungraded (`sandbox_failed`)."""
 
 
 class SandboxUnavailable(SandboxFailure):
     """This sandbox kind cannot run on this machine (e.g. bwrap missing); says how to fix it."""
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    returncode: int | None  # None when killed by us (timeout) before it exited
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    # Name of the contract limit the command ran into: "memory", "processes", "file_size",
-    # "output". None when no limit was hit.
-    limit: str | None = None
-    duration_s: float = 0.0
-
-    @property
-    def success(self) -> bool:
-        return self.returncode == 0 and not self.timed_out and self.limit is None
 
 
 @runtime_checkable

@@ -1,6 +1,6 @@
 """The bubblewrap sandbox: one sample's isolated Linux userland, a fresh bwrap process per exec.
 
-What a program sees (DECISIONS.md "Sandbox contract"):
+What a program sees (docs/design.md "The sandbox contract"):
 
     /usr                 read-only (the distribution's userland; /usr/local hidden)
     /etc                 a minimal read-only /etc: no shadow, no host users, a PATH-keeping profile
@@ -17,6 +17,10 @@ capped; a host-side timeout. When an exec ends its PID namespace ends, so no bac
 survives it; `close()` kills whatever is left and removes the session's directories.
 
     python -m smoldataenvs_tasks.sandboxes.bwrap      # runs a smoke test in a throwaway session
+
+One module of ~630 lines on purpose: the mount plan, each exec's bwrap invocation and the
+host-side file access (which refuses links out of the session's directories) all rest on one
+layout of the session's host directories; split apart, that invariant would live in three files.
 """
 
 from __future__ import annotations
@@ -36,9 +40,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from smoldataenvs_tasks.sandboxes import cgroups
-from smoldataenvs_tasks.sandboxes.base import ExecResult, SandboxFailure, SandboxUnavailable
-from smoldataenvs_tasks.sandboxes.limits import (
+from smoldataenvs_tasks.contract import (
     DEFAULT_LIMITS,
     ENV_DIR,
     INPUT_DIR,
@@ -50,6 +52,8 @@ from smoldataenvs_tasks.sandboxes.limits import (
     WORKDIR,
     SandboxLimits,
 )
+from smoldataenvs_tasks.sandboxes import cgroups
+from smoldataenvs_tasks.sandboxes.base import ExecResult, SandboxFailure, SandboxUnavailable
 from smoldataenvs_tasks.sandboxes.procrun import (
     RawResult,
     decode,
@@ -248,7 +252,7 @@ class BwrapSession:
             directory.mkdir(parents=True, exist_ok=True)
         for name, text in _SYNTHETIC_ETC.items():
             (self._etc / name).write_text(text)
-        from smoldataenvs_tasks.data.staging import link_inputs_on_host
+        from smoldataenvs_tasks.sandboxes.inputs import link_inputs_on_host
 
         # The links resolve inside the sandbox (to the read-only mount), never on the host.
         link_inputs_on_host(input_dir, sorted(os.listdir(self.stage_dir)))

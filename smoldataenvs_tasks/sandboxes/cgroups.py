@@ -30,7 +30,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smoldataenvs_tasks.sandboxes.limits import SandboxLimits
+from smoldataenvs_tasks.contract import SandboxLimits
+from smoldataenvs_tasks.errors import SmolDataEnvsError
 
 # Forces a mode ("cgroup-v1", "cgroup-v2", "rlimits"), e.g. to test the fallback.
 ENFORCEMENT_ENV = "SMOLDATAENVS_SANDBOX_ENFORCEMENT"
@@ -47,7 +48,7 @@ class Enforcement(enum.StrEnum):
     RLIMITS = "rlimits"
 
 
-class CgroupUnavailable(RuntimeError):
+class CgroupUnavailable(SmolDataEnvsError, RuntimeError):
     """No writable cgroup hierarchy with the pids and memory controllers."""
 
 

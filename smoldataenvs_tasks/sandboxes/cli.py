@@ -1,11 +1,16 @@
-"""`smoldataenvs sandbox ...`: build and inspect the sandboxes.
+"""`smoldataenvs sandbox ...`: build, inspect and clean up the sandboxes.
 
 smoldataenvs sandbox setup          # build the bwrap Python environment (once; prints where)
 smoldataenvs sandbox info           # what "auto" resolves to, enforcement, env, Docker image
-smoldataenvs sandbox build-image    # build the Docker sandbox image (docker.py)
+smoldataenvs sandbox build-image    # build the Docker sandbox image (sandboxes/docker/image.py)
+smoldataenvs sandbox image-status   # is it built and current (exit 1 when not)
+smoldataenvs sandbox cleanup        # containers and volumes of dead harness processes
 """
 
 from __future__ import annotations
+
+import os
+import sys
 
 import click
 
@@ -55,7 +60,11 @@ def info() -> None:
 
 
 @sandbox.command("build-image")
-@click.option("--base-image", default=None, help="BASE_IMAGE build argument (a python3.11 image).")
+@click.option(
+    "--base-image",
+    default=lambda: os.environ.get("BASE_IMAGE") or None,
+    help="BASE_IMAGE build argument (a python3.11 image); default $BASE_IMAGE, else picked.",
+)
 @click.option("--force", is_flag=True, help="Rebuild even when the image exists.")
 def build_image(base_image: str | None, force: bool) -> None:
     """Build the Docker sandbox image from the Dockerfile and requirements.lock."""
@@ -66,3 +75,27 @@ def build_image(base_image: str | None, force: bool) -> None:
     except SandboxFailure as error:  # SandboxUnavailable too: no engine, or a failed build
         raise click.ClickException(str(error)) from error
     click.echo(tag)
+
+
+@sandbox.command("image-status")
+def image_status() -> None:
+    """Whether the Docker sandbox image is built and current (exit status 1 when not)."""
+    from smoldataenvs_tasks.sandboxes.docker import image_status as status_of
+
+    status = status_of()
+    click.echo(status.message)
+    sys.exit(0 if status.ready else 1)
+
+
+@sandbox.command()
+@click.option("--all", "all_sessions", is_flag=True, help="Every session's, alive or not.")
+def cleanup(all_sessions: bool) -> None:
+    """Remove Docker containers and volumes of sessions whose harness process is gone."""
+    from smoldataenvs_tasks.sandboxes.docker import cleanup_stale
+
+    try:
+        removed = cleanup_stale(all_sessions=all_sessions)
+    except SandboxFailure as error:
+        raise click.ClickException(str(error)) from error
+    for line in removed:
+        click.echo(f"removed {line}")

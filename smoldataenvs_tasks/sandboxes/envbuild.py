@@ -26,11 +26,11 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from smoldataenvs_tasks.data.cache import cache_root
+from smoldataenvs_tasks._host import cache_root
+from smoldataenvs_tasks.contract import ENV_DIR
+from smoldataenvs_tasks.sandboxes import LOCK_FILE
 from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
-from smoldataenvs_tasks.sandboxes.limits import ENV_DIR
 
-LOCK_FILE = Path(__file__).with_name("requirements.lock")
 # Bump when the build recipe changes in a way that makes old environments wrong.
 _RECIPE_VERSION = "2"
 _COMPLETE_MARKER = ".smoldataenvs-env-complete"

@@ -23,8 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from smoldataenvs_tasks.sandboxes.base import ExecResult, SandboxFailure
-from smoldataenvs_tasks.sandboxes.limits import (
+from smoldataenvs_tasks.contract import (
     DEFAULT_LIMITS,
     ENV_DIR,
     INPUT_DIR,
@@ -35,6 +34,7 @@ from smoldataenvs_tasks.sandboxes.limits import (
     WORKDIR,
     SandboxLimits,
 )
+from smoldataenvs_tasks.sandboxes.base import ExecResult, SandboxFailure
 from smoldataenvs_tasks.sandboxes.procrun import decode, kill_group, launcher_argv, run_captured
 
 logger = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class LocalSession:
             for directory in session.path_map.values():
                 if directory.is_relative_to(root):
                     directory.mkdir(parents=True, exist_ok=True)
-            from smoldataenvs_tasks.data.staging import link_inputs_on_host
+            from smoldataenvs_tasks.sandboxes.inputs import link_inputs_on_host
 
             # No /mnt/tables here: link straight to the staged files.
             names = sorted(os.listdir(stage_dir))

@@ -2,11 +2,11 @@
 
     session = await open_session("auto", stage_dir)   # bwrap where it works, else docker
     try:
-        outcome = await run_program(session, code)
+        outcome = await pipeline.run_program_outcome(session, code)
     finally:
         await session.close()
 
-Kinds: "bwrap" (bwrap.py), "docker" (docker.py's DockerSession), "local" (no isolation; warns),
+Kinds: "bwrap" (bwrap.py), "docker" (docker/session.py's DockerSession), "local" (no isolation; warns),
 and "auto" = bwrap where it works here, otherwise docker.
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
 from smoldataenvs_tasks.sandboxes.base import SandboxSession, SandboxUnavailable
-from smoldataenvs_tasks.sandboxes.limits import DEFAULT_LIMITS, SandboxLimits
 
 KINDS = ("bwrap", "docker", "local", "auto")
 

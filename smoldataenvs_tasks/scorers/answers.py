@@ -1,4 +1,4 @@
-"""The answer rules (DECISIONS.md "Answer rules"): what in a reply or a run counts as the answer.
+"""The answer rules (docs/design.md "Answer rules"): what in a reply or a run counts as the answer.
 
 Pure text functions, no I/O:
 
@@ -115,7 +115,7 @@ def _clean_code(content: str) -> str:
 
 
 def extract_program(completion: str | None) -> ExtractedProgram:
-    """The program in a model's reply, by DECISIONS.md's code-extraction rule."""
+    """The program in a model's reply, by the code-extraction rule (docs/design.md "Answer rules")."""
     text = completion or ""
     blocks = _fenced_blocks(text)
     if not blocks:
@@ -143,7 +143,7 @@ def _path_like(token: str) -> bool:
 def is_command(answer: str | None) -> bool:
     """True when the answer is the shell line that would produce a value, not the value.
 
-    DECISIONS.md: the first token is echo/printf/tee/awk/sed/python/python3/bash/sh followed by
+    docs/design.md: the first token is echo/printf/tee/awk/sed/python/python3/bash/sh followed by
     anything; or `cat` followed by a path-like token (contains `/` or `.`, or starts with `-`);
     or it contains `$(`, a backtick or a `|`; or a `>`/`>>` with a token before it and a
     path-like token after it. "Followed by anything" means at least one more token, so a bare

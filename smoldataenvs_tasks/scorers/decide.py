@@ -6,7 +6,7 @@ call these, so the two harnesses cannot disagree about a reply.
     python -c "from smoldataenvs_tasks.scorers.decide import verdict_for_answer as v; \\
 print(v('5768', gold='5768.04', reward_mode='numeric', atol=0.05, rtol=0.01))"
 
-Rules (DECISIONS.md "The verdict", "Answer rules"):
+Rules (docs/design.md "The verdict", "Answer rules"):
 
 * a reply whose last fenced block is a shell block → `shell_answer`; no program → `no_answer`;
 * a blank answer → the program's failure category (timeout, crash, syntax_error,

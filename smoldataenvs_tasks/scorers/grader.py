@@ -8,7 +8,7 @@ rung (math-verify) runs in a small pool of worker processes with a hard deadline
     python -c "from smoldataenvs_tasks import grade; print(grade('45%', '0.45'))"
     smoldataenvs grade 5768.04 5768 --mode numeric --atol 0.05 --rtol 0.01
 
-The ladder (first match wins; reference/smoldataenvs.md §3.2, issue 2):
+The ladder (first match wins; docs/design.md "The grader ladder"):
 
 1. `miss`: the gold or the candidate is None or blank.
 2. `exact`: lowercased, stripped, inner whitespace collapsed; punctuation counts.
@@ -24,7 +24,7 @@ The ladder (first match wins; reference/smoldataenvs.md §3.2, issue 2):
 Input coercion (documented choices, none of which changes a verdict for well-formed rows):
 non-string gold/candidate values are read with `str()`; a tolerance that is None, NaN, negative
 or not a number counts as 0.0 (WAI-env passes `float(row.get("atol") or 0.0)`; a NaN or negative
-tolerance could only reject equal numbers). A `reward_mode` outside DECISIONS.md's known list warns
+tolerance could only reject equal numbers). A `reward_mode` outside the known list (docs/design.md "Where data comes from") warns
 once per mode and is graded by the generic ladder, as upstream does.
 """
 

@@ -38,6 +38,8 @@ import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
+from smoldataenvs_tasks.errors import SmolDataEnvsError
+
 __all__ = [
     "DEFAULT_DEADLINE_S",
     "DEFAULT_WORKERS",
@@ -68,7 +70,7 @@ class Outcome(enum.Enum):
     TIMEOUT = "timeout"
 
 
-class SymbolicUnavailableError(RuntimeError):
+class SymbolicUnavailableError(SmolDataEnvsError, RuntimeError):
     """The symbolic rung's worker processes cannot start (an infrastructure failure)."""
 
 

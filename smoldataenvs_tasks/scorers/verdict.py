@@ -1,4 +1,4 @@
-"""The one verdict type every part of the package speaks (DECISIONS.md "The verdict").
+"""The one verdict type every part of the package speaks (docs/design.md "The verdict").
 
 A Verdict is what Inspect's Score.metadata, lm-eval's per-doc verdict file, `validate` and
 `report` all carry. `reward` is 1.0, 0.0, or None for ungraded (an infrastructure failure, never
@@ -88,7 +88,7 @@ class ProgramOutcome:
 
     `failure` is None when the program exited 0 within every limit; otherwise one of
     TIMEOUT, CRASH (detail: exception name), SYNTAX_ERROR, RESOURCE_LIMIT (detail: limit name).
-    The answer is still read from stdout whatever the failure (DECISIONS.md "Answer rules").
+    The answer is still read from stdout whatever the failure (docs/design.md "Answer rules").
     """
 
     stdout: str

@@ -20,11 +20,12 @@ import lm_eval
 import pytest
 from inspect_ai import eval as inspect_eval
 
+from smoldataenvs_tasks.data.layout import write_manifest
 from smoldataenvs_tasks.data.source import DataSource, SourceError, load_tasks
-from smoldataenvs_tasks.grading import MAX_PROGRAMS_ENV, default_concurrency
-from smoldataenvs_tasks.inspect_tasks import smoldataenvs_program
+from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
 from smoldataenvs_tasks.lm_eval.models import ReplayLM
 from smoldataenvs_tasks.lm_eval.paths import task_manager
+from smoldataenvs_tasks.pipeline import MAX_PROGRAMS_ENV, default_concurrency
 from tests.replies import MISSING_TABLE_TASK, fenced, program_row, write_jsonl
 from tests.sandboxes.helpers import require_kind
 
@@ -123,10 +124,7 @@ def test_bwrap_input_links_written_on_the_host_point_at_the_read_only_tables(tmp
 
 
 def _write_manifest(root: Path, revision: str) -> None:
-    text = json.dumps({"format": 1, "revision": revision, "files": {}, "splits": {}})
-    tmp = root / "manifest.json.tmp"
-    tmp.write_text(text)
-    os.replace(tmp, root / "manifest.json")
+    write_manifest(root, dataset="levers", revision=revision, splits={}, files={})
 
 
 def test_a_rewritten_mirror_manifest_is_read_again(tmp_path):

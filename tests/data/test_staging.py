@@ -12,17 +12,19 @@ from pathlib import Path
 
 import pytest
 
+from smoldataenvs_tasks.contract import INPUT_DIR, TABLES_DIR
 from smoldataenvs_tasks.data.staging import (
-    LINK_INPUTS_COMMAND,
     StagingWarning,
     cleanup_stage_dirs,
-    link_inputs_on_host,
-    link_inputs_script,
     new_stage_dir,
     stage_tables,
 )
 from smoldataenvs_tasks.data.tables import TableFile, TableSet
-from smoldataenvs_tasks.sandboxes.limits import INPUT_DIR, TABLES_DIR
+from smoldataenvs_tasks.sandboxes.inputs import (
+    LINK_INPUTS_COMMAND,
+    link_inputs_on_host,
+    link_inputs_script,
+)
 
 
 def table_set(tmp_path: Path, files: dict[str, bytes]) -> TableSet:

@@ -18,7 +18,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log, read_eval_log_sample
 from inspect_ai.scorer import Score
 
-from smoldataenvs_tasks.inspect_tasks import smoldataenvs, smoldataenvs_program
+from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs, smoldataenvs_program
 from tests.replies import (
     BAD_PROGRAM_REPLIES,
     GOLD_AGENTIC,

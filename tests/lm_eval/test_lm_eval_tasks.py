@@ -199,7 +199,7 @@ def test_plain_lm_eval_with_include_path_finds_the_tasks(tmp_path):
 def test_parity_with_the_inspect_program_scorer(tmp_path, sandbox):
     from inspect_ai import eval as inspect_eval
 
-    from smoldataenvs_tasks.inspect_tasks import smoldataenvs_program
+    from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
 
     rows = {row["task_id"]: row for row in gold_program_rows()}
     replays = [rows]

@@ -60,8 +60,8 @@ def run_inspect(
 ) -> Path:
     from inspect_ai import eval as inspect_eval
 
-    import smoldataenvs_tasks.inspect_models  # noqa: F401  (registers the replay provider)
-    from smoldataenvs_tasks.inspect_tasks import smoldataenvs_program
+    import smoldataenvs_tasks.inspect_adapter.models  # noqa: F401  (registers the replay provider)
+    from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
 
     logs = inspect_eval(
         smoldataenvs_program(split="sample"),

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from smoldataenvs_tasks.contract import MiB, SandboxLimits
 from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
-from smoldataenvs_tasks.sandboxes.limits import MiB, SandboxLimits
 
 # The contract's mechanisms with smaller numbers, so hostile programs hit them fast.
 SMALL_LIMITS = SandboxLimits(

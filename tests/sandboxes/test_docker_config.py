@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
+from smoldataenvs_tasks.contract import DEFAULT_LIMITS, INPUT_DIR, TABLES_DIR
 from smoldataenvs_tasks.sandboxes import docker as docker_mod
 from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
-from smoldataenvs_tasks.sandboxes.limits import DEFAULT_LIMITS, INPUT_DIR, TABLES_DIR
+from smoldataenvs_tasks.sandboxes.docker import image as image_mod
 
 SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
@@ -38,12 +39,12 @@ def tmpfs_sizes(service: dict[str, Any]) -> dict[str, int]:
 
 
 def load(name: str) -> dict[str, Any]:
-    return yaml.safe_load((docker_mod.HERE / name).read_text())
+    return yaml.safe_load((docker_mod.RESOURCES / name).read_text())
 
 
 def run_flags(limits: Any) -> dict[str, list[str]]:
     """`docker run` flags of a DockerSession, flag -> values."""
-    args = docker_mod._container_args(limits)
+    args = docker_mod.container_args(limits)
     flags: dict[str, list[str]] = {}
     i = 0
     while i < len(args):
@@ -123,9 +124,11 @@ def test_remote_compose_token_and_network_only_for_the_stager() -> None:
 def test_content_tag_follows_every_file_in_the_build_context(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in docker_mod.CONTEXT_FILES:
-        shutil.copy2(docker_mod.HERE / name, tmp_path / name)
-    monkeypatch.setattr(docker_mod, "HERE", tmp_path)
+    copies = {}
+    for name, path in docker_mod.CONTEXT_FILES.items():
+        copies[name] = tmp_path / name
+        shutil.copy2(path, copies[name])
+    monkeypatch.setattr(image_mod, "CONTEXT_FILES", copies)
     original = docker_mod.content_tag()
     assert original.startswith(f"{docker_mod.IMAGE_REPO}:")
     seen = {original}
@@ -140,9 +143,9 @@ def test_content_tag_follows_every_file_in_the_build_context(
 
 
 def test_dockerfile_env_mirrors_the_sandbox_env() -> None:
-    from smoldataenvs_tasks.sandboxes.limits import SANDBOX_ENV
+    from smoldataenvs_tasks.contract import SANDBOX_ENV
 
-    text = (docker_mod.HERE / "Dockerfile").read_text()
+    text = (docker_mod.RESOURCES / "Dockerfile").read_text()
     env_block = text[text.index("ENV PATH=") :].split("\nUSER")[0]
     pairs = dict(re.findall(r"(\w+)=(\S+)", env_block))
     assert pairs == SANDBOX_ENV
@@ -170,7 +173,7 @@ def _render(template: str) -> str:
 
 def test_k8s_values_stage_like_the_remote_compose_file() -> None:
     values = load("values.yaml")
-    compose_text = (docker_mod.HERE / "compose.remote.yaml").read_text()
+    compose_text = (docker_mod.RESOURCES / "compose.remote.yaml").read_text()
     metadata_keys = {k.lower() for k in re.findall(r"SAMPLE_METADATA_(\w+?):-", compose_text)}
     assert metadata_keys == {"hf_bucket", "bucket_prefix", "files", "mirror_url", "table_sha256"}
     job, policy = (yaml.safe_load(_render(r)) for r in values["additionalResources"])

@@ -13,9 +13,9 @@ import subprocess
 
 import pytest
 
+from smoldataenvs_tasks.contract import SANDBOX_ENV
 from smoldataenvs_tasks.sandboxes import docker as docker_mod
 from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
-from smoldataenvs_tasks.sandboxes.limits import SANDBOX_ENV
 from tests.sandboxes.helpers import require_kind
 
 pytestmark = pytest.mark.docker
@@ -92,7 +92,7 @@ def test_python_and_libraries_are_the_locked_set(docker_ready: None) -> None:
     assert result.returncode == 0, result.stderr
     version, *frozen = result.stdout.splitlines()
     assert version == "(3, 11)"
-    lock = (docker_mod.HERE / "requirements.lock").read_text().splitlines()
+    lock = (docker_mod.RESOURCES / "requirements.lock").read_text().splitlines()
 
     def normalise(lines: list[str]) -> set[str]:
         return {

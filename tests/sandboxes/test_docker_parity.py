@@ -16,8 +16,8 @@ import pytest
 from smoldataenvs_tasks.data.source import SAMPLE_DIR, load_tasks
 from smoldataenvs_tasks.data.staging import stage_tables
 from smoldataenvs_tasks.data.tables import resolve_tables
+from smoldataenvs_tasks.pipeline import run_program_outcome
 from smoldataenvs_tasks.sandboxes.docker import DockerSession, RemoteTables
-from smoldataenvs_tasks.sandboxes.runner import run_program
 from smoldataenvs_tasks.sandboxes.session import open_session
 from smoldataenvs_tasks.scorers.answers import extract_program
 from tests.sandboxes.docker_support import leftovers_guard, serve_directory
@@ -69,7 +69,7 @@ async def test_gold_programs_print_the_same_in_bwrap_docker_and_remote_staging(
         for kind in ("bwrap", "docker"):
             session = await open_session(kind, stage)
             try:
-                outcome = await run_program(session, code)
+                outcome = await run_program_outcome(session, code)
             finally:
                 await session.close()
             assert outcome.failure is None, (kind, task.task_id, outcome.stderr[-500:])
@@ -82,7 +82,7 @@ async def test_gold_programs_print_the_same_in_bwrap_docker_and_remote_staging(
         )
         remote = await DockerSession.start_remote(remote_tables, stager_network="host")
         try:
-            outcome = await run_program(remote, code)
+            outcome = await run_program_outcome(remote, code)
         finally:
             await remote.close()
         assert outcome.failure is None, ("remote", task.task_id, outcome.stderr[-500:])

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from smoldataenvs_tasks.sandboxes import docker as docker_mod
+from smoldataenvs_tasks.contract import SANDBOX_ENV
+from smoldataenvs_tasks.pipeline import run_program_outcome
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxUnavailable
 from smoldataenvs_tasks.sandboxes.docker import DockerSession
-from smoldataenvs_tasks.sandboxes.limits import SANDBOX_ENV
-from smoldataenvs_tasks.sandboxes.runner import run_program
+from smoldataenvs_tasks.sandboxes.docker import image as image_mod
 from smoldataenvs_tasks.scorers.verdict import Category
 from tests.sandboxes.docker_support import have_docker_cli, leftovers_guard, our_containers
 from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_BYTES, TABLE_NAME, make_stage
@@ -191,17 +191,19 @@ async def test_close_removes_the_container_and_is_idempotent(
 
 
 async def test_runner_classifies_programs_in_docker(session: DockerSession) -> None:
-    ok = await run_program(
+    ok = await run_program_outcome(
         session,
         "import pandas as pd\nprint(pd.read_csv('sales.csv').amount.sum())\n",
         limits=SMALL_LIMITS,
     )
     assert ok.failure is None and ok.stdout.strip() == "42"
-    crash = await run_program(session, "import pandas as pd\npd.read_csv('sales.csv')['nope']\n")
+    crash = await run_program_outcome(
+        session, "import pandas as pd\npd.read_csv('sales.csv')['nope']\n"
+    )
     assert (crash.failure, crash.failure_detail) == (Category.CRASH, "KeyError")
-    syntax = await run_program(session, "print(1\n")
+    syntax = await run_program_outcome(session, "print(1\n")
     assert syntax.failure == Category.SYNTAX_ERROR
-    slow = await run_program(session, "import time\ntime.sleep(60)\n", timeout=2)
+    slow = await run_program_outcome(session, "import time\ntime.sleep(60)\n", timeout=2)
     assert slow.failure == Category.TIMEOUT
 
 
@@ -223,7 +225,7 @@ async def test_unreachable_engine_is_unavailable_with_a_clear_message(
     if not have_docker_cli():
         pytest.skip("no docker CLI")
     monkeypatch.setenv("DOCKER_HOST", f"unix://{staged[1]}/no-engine.sock")
-    monkeypatch.setattr(docker_mod, "_KNOWN_IMAGES", set())
+    monkeypatch.setattr(image_mod, "_KNOWN_IMAGES", set())
     with pytest.raises(SandboxUnavailable, match="no Docker engine answers"):
         await DockerSession.start(staged[1])
 

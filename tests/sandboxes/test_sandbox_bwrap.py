@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SANDBOX_ENV
 from smoldataenvs_tasks.sandboxes import bwrap as bwrap_module
 from smoldataenvs_tasks.sandboxes import cgroups
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxSession, SandboxUnavailable
 from smoldataenvs_tasks.sandboxes.bwrap import BwrapSession, FileTooLarge
-from smoldataenvs_tasks.sandboxes.limits import DEFAULT_LIMITS, SANDBOX_ENV
 from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_BYTES, TABLE_NAME
 
 pytestmark = pytest.mark.anyio

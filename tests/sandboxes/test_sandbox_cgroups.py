@@ -11,8 +11,8 @@ import time
 
 import pytest
 
+from smoldataenvs_tasks.contract import MiB, SandboxLimits
 from smoldataenvs_tasks.sandboxes import cgroups
-from smoldataenvs_tasks.sandboxes.limits import MiB, SandboxLimits
 from smoldataenvs_tasks.sandboxes.procrun import launcher_argv
 
 LIMITS = SandboxLimits(memory_bytes=256 * MiB, max_processes=8, cpus=0.5)

@@ -19,9 +19,9 @@ from inspect_ai.util import (
     sandbox,
 )
 
-from smoldataenvs_tasks.sandboxes.inspect_adapter import as_program_host
-from smoldataenvs_tasks.sandboxes.inspect_bwrap import BwrapSandboxConfig
-from smoldataenvs_tasks.sandboxes.runner import run_program
+from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxConfig
+from smoldataenvs_tasks.inspect_adapter.host import as_program_host
+from smoldataenvs_tasks.pipeline import run_program_outcome
 from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_NAME, make_stage, require_kind
 
 
@@ -32,10 +32,12 @@ def _probe_sandbox():
         listing = await env.exec(["sh", "-c", "id -u; pwd; ls"])
         state.metadata["listing"] = listing.stdout
         state.metadata["program"] = (
-            await run_program(as_program_host(env), "import os\nprint(len(os.listdir('.')))\n")
+            await run_program_outcome(
+                as_program_host(env), "import os\nprint(len(os.listdir('.')))\n"
+            )
         ).to_dict()
         state.metadata["fork_bomb"] = (
-            await run_program(
+            await run_program_outcome(
                 as_program_host(env),
                 "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n"
                 "        pass\n",
@@ -111,13 +113,13 @@ def test_config_round_trips_the_limits() -> None:
 @pytest.mark.anyio
 async def test_adapter_over_inspects_local_provider(tmp_path: Path) -> None:
     """Another provider's TimeoutError and output overflow become results, not exceptions."""
-    from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+    from smoldataenvs_tasks.inspect_adapter._compat import LocalSandboxEnvironment
 
     env = LocalSandboxEnvironment()
     try:
         host = as_program_host(env)
         root = env.directory.name
-        outcome = await run_program(
+        outcome = await run_program_outcome(
             host, "import os\nprint(os.getcwd())\n", program_path=f"{root}/solve.py", cwd=root
         )
         assert (outcome.failure, outcome.stdout) == (None, f"{root}\n")

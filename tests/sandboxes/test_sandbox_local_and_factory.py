@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from smoldataenvs_tasks.data.prompts import program_prompt, relocate_paths
+from smoldataenvs_tasks.pipeline import run_program_outcome
 from smoldataenvs_tasks.sandboxes import local as local_module
 from smoldataenvs_tasks.sandboxes.base import SandboxSession
 from smoldataenvs_tasks.sandboxes.local import LocalSession
-from smoldataenvs_tasks.sandboxes.runner import run_program
 from smoldataenvs_tasks.sandboxes.session import open_session, resolve_kind
 from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_NAME, require_kind
 
@@ -34,7 +34,7 @@ async def test_local_runs_programs_against_relocated_contract_paths(
         assert len(warnings) == 1
         # A program written from a relocated prompt names the host paths.
         answer = session.relocate("/workdir/answer.txt")
-        outcome = await run_program(
+        outcome = await run_program_outcome(
             session,
             "import os, sys, pandas\n"
             f"print(sum(pandas.read_csv({TABLE_NAME!r}).amount))\n"
@@ -69,7 +69,7 @@ async def test_local_prompt_paths_point_at_its_dirs(stage_dir: Path) -> None:
 async def test_local_still_enforces_timeout_and_output_cap(stage_dir: Path) -> None:
     session = await LocalSession.start(stage_dir, limits=SMALL_LIMITS)
     try:
-        slow = await run_program(session, "import time\ntime.sleep(30)\n", timeout=1)
+        slow = await run_program_outcome(session, "import time\ntime.sleep(30)\n", timeout=1)
         assert slow.failure.value == "timeout"
         loud = await session.exec(["sh", "-c", "yes"], timeout=30)
         assert loud.limit == "output"

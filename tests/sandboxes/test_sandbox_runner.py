@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from smoldataenvs_tasks.pipeline import run_program_outcome
 from smoldataenvs_tasks.sandboxes.base import ExecResult, SandboxFailure
-from smoldataenvs_tasks.sandboxes.runner import classify, program_argv, run_program
+from smoldataenvs_tasks.sandboxes.runner import program_argv
+from smoldataenvs_tasks.scorers.outcome import classify
 from smoldataenvs_tasks.scorers.verdict import Category
 from tests.sandboxes.helpers import TABLE_NAME
 
@@ -43,12 +45,12 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 async def test_program_categories_in_bwrap(bwrap_session, case: str) -> None:
     code, failure, detail = CASES[case]
-    outcome = await run_program(bwrap_session, code)
+    outcome = await run_program_outcome(bwrap_session, code)
     assert (outcome.failure, outcome.failure_detail) == (failure, detail), outcome.stderr
 
 
 async def test_answer_is_stdout_and_cwd_is_the_input_dir(bwrap_session) -> None:
-    outcome = await run_program(
+    outcome = await run_program_outcome(
         bwrap_session,
         f"import os\nprint(os.getcwd())\nprint(open({TABLE_NAME!r}).read(), end='')\n",
     )
@@ -58,20 +60,20 @@ async def test_answer_is_stdout_and_cwd_is_the_input_dir(bwrap_session) -> None:
 
 
 async def test_stdout_is_kept_whatever_the_failure(bwrap_session) -> None:
-    outcome = await run_program(bwrap_session, "print(42)\nraise ValueError('late')\n")
+    outcome = await run_program_outcome(bwrap_session, "print(42)\nraise ValueError('late')\n")
     assert outcome.stdout == "42\n"
     assert (outcome.failure, outcome.failure_detail) == (Category.CRASH, "ValueError")
 
 
 async def test_timeout_argument_overrides_the_limit(bwrap_session) -> None:
-    outcome = await run_program(bwrap_session, "import time\ntime.sleep(30)\n", timeout=1)
+    outcome = await run_program_outcome(bwrap_session, "import time\ntime.sleep(30)\n", timeout=1)
     assert outcome.failure is Category.TIMEOUT
     assert outcome.exit_code == 124
 
 
 async def test_program_printing_timeouts_own_message_is_only_a_crash(bwrap_session) -> None:
     """Faking `timeout`'s "cannot run python3" must not turn a 0 into an ungraded sample."""
-    outcome = await run_program(
+    outcome = await run_program_outcome(
         bwrap_session,
         "import sys\n"
         "sys.stderr.write(\"timeout: failed to run command 'python3': No such file or directory\\n\")\n"
@@ -105,7 +107,7 @@ class _BrokenPythonHost:
 
 async def test_sandbox_without_python_is_a_sandbox_failure() -> None:
     with pytest.raises(SandboxFailure, match="cannot run python3"):
-        await run_program(_BrokenPythonHost(), "print(1)\n")
+        await run_program_outcome(_BrokenPythonHost(), "print(1)\n")
 
 
 def test_program_argv_runs_the_contract_file_under_timeout() -> None:

@@ -95,7 +95,7 @@ def test_extract_program(completion: str, expected: ExtractedProgram) -> None:
     assert extract_program(completion) == expected
 
 
-# --- the command guard: DECISIONS.md's lists verbatim ------------------------------------------
+# --- the command guard: docs/design.md's lists verbatim ------------------------------------------
 
 VALUES = [">50K", "> 2 Years", ">40hrs", "<=50K, >50K", "cat", "dog, cat", "5", "yes"]
 COMMANDS = [

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
-from smoldataenvs_tasks.scorers.grade_cli import _examples_path
+from smoldataenvs_tasks.scorers.cli import _examples_path
 
 REPO = Path(__file__).resolve().parents[2]
 

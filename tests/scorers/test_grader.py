@@ -43,7 +43,8 @@ def test_issue_example_5768_within_row_tolerance() -> None:
     assert result == GradeResult(1.0, "numeric")
 
 
-# reference/smoldataenvs.md §3.3, row by row, with each row's mode and tolerances, checked
+# The published grader's edge-case table (as vendored copies document it), row by row, with each
+# row's mode and tolerances, checked
 # against math-verify 0.9.0 as installed.
 EDGE_CASES = [
     ("East", " east ", "exact_short", 0, 0, 1.0, "exact"),

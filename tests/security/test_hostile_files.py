@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from smoldataenvs_tasks.pipeline import run_program_outcome
 from smoldataenvs_tasks.sandboxes.base import SandboxSession
-from smoldataenvs_tasks.sandboxes.runner import run_program
 from smoldataenvs_tasks.sandboxes.session import open_session
 from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_BYTES, TABLE_NAME
 
@@ -38,7 +38,7 @@ async def test_writes_land_only_in_the_writable_dirs(kind: str, session: Sandbox
         "/bin",
         *ALLOWED_DIRS,
     ]
-    outcome = await run_program(
+    outcome = await run_program_outcome(
         session,
         "import os\n"
         f"for d in {targets!r}:\n"
@@ -87,7 +87,7 @@ os.remove(T)
 open(T, 'w').write('a new file in the input dir')
 print(open('/mnt/tables/' + T).read(), end='')
 """
-    outcome = await run_program(session, attacks)
+    outcome = await run_program_outcome(session, attacks)
     assert outcome.failure is None, outcome.stderr
     assert "SUCCEEDED" not in outcome.stdout, outcome.stdout
     assert outcome.stdout.endswith(TABLE_BYTES.decode())
@@ -125,7 +125,7 @@ for name in ('secret', 'up'):
     except OSError as error:
         print(name, 'unreadable inside', type(error).__name__)
 """
-    outcome = await run_program(session, plant)
+    outcome = await run_program_outcome(session, plant)
     assert outcome.failure is None, outcome.stderr
     assert marker not in outcome.stdout
     for path in (
@@ -184,7 +184,7 @@ for guess in ({str(host_root)!r}, '/tmp/..', '/proc/1/root/tmp'):
         print(guess, type(error).__name__)
 print('HITS', hits)
 """
-        outcome = await run_program(session, hunt)
+        outcome = await run_program_outcome(session, hunt)
     finally:
         await other.close()
     assert outcome.failure is None, outcome.stderr

@@ -16,8 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from smoldataenvs_tasks.pipeline import run_program_outcome
 from smoldataenvs_tasks.sandboxes.base import SandboxSession
-from smoldataenvs_tasks.sandboxes.runner import run_program
 from smoldataenvs_tasks.sandboxes.session import open_session
 from smoldataenvs_tasks.scorers.verdict import Category
 from tests.sandboxes.helpers import SMALL_LIMITS
@@ -35,7 +35,7 @@ def _host_processes_with(token: str) -> list[str]:
 
 
 async def test_process_count_is_capped(kind: str, session: SandboxSession) -> None:
-    outcome = await run_program(
+    outcome = await run_program_outcome(
         session,
         "import os, time\n"
         "n = 0\n"
@@ -56,7 +56,7 @@ async def test_process_count_is_capped(kind: str, session: SandboxSession) -> No
 
 async def test_fork_bomb_is_contained(kind: str, session: SandboxSession) -> None:
     token = f"bomb-{uuid.uuid4().hex}"
-    outcome = await run_program(
+    outcome = await run_program_outcome(
         session,
         "import os, sys\n"
         "if len(sys.argv) == 1:  # re-exec so every bomb process carries a findable token\n"
@@ -80,7 +80,7 @@ async def test_fork_bomb_is_contained(kind: str, session: SandboxSession) -> Non
 
 
 async def test_allocating_8_gb_is_stopped(kind: str, session: SandboxSession) -> None:
-    outcome = await run_program(
+    outcome = await run_program_outcome(
         session,
         "data = bytearray(8 * 1024**3)\nprint('allocated', len(data))\n",
     )
@@ -89,7 +89,7 @@ async def test_allocating_8_gb_is_stopped(kind: str, session: SandboxSession) ->
 
 
 async def test_allocating_gradually_is_stopped(kind: str, session: SandboxSession) -> None:
-    outcome = await run_program(
+    outcome = await run_program_outcome(
         session,
         "chunks = []\n"
         "for i in range(8 * 1024):\n"
@@ -101,7 +101,7 @@ async def test_allocating_gradually_is_stopped(kind: str, session: SandboxSessio
 
 
 async def test_printing_1_gb_is_cut_at_the_output_cap(kind: str, session: SandboxSession) -> None:
-    outcome = await run_program(
+    outcome = await run_program_outcome(
         session,
         "import sys\n"
         "line = 'x' * (1024 * 1024 - 1) + '\\n'\n"
@@ -113,13 +113,13 @@ async def test_printing_1_gb_is_cut_at_the_output_cap(kind: str, session: Sandbo
 
 
 async def test_infinite_loop_times_out(kind: str, session: SandboxSession) -> None:
-    outcome = await run_program(session, "while True:\n    pass\n", timeout=2)
+    outcome = await run_program_outcome(session, "while True:\n    pass\n", timeout=2)
     assert outcome.failure is Category.TIMEOUT
     assert outcome.duration_s < 2 + 5 + 10  # never the host-side safety net
 
 
 async def test_loop_ignoring_sigterm_is_killed(kind: str, session: SandboxSession) -> None:
-    outcome = await run_program(
+    outcome = await run_program_outcome(
         session,
         "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('armed', flush=True)\n"
         "while True:\n    pass\n",
@@ -130,7 +130,7 @@ async def test_loop_ignoring_sigterm_is_killed(kind: str, session: SandboxSessio
 
 
 async def test_huge_file_is_capped(kind: str, session: SandboxSession) -> None:
-    outcome = await run_program(
+    outcome = await run_program_outcome(
         session,
         "block = b'\\0' * (1024 * 1024)\n"
         "with open('/tmp/huge.bin', 'wb') as f:\n"
@@ -148,7 +148,7 @@ async def test_background_processes_do_not_outlive_the_sample(kind: str, stage_d
     token = f"{uuid.uuid4().int % 10**6}.{os.getpid()}"
     session = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
     try:
-        outcome = await run_program(
+        outcome = await run_program_outcome(
             session,
             "import os, subprocess, time\n"
             f"subprocess.Popen(['sleep', '{token}'], start_new_session=True)\n"

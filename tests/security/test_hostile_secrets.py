@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from smoldataenvs_tasks.data.cache import cache_root
-from smoldataenvs_tasks.sandboxes.limits import SANDBOX_ENV
-from smoldataenvs_tasks.sandboxes.runner import run_program
+from smoldataenvs_tasks._host import cache_root
+from smoldataenvs_tasks.contract import SANDBOX_ENV
+from smoldataenvs_tasks.pipeline import run_program_outcome
 from smoldataenvs_tasks.sandboxes.session import open_session
 from tests.sandboxes.helpers import SMALL_LIMITS
 
@@ -35,7 +35,7 @@ async def test_api_key_in_harness_env_is_invisible(
     monkeypatch.setenv("HF_TOKEN", secret)
     session = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
     try:
-        outcome = await run_program(
+        outcome = await run_program_outcome(
             session,
             "import os, json\nprint(json.dumps(dict(os.environ)))\n",
         )
@@ -61,7 +61,7 @@ async def test_environ_of_every_visible_process_is_clean(
     try:
         session = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
         try:
-            outcome = await run_program(
+            outcome = await run_program_outcome(
                 session,
                 "import os\n"
                 "found = []\n"
@@ -96,7 +96,7 @@ async def test_ssh_key_in_home_and_etc_shadow_are_unreadable(
     monkeypatch.setenv("HOME", str(home))
     session = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
     try:
-        outcome = await run_program(
+        outcome = await run_program_outcome(
             session,
             "import os\n"
             f"paths = [os.path.expanduser('~/.ssh/id_rsa'), {str(key)!r}, {harness_key!r},\n"
@@ -128,7 +128,7 @@ async def test_host_processes_are_invisible(kind: str, stage_dir: Path) -> None:
     try:
         session = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
         try:
-            outcome = await run_program(
+            outcome = await run_program_outcome(
                 session,
                 "import os\n"
                 "for pid in sorted(p for p in os.listdir('/proc') if p.isdigit()):\n"
@@ -174,7 +174,7 @@ async def test_tcp_to_host_loopback_listener_fails(kind: str, stage_dir: Path) -
     try:
         session = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
         try:
-            outcome = await run_program(
+            outcome = await run_program_outcome(
                 session,
                 "import socket\n"
                 f"for host in ('127.0.0.1', 'localhost', '::1'):\n"
@@ -196,7 +196,7 @@ async def test_tcp_to_host_loopback_listener_fails(kind: str, stage_dir: Path) -
 
 
 async def test_no_network_interface_but_loopback(kind: str, session) -> None:
-    outcome = await run_program(
+    outcome = await run_program_outcome(
         session,
         "import socket\nprint(sorted(name for _, name in socket.if_nameindex()))\n",
     )
@@ -213,7 +213,7 @@ async def test_harness_python_and_host_files_are_not_mounted(kind: str, session)
     ]
     host_only = [path for path in host_only if path.exists()]
     assert host_only
-    outcome = await run_program(
+    outcome = await run_program_outcome(
         session,
         "import os, sys\n"
         f"for path in {[str(p) for p in host_only]!r}:\n"
@@ -229,7 +229,7 @@ async def test_harness_python_and_host_files_are_not_mounted(kind: str, session)
 
 
 async def test_no_capabilities_and_no_root(kind: str, session) -> None:
-    outcome = await run_program(
+    outcome = await run_program_outcome(
         session,
         "import os\n"
         "status = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines()"

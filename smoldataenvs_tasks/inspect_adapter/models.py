@@ -29,14 +29,11 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
 
+from smoldataenvs_tasks.inspect_adapter._compat import sample_state
 from smoldataenvs_tasks.replay import ReplayBook, ReplayRow
 
 
 def _current_sample() -> tuple[str | None, int]:
-    # Inspect has no public API for the running sample's id inside a provider; this private one
-    # is stable across the pinned range (inspect-ai>=0.3.285,<0.4).
-    from inspect_ai.solver._task_state import sample_state
-
     state = sample_state()
     if state is None:
         return None, 1

@@ -3,13 +3,11 @@
 Inspect providers signal a timeout or an output overflow by raising; the runner wants both as
 an `ExecResult` it can classify. Calls go through Inspect's own object (so they are recorded in
 the sample's transcript); where it is our bwrap provider, the session's full result is taken
-from it afterwards, since it also reports cgroup limits (memory, processes) that Inspect's
-`ExecResult` has no field for.
+from it afterwards (`BwrapSandboxEnvironment.last_result`), since it also reports cgroup limits
+(memory, processes) that Inspect's `ExecResult` has no field for.
 
     from inspect_ai.util import sandbox
-    outcome = await run_program(as_program_host(sandbox()), code)
-
-inspect_ai is imported lazily: lm-eval runs the same runner without it installed.
+    outcome = await pipeline.run_program_outcome(as_program_host(sandbox()), code)
 """
 
 from __future__ import annotations
@@ -19,7 +17,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from smoldataenvs_tasks.sandboxes.base import ExecResult, SandboxFailure
+from smoldataenvs_tasks.contract import ExecResult
+from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxEnvironment
+from smoldataenvs_tasks.sandboxes.base import SandboxFailure
 
 
 class InspectSandboxHost:
@@ -95,18 +95,18 @@ def _at_output_cap(*streams: str) -> bool:
     """Providers may cut a stream to its last MAX_EXEC_OUTPUT_SIZE bytes instead of raising
     (Inspect's `local` does, keeping whole 4 KiB reads): a stream within one read buffer of the
     cap was cut, so the output limit was hit."""
-    from inspect_ai.util._sandbox.limits import SandboxEnvironmentLimits
+    from inspect_ai.util import SandboxEnvironmentLimits
 
     floor = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE - 65536
     return any(len(stream) >= floor and len(stream.encode()) >= floor for stream in streams)
 
 
-def _our_environment(environment: Any) -> Any:
+def _our_environment(environment: Any) -> BwrapSandboxEnvironment | None:
     """Our bwrap provider behind `environment` (through Inspect's recording proxy), or None."""
-    for candidate in (environment, getattr(environment, "_sandbox", None)):
-        if candidate is not None and hasattr(candidate, "last_result"):
-            return candidate
-    return None
+    try:
+        return environment.as_type(BwrapSandboxEnvironment)
+    except (TypeError, AttributeError):
+        return None
 
 
 def as_program_host(environment: Any) -> InspectSandboxHost:

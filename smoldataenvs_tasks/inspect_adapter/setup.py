@@ -1,41 +1,34 @@
-"""Inspect solvers and tools shared by the SmolDataEnvs tasks.
+"""The setup step of every SmolDataEnvs Inspect task, and the cleanup after it.
 
-- `prepare_sample`: the setup step of every variant. It checks that the sample runs in the sandbox
-  the task asked for (Inspect's `--sandbox` override would drop our compose config), fetches the
-  sample's tables (a table that cannot be had marks the sample ungraded and ends it before any
-  model call), links them into the sandbox's `/home/user/input`, and relocates prompt paths for
-  the `local` sandbox.
-- `bash_tool` / `python_tool`: the SFT data's tool schema, `bash(command)` (not Inspect's built-in
-  `bash(cmd)`), each call a fresh process in the sample's sandbox.
+`prepare_sample` checks that the sample runs in the sandbox the task asked for (Inspect's
+`--sandbox` override would drop our compose config), fetches the sample's tables (a table that
+cannot be had marks the sample ungraded and ends it before any model call), links them into the
+sandbox's `/home/user/input`, and relocates prompt paths for the `local` sandbox.
+`release_sample` (the task's cleanup) empties the sample's stage dir once no epoch uses it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections import Counter, defaultdict
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
 
 import anyio
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from inspect_ai.solver import Generate, Solver, TaskState, solver
-from inspect_ai.tool import Tool, ToolDef
-from inspect_ai.util import concurrency, store
 from inspect_ai.util import sandbox as current_sandbox
+from inspect_ai.util import store
 
+from smoldataenvs_tasks import contract
 from smoldataenvs_tasks.data.prompts import relocate_paths
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.staging import (
-    LINK_INPUTS_COMMAND,
-    link_inputs_on_host,
-    stage_tables,
-)
+from smoldataenvs_tasks.data.staging import stage_tables
 from smoldataenvs_tasks.data.tables import resolve_tables
-from smoldataenvs_tasks.sandboxes import limits as contract
+from smoldataenvs_tasks.errors import SmolDataEnvsError
+from smoldataenvs_tasks.inspect_adapter._compat import DockerSandboxEnvironment
+from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxEnvironment
+from smoldataenvs_tasks.sandboxes.inputs import LINK_INPUTS_COMMAND, link_inputs_on_host
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +51,7 @@ _MISSING_MARKERS = ("/mnt/tables/.smoldata-missing", "/mnt/stage/tables/.smoldat
 SANDBOX_MARKER = f"{contract.ENV_DIR}/bin/python3"
 
 
-class SandboxOverrideError(RuntimeError):
+class SandboxOverrideError(SmolDataEnvsError, RuntimeError):
     pass
 
 
@@ -72,7 +65,8 @@ def record_of(state: TaskState) -> TaskRecord:
     return TaskRecord.from_doc(state.metadata["record"])
 
 
-def _is_provider(env: object, provider: type) -> bool:
+def is_provider(env: object, provider: type) -> bool:
+    """Whether `env` (Inspect's recording proxy or the environment itself) is of `provider`."""
     try:
         env.as_type(provider)  # type: ignore[attr-defined]  (sees through Inspect's proxy)
     except TypeError:
@@ -83,18 +77,14 @@ def _is_provider(env: object, provider: type) -> bool:
 async def _check_sandbox_kind(expected: str, *, probe_image: bool = True) -> None:
     """The sample runs in the sandbox the task set. `probe_image=False` leaves the image check
     to the caller (plain Docker folds it into the link command: one exec instead of two)."""
-    from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
-
-    from smoldataenvs_tasks.sandboxes.inspect_bwrap import BwrapSandboxEnvironment
-
     env = current_sandbox()
     hint = _OVERRIDE_HINT
-    if expected == "bwrap" and not _is_provider(env, BwrapSandboxEnvironment):
+    if expected == "bwrap" and not is_provider(env, BwrapSandboxEnvironment):
         raise SandboxOverrideError(
             f"this sample's sandbox is not the bwrap one the task set. {hint}"
         )
     if expected in ("docker", "docker-remote", "k8s"):
-        foreign = expected != "k8s" and not _is_provider(env, DockerSandboxEnvironment)
+        foreign = expected != "k8s" and not is_provider(env, DockerSandboxEnvironment)
         if not foreign and probe_image:
             probe = await env.exec(["test", "-x", SANDBOX_MARKER], timeout=30)
             foreign = not probe.success
@@ -110,8 +100,6 @@ _MARKER_MISSING = 97
 
 def _bwrap_input_dir() -> Path | None:
     """The host directory behind this sample's /home/user/input when it is our bwrap sandbox."""
-    from smoldataenvs_tasks.sandboxes.inspect_bwrap import BwrapSandboxEnvironment
-
     try:
         ours = current_sandbox().as_type(BwrapSandboxEnvironment)
     except TypeError:
@@ -125,7 +113,7 @@ def _bwrap_input_dir() -> Path | None:
 
 
 async def _link_inputs(stage_dir: Path, sandbox_kind: str) -> None:
-    """/home/user/input gets one link per staged table (DECISIONS.md "Sandbox contract")."""
+    """/home/user/input gets one link per staged table (docs/design.md "The sandbox contract")."""
     input_dir = _bwrap_input_dir() if sandbox_kind == "bwrap" else None
     if input_dir is not None:
         # The links LINK_INPUTS_COMMAND would make, written on the host: no bwrap start (~30 ms).
@@ -232,12 +220,6 @@ def empty_stage_dir(stage_dir: Path) -> None:
             entry.unlink(missing_ok=True)
 
 
-def _combined_output(stdout: str, stderr: str) -> str:
-    if stdout and stderr:
-        return f"{stdout.rstrip()}\n{stderr}" if not stdout.endswith("\n") else stdout + stderr
-    return stdout or stderr
-
-
 def sample_paths() -> dict[str, str]:
     """Contract paths for this sample: fixed in real sandboxes, temp dirs under `local`."""
     relocated: dict[str, str] | None = store().get(PATHS_KEY)
@@ -246,76 +228,3 @@ def sample_paths() -> dict[str, str]:
         "workdir": contract.WORKDIR,
         "tmp": contract.TMP_DIR,
     }
-
-
-def program_gate(
-    max_programs: int | None = None,
-) -> Callable[[], AbstractAsyncContextManager[Any]] | None:
-    """A limit on programs (and tool commands) running at once, shared by every sample of the
-    process, when this sample's sandbox runs on this machine (bwrap, Docker, local); None for
-    remote sandboxes (k8s), whose programs do not compete for this machine's CPUs.
-
-    Inspect keeps many samples in flight (adaptive model connections start at 20) so that model
-    calls overlap; their programs should not all run at once on a 2-core machine, where each
-    would take ~10x its time (nearer its time limit) for no gain in throughput.
-    """
-    from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
-    from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
-
-    from smoldataenvs_tasks.grading import default_concurrency
-    from smoldataenvs_tasks.sandboxes.inspect_bwrap import BwrapSandboxEnvironment
-
-    env = current_sandbox()
-    local = (BwrapSandboxEnvironment, DockerSandboxEnvironment, LocalSandboxEnvironment)
-    if not any(_is_provider(env, provider) for provider in local):
-        return None
-    slots = max_programs or default_concurrency()
-    return lambda: concurrency("smoldataenvs/programs", slots)
-
-
-async def _gated_exec(argv: list[str], **options: Any) -> Any:
-    gate = program_gate()
-    if store().get(PATHS_KEY):  # `local`: the locked env's python, as in every real sandbox
-        from smoldataenvs_tasks.sandboxes.inspect_adapter import local_sandbox_env
-
-        options["env"] = local_sandbox_env()
-    async with gate() if gate is not None else contextlib.nullcontext():
-        return await current_sandbox().exec(argv, **options)
-
-
-def bash_tool(*, timeout: float) -> Tool:
-    async def execute(command: str) -> str:
-        result = await _gated_exec(
-            ["bash", "-c", command], cwd=sample_paths()["workdir"], timeout=timeout
-        )
-        return _combined_output(result.stdout, result.stderr)
-
-    return ToolDef(
-        execute,
-        name="bash",
-        description=(
-            "Run a shell command in the sandbox and return its combined stdout and stderr. The "
-            "shell is not stateful between calls (each call is a fresh `bash -c`), so use "
-            "absolute paths or `cd` first. Use it to explore files, run Python, and write the "
-            'final answer with `echo -n "<value>" > /workdir/answer.txt`.'
-        ),
-        parameters={"command": "The shell command to run."},
-    ).as_tool()
-
-
-def python_tool(*, timeout: float) -> Tool:
-    async def execute(code: str) -> str:
-        result = await _gated_exec(
-            ["python3", "-"], input=code, cwd=sample_paths()["workdir"], timeout=timeout
-        )
-        return _combined_output(result.stdout, result.stderr)
-
-    return ToolDef(
-        execute,
-        name="python",
-        description=(
-            "Run a Python 3 program (given as source text) in the sandbox and return its "
-            "combined stdout and stderr. Each call is a fresh interpreter; print what you need."
-        ),
-        parameters={"code": "The Python source to run."},
-    ).as_tool()

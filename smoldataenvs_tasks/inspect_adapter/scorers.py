@@ -1,6 +1,7 @@
-"""Inspect scorer glue: turns a finished sample into a Score carrying its Verdict.
+"""The Inspect scorers: each turns a finished sample into a Score carrying its Verdict.
 
-The decisions themselves live in the pure modules (`answers`, `decide`, `grader`); this module only
+The decisions themselves live in the pure `scorers` package (`answers`, `decide`, `grader`) and,
+for programs, in `pipeline.decide_program_reply`; this module only
 fetches what the sample produced (the reply, the program's output, the answer file) and maps the
 Verdict onto Inspect: value 1/0, `Score.unscored` for ungraded samples (excluded from metrics and
 reducers, reason kept), and the Verdict in `Score.metadata`.
@@ -27,21 +28,21 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState
 from inspect_ai.util import sandbox as current_sandbox
 
-from smoldataenvs_tasks.grading import decide_program_reply
-from smoldataenvs_tasks.inspect_solvers import (
-    TABLE_DIGESTS_KEY,
-    TABLE_ERROR_KEY,
-    program_gate,
-    record_of,
-    sample_paths,
-)
-from smoldataenvs_tasks.sandboxes.inspect_adapter import InspectSandboxHost, local_sandbox_env
-from smoldataenvs_tasks.sandboxes.limits import (
+from smoldataenvs_tasks.contract import (
     DEFAULT_LIMITS,
     INPUT_DIR,
     PROGRAM_PATH,
     SandboxLimits,
 )
+from smoldataenvs_tasks.inspect_adapter.host import InspectSandboxHost, local_sandbox_env
+from smoldataenvs_tasks.inspect_adapter.setup import (
+    TABLE_DIGESTS_KEY,
+    TABLE_ERROR_KEY,
+    record_of,
+    sample_paths,
+)
+from smoldataenvs_tasks.inspect_adapter.tools import program_gate
+from smoldataenvs_tasks.pipeline import decide_program_reply
 from smoldataenvs_tasks.scorers.decide import verdict_for_answer_file
 from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
 

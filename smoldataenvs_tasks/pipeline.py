@@ -1,10 +1,15 @@
-"""Grading program replies: one path from a reply to a Verdict, for every framework.
+"""reply -> run -> Verdict: the one module that joins data, sandboxes and scorers.
 
 `decide_program_reply` is the single sequence — extract the program, apply the shell/empty rules,
-run it with the shared runner in a sandbox, grade the last printed line — used by the Inspect
-scorer (through Inspect's sandbox) and by everything that runs without Inspect (lm-eval,
-`smoldataenvs validate`, benchmarks) through `grade_program_replies`, which opens one fresh
-sandbox per reply and runs many replies concurrently.
+run it with the shared runner in a sandbox, classify the run, grade the last printed line — used
+by the Inspect scorer (through Inspect's sandbox) and by everything that runs without Inspect
+(lm-eval, `smoldataenvs validate`, benchmarks) through `grade_program_replies`, which fetches a
+task's tables, opens one fresh sandbox per reply and runs many replies concurrently.
+
+    python -c "from smoldataenvs_tasks.data.source import load_tasks; \
+from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies; \
+t = load_tasks('sample')[0]; \
+print(grade_program_replies([ProgramReply(t, 'print(1)')])[0].category)"
 """
 
 from __future__ import annotations
@@ -18,13 +23,30 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from smoldataenvs_tasks.contract import DEFAULT_LIMITS, PROGRAM_PATH, SandboxLimits
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure
-from smoldataenvs_tasks.sandboxes.limits import DEFAULT_LIMITS, PROGRAM_PATH, SandboxLimits
-from smoldataenvs_tasks.sandboxes.runner import ProgramHost, run_program
+from smoldataenvs_tasks.sandboxes.runner import ProgramHost, program_timeout, run_program
 from smoldataenvs_tasks.scorers.answers import extract_program
 from smoldataenvs_tasks.scorers.decide import verdict_before_running, verdict_for_program_outcome
-from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
+from smoldataenvs_tasks.scorers.outcome import program_outcome
+from smoldataenvs_tasks.scorers.verdict import ProgramOutcome, UngradedReason, Verdict
+
+
+async def run_program_outcome(
+    host: ProgramHost,
+    code: str,
+    *,
+    limits: SandboxLimits = DEFAULT_LIMITS,
+    timeout: float | None = None,
+    program_path: str = PROGRAM_PATH,
+    cwd: str | None = None,
+) -> ProgramOutcome:
+    """Run `code` once in `host` (the shared runner) and classify the run (the one classifier)."""
+    result = await run_program(
+        host, code, limits=limits, timeout=timeout, program_path=program_path, cwd=cwd
+    )
+    return program_outcome(result, program_timeout(limits, timeout), program_path)
 
 
 async def decide_program_reply(
@@ -56,7 +78,9 @@ async def decide_program_reply(
     )
     try:
         async with gate() if gate is not None else contextlib.nullcontext():
-            outcome = await run_program(host, extracted.code or "", limits=limits, **relocated)
+            outcome = await run_program_outcome(
+                host, extracted.code or "", limits=limits, **relocated
+            )
     except SandboxFailure as exc:
         return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc))
     # The symbolic rung may wait seconds on a worker: keep the event loop free meanwhile.

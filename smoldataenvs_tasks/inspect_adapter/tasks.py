@@ -32,6 +32,7 @@ from inspect_ai.solver import Solver, generate, system_message, use_tools
 from inspect_ai.util import SandboxEnvironmentSpec
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, DATASET_REVISION, reward_mode_label
+from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.data.prompts import (
     PROGRAM_SYSTEM_PROMPT,
     adapt_instruction_for_submit,
@@ -43,28 +44,23 @@ from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import DataSource, as_list
 from smoldataenvs_tasks.data.staging import cleanup_stage_dirs, new_stage_dir
 from smoldataenvs_tasks.data.tables import tables_manifest_digest
-from smoldataenvs_tasks.inspect_solvers import (
-    bash_tool,
-    prepare_sample,
-    python_tool,
-    release_sample,
-)
-from smoldataenvs_tasks.sandboxes.limits import DEFAULT_LIMITS
-from smoldataenvs_tasks.scorers.inspect_scorer import (
+from smoldataenvs_tasks.inspect_adapter.scorers import (
     answer_file_scorer,
     program_scorer,
     submit_scorer,
 )
+from smoldataenvs_tasks.inspect_adapter.setup import prepare_sample, release_sample
+from smoldataenvs_tasks.inspect_adapter.tools import bash_tool, python_tool
+from smoldataenvs_tasks.sandboxes import RESOURCES
+from smoldataenvs_tasks.sandboxes.docker.image import COMPOSE_FILE, REMOTE_COMPOSE_FILE
 from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION
 
 logger = logging.getLogger(__name__)
 
 TASK_VERSION = "1-A"
-COMPOSE_FILE = Path(__file__).parent / "sandboxes" / "compose.yaml"
-# Remote staging: the sandbox fetches its own tables (a stager step with network and token),
-# for providers that cannot bind the harness's cache (docs/cluster.md).
-REMOTE_COMPOSE_FILE = Path(__file__).parent / "sandboxes" / "compose.remote.yaml"
-K8S_VALUES_FILE = Path(__file__).parent / "sandboxes" / "values.yaml"
+# Remote staging (docker-remote, k8s): the sandbox fetches its own tables (a stager step with
+# network and token), for providers that cannot bind the harness's cache (docs/cluster.md).
+K8S_VALUES_FILE = RESOURCES / "values.yaml"
 
 Variant = Literal["agentic", "program"]
 SandboxKind = Literal["auto", "bwrap", "docker", "docker-remote", "k8s", "local"]

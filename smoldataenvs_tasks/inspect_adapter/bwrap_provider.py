@@ -25,13 +25,15 @@ from inspect_ai.util import (
     OutputLimitExceededError,
     SandboxEnvironment,
     SandboxEnvironmentConfigType,
+    SandboxEnvironmentLimits,
     SandboxUserUnsupportedError,
     sandboxenv,
 )
-from inspect_ai.util._sandbox.limits import SandboxEnvironmentLimits
 from pydantic import BaseModel
 from typing_extensions import override
 
+from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
+from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
 from smoldataenvs_tasks.sandboxes import base
 from smoldataenvs_tasks.sandboxes.bwrap import (
     SANDBOX_UID,
@@ -39,14 +41,13 @@ from smoldataenvs_tasks.sandboxes.bwrap import (
     FileTooLarge,
     probe_bwrap,
 )
-from smoldataenvs_tasks.sandboxes.limits import DEFAULT_LIMITS, SandboxLimits
 
 STAGE_DIR_KEY = "stage_dir"
 _SANDBOX_USERS = {"user", str(SANDBOX_UID)}
 
 
 class BwrapSandboxConfig(BaseModel, frozen=True):
-    """The task's sandbox settings: the contract's limits (defaults = DECISIONS.md)."""
+    """The task's sandbox settings: the contract's limits (defaults = docs/design.md)."""
 
     program_timeout_s: float = DEFAULT_LIMITS.program_timeout_s
     tool_timeout_s: float = DEFAULT_LIMITS.tool_timeout_s
@@ -75,8 +76,6 @@ def _limits(config: SandboxEnvironmentConfigType | None) -> SandboxLimits:
 
 
 def _unavailable(error: base.SandboxUnavailable) -> RuntimeError:
-    from inspect_ai._util.error import PrerequisiteError
-
     return PrerequisiteError(f"The bwrap sandbox cannot run here: {error}")
 
 

@@ -1,0 +1,116 @@
+"""The mirror layout and its manifest: the one reader and the one writer (docs/design.md
+"The mirror layout").
+
+    DIR/data/{split}-00000-of-00001.parquet
+    DIR/buckets/{hf_bucket}/{bucket_prefix}/{path under the prefix}
+    DIR/manifest.json     format, dataset, revision, per-split and per-file size + sha256,
+                          what was left out (`skipped`) and which tasks lack tables (`missing`)
+
+`smoldataenvs mirror`, the bundled sample's build script and the benchmarks all write manifests
+through `write_manifest`; every reader goes through `read_manifest`.
+
+    python -c "from smoldataenvs_tasks.data.layout import read_manifest; \\
+        from smoldataenvs_tasks.data.source import SAMPLE_DIR; \\
+        print(read_manifest(SAMPLE_DIR)['revision'])"
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from smoldataenvs_tasks._pins import split_parquet_path
+from smoldataenvs_tasks.data.cache import atomic_write_json, sha256_file
+from smoldataenvs_tasks.errors import SmolDataEnvsError
+
+MANIFEST = "manifest.json"
+FORMAT = 1
+
+
+class SourceError(SmolDataEnvsError, RuntimeError):
+    """The requested rows cannot be had from this source (missing split, broken mirror, ...)."""
+
+
+def table_key(bucket: str, prefix: str, relpath: str) -> str:
+    """A table's path inside a mirror, relative to its root (the manifest's `files` key)."""
+    return f"buckets/{bucket}/{prefix}/{relpath}"
+
+
+def prefix_head(bucket: str, prefix: str) -> str:
+    """What every `table_key` of one bucket prefix starts with."""
+    return f"buckets/{bucket}/{prefix}/"
+
+
+def file_entry(path: str | os.PathLike[str], sha256: str | None = None) -> dict[str, Any]:
+    """A manifest entry for a file: its size and sha256 (computed when not given)."""
+    path = Path(path)
+    return {"size": path.stat().st_size, "sha256": sha256 or sha256_file(path)}
+
+
+def split_entry(root: Path, split: str, tasks: int) -> dict[str, Any]:
+    """A manifest entry for a split's parquet under `root`."""
+    relpath = split_parquet_path(split)
+    return {"path": relpath, **file_entry(root / relpath), "tasks": tasks}
+
+
+def write_manifest(
+    root: str | os.PathLike[str],
+    *,
+    dataset: str,
+    revision: str | None,
+    splits: Mapping[str, Mapping[str, Any]],
+    files: Mapping[str, Mapping[str, Any]],
+    skipped: Mapping[str, Mapping[str, Any]] | None = None,
+    missing: Mapping[str, str] | None = None,
+    **stamps: str,
+) -> dict[str, Any]:
+    """Write `root/manifest.json` atomically (last, so an interrupted mirror has none) and
+    return it. `stamps` are extra top-level fields such as `created_at`/`updated_at`."""
+    manifest: dict[str, Any] = {
+        "format": FORMAT,
+        "dataset": dataset,
+        "revision": revision,
+        **stamps,
+        "splits": dict(splits),
+        "files": dict(sorted(files.items())),
+        "skipped": dict(sorted((skipped or {}).items())),
+        "missing": dict(sorted((missing or {}).items())),
+    }
+    atomic_write_json(Path(root) / MANIFEST, manifest)
+    return manifest
+
+
+def read_manifest(root: str | os.PathLike[str]) -> dict[str, Any]:
+    """The mirror's manifest.json, parsed once per version of the file (callers must not
+    mutate it): every sample's table lookup reads it, and a full mirror's is megabytes."""
+    path = Path(root) / MANIFEST
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        info = None
+    if info is not None:
+        return _parse_manifest(str(path), info.st_mtime_ns, info.st_size, info.st_ino)
+    return _parse_manifest(str(path), 0, 0, 0)  # raises the "not a mirror" error
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_manifest(path_text: str, mtime_ns: int, size: int, inode: int) -> dict[str, Any]:
+    path = Path(path_text)
+    root = path.parent
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SourceError(
+            f"{root} is not a SmolDataEnvs mirror: it has no {MANIFEST} "
+            "(write one with `smoldataenvs mirror --split test DIR`; an interrupted mirror run "
+            "leaves none)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise SourceError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SourceError(f"{path} is not a JSON object")
+    return data

@@ -1,0 +1,20 @@
+"""The package's root error: every error it raises on purpose is a `SmolDataEnvsError`.
+
+    try:
+        ...
+    except SmolDataEnvsError as error:   # bad rows, missing data, broken sandboxes, bad files
+        print(error)
+
+Each specific error also keeps the built-in base it always had (`ValueError`, `RuntimeError`,
+`LookupError`), so existing `except ValueError:` code still catches it. Where they live:
+`data.rows.RowValidationError`, `data.source.SourceError`, `data.cache.CacheIntegrityError`
+and `UnsafePathError`, `data.hub.HubUnavailable`, `RemoteNotFound` and `DownloadError`,
+`data.tables.ListingUnavailable`, `sandboxes.base.SandboxFailure` (and `SandboxUnavailable`,
+`docker.RemoteStagingFailed`), `scorers.symbolic.SymbolicUnavailableError`,
+`replay.ReplayFormatError` and `ReplayMissingError`, `inspect_adapter.setup.SandboxOverrideError`,
+`validate.BrokenEnvironment` and `ValidationInputError`.
+"""
+
+
+class SmolDataEnvsError(Exception):
+    """Base of every error smoldataenvs_tasks raises on purpose."""

@@ -1,0 +1,24 @@
+"""Every private `inspect_ai` name the adapter uses, in one place.
+
+Inspect has no public API for these in the pinned range (inspect-ai>=0.3.285,<0.4); when one
+moves, this is the only file to change, and the adapter's tests say which:
+
+- `sample_state`: the running sample's id and epoch inside a model provider (the replay model
+  picks its row by them);
+- `DockerSandboxEnvironment`, `LocalSandboxEnvironment`: to tell which provider a sample runs
+  in (`SandboxEnvironment.as_type` needs the class);
+- `PrerequisiteError`: the error Inspect prints as one line with no traceback, for a task that
+  cannot run here (a missing sandbox, a bad option).
+"""
+
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.solver._task_state import sample_state
+from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
+from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+
+__all__ = [
+    "DockerSandboxEnvironment",
+    "LocalSandboxEnvironment",
+    "PrerequisiteError",
+    "sample_state",
+]

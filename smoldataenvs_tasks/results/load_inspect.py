@@ -1,0 +1,123 @@
+"""Read one Inspect log of the SmolDataEnvs tasks into a framework-neutral `Run`, through
+Inspect's own log API (`read_eval_log`, `read_eval_log_samples`).
+
+    python -c "from smoldataenvs_tasks.results.load_inspect import load_inspect_log; \
+        print(load_inspect_log('logs/x.eval').model)"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from smoldataenvs_tasks._pins import DATASET_REPO_ID
+from smoldataenvs_tasks.results.runs import (
+    Attempt,
+    Run,
+    RunLoadError,
+    TaskAttempts,
+    grader_version_of,
+)
+from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
+
+INSPECT_SUFFIXES = (".eval", ".json")
+# Sample fields the report never needs; skipping them makes big logs load fast.
+_SKIP_SAMPLE_FIELDS = {"messages", "events", "store", "attachments", "events_data", "timelines"}
+
+
+class NotASmolDataEnvsLog(RunLoadError):
+    """A readable Inspect log of some other eval."""
+
+
+def _display_name(location: str) -> str:
+    return Path(location.removeprefix("file://")).name
+
+
+def _verdict_from_score_metadata(metadata: dict[str, Any] | None) -> Verdict | None:
+    if not metadata or "category" not in metadata:
+        return None
+    return Verdict.from_dict(metadata)
+
+
+def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) -> Run:
+    """One Inspect log of `smoldataenvs` / `smoldataenvs_program` as a Run.
+
+    A sample that errored (its sandbox did not start, ...) has no score: it counts as ungraded
+    `sandbox_failed`, never as a 0.
+    """
+    from inspect_ai.log import read_eval_log, read_eval_log_samples
+
+    name = _display_name(str(log_file))
+    try:
+        header = read_eval_log(str(log_file), header_only=True)
+    except Exception as exc:  # Inspect raises several types for unreadable files
+        raise RunLoadError(f"{name}: not a readable Inspect log: {exc}") from None
+    spec = header.eval
+    meta = spec.metadata or {}
+    if meta.get("benchmark") != "SmolDataEnvs" and "grader_version" not in meta:
+        raise NotASmolDataEnvsLog(f"{name}: not a SmolDataEnvs log (task {spec.task!r})")
+    if header.status != "success" and not allow_incomplete:
+        raise RunLoadError(
+            f"{name}: the run's status is {header.status!r}, not 'success' (it did not finish). "
+            "Finish it with `inspect eval-retry`, or pass --allow-incomplete to report the "
+            "samples it has."
+        )
+
+    tasks: dict[str, TaskAttempts] = {}
+    samples: Iterable[Any] = read_eval_log_samples(
+        str(log_file),
+        all_samples_required=not allow_incomplete,
+        exclude_fields=_SKIP_SAMPLE_FIELDS,
+    )
+    for sample in samples:
+        task_id = str(sample.id)
+        smeta = sample.metadata or {}
+        verdict = None
+        for score in (sample.scores or {}).values():
+            verdict = _verdict_from_score_metadata(score.metadata)
+            if verdict is not None:
+                break
+        if verdict is None:
+            if sample.error is None and sample.scores:
+                raise RunLoadError(
+                    f"{name}: sample {task_id} epoch {sample.epoch} has a score without a "
+                    "SmolDataEnvs verdict in its metadata"
+                )
+            message = sample.error.message if sample.error is not None else "no score"
+            verdict = Verdict.ungraded(
+                UngradedReason.SANDBOX_FAILED, f"sample errored: {message}"[:500]
+            )
+        entry = tasks.get(task_id)
+        if entry is None:
+            entry = tasks[task_id] = TaskAttempts(
+                task_id=task_id,
+                difficulty_tier=str(smeta.get("difficulty_tier") or "unknown"),
+                reward_mode=str(smeta.get("reward_mode") or ""),
+            )
+        entry.attempts.append(Attempt(int(sample.epoch), verdict))
+    for entry in tasks.values():
+        entry.attempts.sort(key=lambda a: a.epoch)
+
+    packages = dict(spec.packages or {})
+    epochs = spec.config.epochs or 1
+    return Run(
+        source=name,
+        framework="inspect_ai",
+        framework_version=packages.get("inspect_ai"),
+        model=str(spec.model),
+        task_name=str(spec.task),
+        split=str(meta.get("split") or (spec.task_args or {}).get("split") or "unknown"),
+        variant=str(meta.get("variant") or "unknown"),
+        protocol=str(meta.get("protocol") or "unknown"),
+        dataset=meta.get("dataset") or DATASET_REPO_ID,
+        dataset_revision=meta.get("dataset_revision"),
+        tables_manifest_digest=meta.get("tables_manifest_digest"),
+        grader_version=grader_version_of(meta.get("grader_version"), tasks.values(), name),
+        sandbox=meta.get("sandbox"),
+        epochs=int(epochs),
+        tasks=tasks,
+        run_id=spec.run_id,
+        created=str(spec.created) if spec.created else None,
+        package_versions=packages,
+    )

@@ -1,0 +1,66 @@
+"""The Docker sandbox: the image (`image`), the engine calls (`engine`), `DockerSession` for
+callers without Inspect (`session`), remote staging (`remote`), and the sweep of containers left
+by dead processes (`cleanup`).
+
+    smoldataenvs sandbox build-image       # or scripts/build-sandbox-image.sh
+    smoldataenvs sandbox image-status
+    smoldataenvs sandbox cleanup
+    python -m smoldataenvs_tasks.sandboxes.docker image-status    # the same commands
+"""
+
+from smoldataenvs_tasks.sandboxes.docker.cleanup import cleanup_stale
+from smoldataenvs_tasks.sandboxes.docker.engine import (
+    LABEL_CONTENT,
+    LABEL_OWNER,
+    LABEL_SESSION,
+    docker_binary,
+)
+from smoldataenvs_tasks.sandboxes.docker.image import (
+    COMPOSE_FILE,
+    CONTEXT_FILES,
+    IMAGE_REPO,
+    REMOTE_COMPOSE_FILE,
+    RESOURCES,
+    SANDBOX_USER,
+    STABLE_TAG,
+    ImageStatus,
+    build_image,
+    content_hash,
+    content_tag,
+    image_status,
+    require_image,
+)
+from smoldataenvs_tasks.sandboxes.docker.remote import RemoteStagingFailed, RemoteTables
+from smoldataenvs_tasks.sandboxes.docker.session import (
+    NOFILE,
+    DockerSession,
+    container_args,
+    tmpfs_sizes,
+)
+
+__all__ = [
+    "COMPOSE_FILE",
+    "CONTEXT_FILES",
+    "IMAGE_REPO",
+    "LABEL_CONTENT",
+    "LABEL_OWNER",
+    "LABEL_SESSION",
+    "NOFILE",
+    "REMOTE_COMPOSE_FILE",
+    "RESOURCES",
+    "SANDBOX_USER",
+    "STABLE_TAG",
+    "DockerSession",
+    "ImageStatus",
+    "RemoteStagingFailed",
+    "RemoteTables",
+    "build_image",
+    "cleanup_stale",
+    "container_args",
+    "content_hash",
+    "content_tag",
+    "docker_binary",
+    "image_status",
+    "require_image",
+    "tmpfs_sizes",
+]

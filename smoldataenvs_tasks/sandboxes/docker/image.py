@@ -1,0 +1,274 @@
+"""The sandbox image: its identity (a hash over the build context), its status, and its build.
+
+    smoldataenvs sandbox build-image           # or scripts/build-sandbox-image.sh
+    smoldataenvs sandbox image-status          # exit 1 when not built or out of date
+
+The image's tag is `smoldataenvs-sandbox:<content hash>`, the hash over the build context's file
+names and contents (`CONTEXT_FILES`), so a changed Dockerfile or lock can never run under an old
+tag; `STABLE_TAG` (what compose.yaml runs) points at the current build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from smoldataenvs_tasks.sandboxes import LOCK_FILE, RESOURCES
+from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxUnavailable
+from smoldataenvs_tasks.sandboxes.docker.engine import (
+    LABEL_CONTENT,
+    docker,
+    docker_binary,
+    docker_sync,
+    engine_error,
+)
+
+SANDBOXES_DIR = Path(__file__).resolve().parent.parent
+DOCKERFILE = RESOURCES / "Dockerfile"
+COMPOSE_FILE = RESOURCES / "compose.yaml"
+REMOTE_COMPOSE_FILE = RESOURCES / "compose.remote.yaml"
+# Everything the build context holds besides the CA bundle: the image's identity is their hash
+# (over each file's name and contents, not its place in this package).
+CONTEXT_FILES = {
+    "Dockerfile": DOCKERFILE,
+    "requirements.lock": LOCK_FILE,
+    "sandbox-init.sh": RESOURCES / "sandbox-init.sh",
+    "stage_remote.py": SANDBOXES_DIR / "stage_remote.py",
+}
+
+IMAGE_REPO = "smoldataenvs-sandbox"
+STABLE_TAG = f"{IMAGE_REPO}:current"  # what compose.yaml runs
+PUBLIC_BASE_IMAGE = "python:3.11-slim-bookworm"  # the Dockerfile's default BASE_IMAGE
+# The base scripts/build-sandbox-image.sh makes with debootstrap where no registry is reachable.
+LOCAL_BASE_IMAGE = "smoldataenvs-base:bookworm-py3.11"
+
+# Users and paths inside the image.
+SANDBOX_USER = "1000:1000"
+# Owner of the keeper process: neither root nor the sandbox user (see session.py).
+KEEPER_USER = "65534:65534"
+INIT_SCRIPT = "/opt/smoldata/sandbox-init.sh"
+STAGE_SCRIPT = "/opt/smoldata/stage_remote.py"
+
+
+def content_hash() -> str:
+    """sha256 over the build context's files: same hash, same image."""
+    digest = hashlib.sha256()
+    for name, path in CONTEXT_FILES.items():
+        data = path.read_bytes()
+        digest.update(f"{name}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def content_tag() -> str:
+    return f"{IMAGE_REPO}:{content_hash()[:16]}"
+
+
+@dataclass(frozen=True)
+class ImageStatus:
+    engine: bool  # a Docker engine answers
+    content_tag: str  # the image this package's Dockerfile and lock define
+    present: bool  # content_tag exists locally
+    stable_current: bool  # STABLE_TAG (what compose.yaml runs) is that same image
+    message: str
+    stable_tag: str = STABLE_TAG
+
+    @property
+    def ready(self) -> bool:
+        return self.engine and self.present and self.stable_current
+
+
+def _image_id(ref: str) -> str | None:
+    result = docker_sync("image", "inspect", "--format", "{{.Id}}", ref)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def image_status() -> ImageStatus:
+    """Whether the sandbox image for this package version is built and tagged for compose."""
+    tag = content_tag()
+    try:
+        info = docker_sync("version", "--format", "{{.Server.Version}}", timeout=30)
+    except SandboxUnavailable as err:
+        return ImageStatus(False, tag, False, False, str(err))
+    if info.returncode != 0:
+        err = engine_error(info.stderr)
+        return ImageStatus(False, tag, False, False, str(err) if err else info.stderr.strip())
+    content_id = _image_id(tag)
+    stable_id = _image_id(STABLE_TAG)
+    present = content_id is not None
+    current = present and stable_id == content_id
+    if current:
+        message = f"{STABLE_TAG} = {tag} (up to date)"
+    elif present:
+        message = f"{tag} exists but {STABLE_TAG} points elsewhere: run `smoldataenvs sandbox build-image`"
+    elif stable_id:
+        message = (
+            f"{STABLE_TAG} is out of date (the Dockerfile or lock changed; want {tag}): "
+            "run `smoldataenvs sandbox build-image`"
+        )
+    else:
+        message = f"no sandbox image: run `smoldataenvs sandbox build-image` (builds {tag})"
+    return ImageStatus(True, tag, present, current, message)
+
+
+def require_image() -> str:
+    """At task creation: the image compose.yaml runs (STABLE_TAG) must be this package's build,
+    so no sample starts on a stale library set; else SandboxUnavailable saying what to run."""
+    status = image_status()
+    if not status.ready:
+        raise SandboxUnavailable(f"docker sandbox: {status.message}")
+    return STABLE_TAG
+
+
+def _pick_base_image() -> str:
+    """The public python slim image when present or pullable, else the local debootstrap base."""
+    if _image_id(PUBLIC_BASE_IMAGE):
+        return PUBLIC_BASE_IMAGE
+    if _image_id(LOCAL_BASE_IMAGE):
+        return LOCAL_BASE_IMAGE
+    pulled = docker_sync("pull", PUBLIC_BASE_IMAGE, timeout=600)
+    if pulled.returncode == 0:
+        return PUBLIC_BASE_IMAGE
+    raise SandboxUnavailable(
+        f"cannot get a base image: {PUBLIC_BASE_IMAGE} could not be pulled "
+        f"({pulled.stderr.strip()[:200]}) and no local {LOCAL_BASE_IMAGE} exists. Run "
+        "scripts/build-sandbox-image.sh (builds one from Debian packages with debootstrap) or "
+        "pass base_image= / BASE_IMAGE= an image with python3.11."
+    )
+
+
+def _build_ca_bundle() -> bytes:
+    """The host's CA bundle, so pip inside the build trusts what the host trusts."""
+    for candidate in (
+        os.environ.get("PIP_CERT"),
+        os.environ.get("REQUESTS_CA_BUNDLE"),
+        os.environ.get("SSL_CERT_FILE"),
+        "/etc/ssl/certs/ca-certificates.crt",
+        "/etc/pki/tls/certs/ca-bundle.crt",
+    ):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate).read_bytes()
+    return b""
+
+
+def build_image(*, base_image: str | None = None, force: bool = False, quiet: bool = False) -> str:
+    """Build the sandbox image unless it exists; tag it by content and as STABLE_TAG.
+
+    Returns the content tag. Quick (two `docker image inspect`s) when the image exists.
+    """
+    from filelock import FileLock
+
+    tag = content_tag()
+    lock = FileLock(str(Path(tempfile.gettempdir()) / "smoldataenvs-sandbox-image.lock"))
+    with lock:
+        status = image_status()
+        if not status.engine:
+            raise SandboxUnavailable(status.message)
+        if status.present and not force:
+            if not status.stable_current:
+                _tag_stable(tag)
+            return tag
+        base = base_image or _pick_base_image()
+        with tempfile.TemporaryDirectory(prefix="smoldataenvs-build-") as tmp:
+            context = Path(tmp)
+            for name, path in CONTEXT_FILES.items():
+                shutil.copy2(path, context / name)
+            (context / "build-ca.crt").write_bytes(_build_ca_bundle())
+            argv = [
+                docker_binary(),
+                "build",
+                # pip must reach the package index; the build runs no model code.
+                "--network",
+                "host",
+                "--build-arg",
+                f"BASE_IMAGE={base}",
+                "--label",
+                f"{LABEL_CONTENT}={content_hash()}",
+                "--label",
+                f"org.smoldataenvs.base-image={base}",
+                "-t",
+                tag,
+                "-t",
+                STABLE_TAG,
+                str(context),
+            ]
+            started = time.monotonic()
+            result = subprocess.run(
+                argv,
+                stdout=subprocess.PIPE if quiet else sys.stderr,
+                stderr=subprocess.STDOUT,
+                text=True,
+                check=False,
+            )
+            if result.returncode != 0:
+                tail = (result.stdout or "")[-2000:]
+                raise SandboxFailure(
+                    f"docker build of {tag} failed (exit {result.returncode}){tail}"
+                )
+        _check_python(tag)
+        _untag_old_builds(keep=tag)
+        if not quiet:
+            print(f"built {tag} from {base} in {time.monotonic() - started:.0f}s", file=sys.stderr)
+        return tag
+
+
+def _untag_old_builds(*, keep: str) -> None:
+    """Drop the content tags of earlier builds (their layers go once nothing uses them)."""
+    listing = docker_sync("images", IMAGE_REPO, "--format", "{{.Repository}}:{{.Tag}}")
+    for ref in listing.stdout.split():
+        if ref not in (keep, STABLE_TAG) and not ref.endswith(":<none>"):
+            docker_sync("rmi", ref)  # fails harmlessly if a container still uses it
+
+
+def _tag_stable(tag: str) -> None:
+    result = docker_sync("tag", tag, STABLE_TAG)
+    if result.returncode != 0:
+        raise SandboxFailure(f"docker tag {tag} {STABLE_TAG} failed: {result.stderr.strip()}")
+
+
+def _check_python(tag: str) -> None:
+    """The lock pins Python 3.11; refuse an image whose interpreter is another minor version."""
+    result = docker_sync(
+        "run", "--rm", "--network", "none", "--entrypoint", "python3", tag,
+        "-c", "import sys; print('%d.%d' % sys.version_info[:2])",
+    )  # fmt: skip
+    version = result.stdout.strip()
+    if result.returncode != 0 or version != "3.11":
+        raise SandboxFailure(
+            f"{tag}: the sandbox needs Python 3.11 (requirements.lock), the image has "
+            f"{version or result.stderr.strip()!r}; use a python3.11 BASE_IMAGE"
+        )
+
+
+_KNOWN_IMAGES: set[str] = set()
+
+
+async def resolve_image(image: str | None) -> str:
+    """The image to run: the given one, else this package's content tag (never a stale one)."""
+    ref = image or content_tag()
+    if ref in _KNOWN_IMAGES:  # checked once per process: sessions start often
+        return ref
+    rc, _, err = await docker("image", "inspect", "--format", "{{.Id}}", ref, timeout=30)
+    if rc == 0:
+        _KNOWN_IMAGES.add(ref)
+        return ref
+    message = err.decode(errors="replace")
+    engine = engine_error(message)
+    if engine is not None:
+        raise engine
+    if image is None and _image_id(STABLE_TAG):
+        raise SandboxUnavailable(
+            f"the Docker sandbox image is out of date ({STABLE_TAG} exists, {ref} does not: "
+            "the Dockerfile or requirements.lock changed). Run `smoldataenvs sandbox build-image`."
+        )
+    raise SandboxUnavailable(
+        f"the Docker sandbox image {ref} is not built. Run `smoldataenvs sandbox build-image` "
+        "(or scripts/build-sandbox-image.sh where no registry is reachable)."
+    )

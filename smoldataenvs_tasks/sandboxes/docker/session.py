@@ -1,0 +1,510 @@
+"""`DockerSession`: one sample's Docker sandbox, for callers without Inspect (lm-eval, validate).
+
+One container per session, started from the sandbox image with the contract's limits; each
+command is a `docker exec`. Inspect runs the same image through its own docker provider with
+`resources/compose.yaml` (bind-mounted tables) or `resources/compose.remote.yaml` (a stager).
+
+    async with await DockerSession.start(stage_dir) as session:
+        result = await session.exec(["python3", "-c", "print(1)"], timeout=30)
+
+Design notes (why, not what):
+* The container's keeper process (`sleep infinity` under docker-init) runs as uid 65534 and every
+  command as uid 1000, so a program's `kill -9 -1` cannot take the sandbox down and turn its own
+  0 into an ungraded sample; the same trick lets the host kill every user process after a timeout
+  or an output overflow without losing the container.
+* The root filesystem is read-only; /tmp, /workdir, /home/user and /home/user/input are tmpfs
+  mounts (sizes in `tmpfs_sizes`). Their pages count against the container's memory limit, so a
+  program's files can never fill the host's disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from smoldataenvs_tasks.contract import (
+    DEFAULT_LIMITS,
+    INPUT_DIR,
+    SANDBOX_ENV,
+    TABLES_DIR,
+    SandboxLimits,
+)
+from smoldataenvs_tasks.sandboxes.base import ExecResult, SandboxFailure
+from smoldataenvs_tasks.sandboxes.docker.cleanup import sweep_once
+from smoldataenvs_tasks.sandboxes.docker.engine import (
+    LABEL_SESSION,
+    docker,
+    docker_binary,
+    engine_error,
+    owner_label,
+)
+from smoldataenvs_tasks.sandboxes.docker.image import (
+    INIT_SCRIPT,
+    KEEPER_USER,
+    SANDBOX_USER,
+    resolve_image,
+)
+from smoldataenvs_tasks.sandboxes.docker.remote import RemoteTables, remove_volume, run_stager
+
+NOFILE = 4096
+# A command is killed this long after its own in-container deadline if it is still running.
+HOST_GRACE_S = 10.0
+# read_file refuses larger files (Inspect's docker provider caps reads at 100 MiB too).
+MAX_READ_BYTES = 100 * 1024 * 1024
+
+# Runs every command: prints a marker (proof the sandbox itself worked), enters the working
+# directory, then runs the command under coreutils `timeout`, which also makes it a process-group
+# leader.
+_EXEC_WRAPPER = (
+    'printf "smoldata-exec %s\\n" "$$" >&2; cd -- "$1" || exit 2; t=$2; shift 2; '
+    'exec /usr/bin/timeout -k 2 "$t" "$@"'
+)
+_MARKER_PREFIX = b"smoldata-exec "
+
+
+def tmpfs_sizes(limits: SandboxLimits) -> dict[str, int]:
+    """Bytes each writable tmpfs may hold. Together 3/4 of the memory limit: tmpfs pages count
+    as the container's memory, so full disks still leave 1 GiB (of 4) for processes; a sandbox
+    whose files filled all its memory could not even start a shell, and would look broken."""
+    memory = limits.memory_bytes
+    return {
+        "/tmp": memory * 3 // 8,
+        "/workdir": memory // 4,
+        "/home/user": memory // 16,
+        INPUT_DIR: memory // 16,
+    }
+
+
+def container_args(limits: SandboxLimits) -> list[str]:
+    """The contract's limits as `docker run` flags; compose.yaml states the same values."""
+    memory = str(limits.memory_bytes)
+    fsize = str(limits.max_file_bytes)
+    tmpfs = []
+    for path, size in tmpfs_sizes(limits).items():
+        owner = "mode=1777" if path == "/tmp" else "uid=1000,gid=1000,mode=0755"
+        tmpfs += ["--tmpfs", f"{path}:rw,nosuid,nodev,size={size},{owner}"]
+    return [
+        "--init",
+        "--network", "none",
+        "--memory", memory,
+        "--memory-swap", memory,  # no swap: the limit is the limit
+        "--cpus", f"{limits.cpus:g}",
+        "--pids-limit", str(limits.max_processes),
+        "--ulimit", f"fsize={fsize}:{fsize}",
+        "--ulimit", f"nofile={NOFILE}:{NOFILE}",
+        "--ulimit", "core=0:0",
+        "--cap-drop", "ALL",
+        "--security-opt", "no-new-privileges",
+        "--read-only",
+        *tmpfs,
+        "--workdir", INPUT_DIR,
+    ]  # fmt: skip
+
+
+def _cgroup_file(container_id: str, controller: str, name_v1: str, name_v2: str) -> Path | None:
+    """The host file holding this container's cgroup counters, when the host can read it."""
+    candidates = [
+        Path(f"/sys/fs/cgroup/{controller}/docker/{container_id}/{name_v1}"),
+        Path(f"/sys/fs/cgroup/docker/{container_id}/{name_v2}"),
+        Path(f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/{name_v2}"),
+    ]
+    for path in candidates:
+        if path.is_file() and os.access(path, os.R_OK):
+            return path
+    return None
+
+
+def _read_counter(path: Path | None, key: str) -> int | None:
+    if path is None:
+        return None
+    try:
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == key:
+                return int(parts[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+@dataclass
+class _Captured:
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    overflow: bool
+    deadline_hit: bool
+
+
+class DockerSession:
+    """One sample's Docker sandbox for callers without Inspect (kind "docker").
+
+    `async with await DockerSession.start(stage_dir) as session:` then
+    `await session.exec(["python3", "-c", "print(1)"], timeout=30)`.
+    """
+
+    kind = "docker"
+
+    def __init__(
+        self,
+        container_id: str,
+        *,
+        image: str,
+        limits: SandboxLimits,
+        volume: str | None = None,
+    ) -> None:
+        self.container_id = container_id
+        self.image = image
+        self.limits = limits
+        self._volume = volume
+        self._closed = False
+        self._memory_events = _cgroup_file(
+            container_id, "memory", "memory.oom_control", "memory.events"
+        )
+        self._pids_events = _cgroup_file(container_id, "pids", "pids.events", "pids.events")
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @classmethod
+    async def start(
+        cls,
+        stage_dir: Path,
+        *,
+        limits: SandboxLimits = DEFAULT_LIMITS,
+        image: str | None = None,
+    ) -> DockerSession:
+        """Start a container with `stage_dir` read-only at /mnt/tables, linked into the input dir."""
+        stage_dir = Path(stage_dir).resolve()
+        if not stage_dir.is_dir():
+            raise SandboxFailure(f"stage dir {stage_dir} does not exist")
+        mount = f"type=bind,{_mount_field('source', str(stage_dir))},target={TABLES_DIR},readonly"
+        return await cls._start(mount, limits=limits, image=image, volume=None)
+
+    @classmethod
+    async def start_remote(
+        cls,
+        tables: RemoteTables,
+        *,
+        limits: SandboxLimits = DEFAULT_LIMITS,
+        image: str | None = None,
+        stager_network: str = "bridge",
+        token: str | None = None,
+    ) -> DockerSession:
+        """Remote-staging mode: a stager container fetches the tables into a fresh volume, then
+        the sandbox starts with that volume read-only at /mnt/tables and no network.
+
+        Only the stager gets network (`stager_network`: "bridge", or "host" to reach a server on
+        the host's 127.0.0.1) and the token (`token`, else the host's HF_TOKEN); it has exited
+        before the sandbox starts.
+        """
+        image = await resolve_image(image)
+        volume = f"smoldataenvs-tables-{uuid.uuid4().hex[:12]}"
+        rc, _, err = await docker(
+            "volume", "create", "--label", f"{LABEL_SESSION}=1", "--label", owner_label(), volume
+        )
+        if rc != 0:
+            raise engine_error(err.decode()) or SandboxFailure(
+                f"docker volume create failed: {err.decode().strip()}"
+            )
+        try:
+            await run_stager(image, volume, tables, limits, stager_network, token)
+            mount = f"type=volume,source={volume},target={TABLES_DIR},readonly"
+            return await cls._start(mount, limits=limits, image=image, volume=volume)
+        except BaseException:
+            await asyncio.shield(remove_volume(volume))
+            raise
+
+    @classmethod
+    async def _start(
+        cls, mount: str, *, limits: SandboxLimits, image: str | None, volume: str | None
+    ) -> DockerSession:
+        image = await resolve_image(image)
+        await sweep_once()
+        name = f"smoldataenvs-{os.getpid()}-{uuid.uuid4().hex[:10]}"
+        rc, out, err = await docker(
+            "run", "--detach", "--rm", "--pull", "never",
+            "--name", name,
+            "--label", f"{LABEL_SESSION}=1",
+            "--label", owner_label(),
+            "--user", KEEPER_USER,
+            "--entrypoint", "/bin/sleep",
+            "--mount", mount,
+            *container_args(limits),
+            image, "infinity",
+        )  # fmt: skip
+        if rc != 0:
+            message = err.decode(errors="replace").strip()
+            raise engine_error(message) or SandboxFailure(f"docker run failed: {message}")
+        session = cls(out.decode().strip(), image=image, limits=limits, volume=volume)
+        try:
+            # Links the tables as the sandbox user; also proves exec works before any program runs.
+            rc, _, err = await docker(
+                "exec", "--user", SANDBOX_USER, session.container_id, INIT_SCRIPT
+            )
+            if rc != 0:
+                raise SandboxFailure(f"sandbox init failed: {err.decode(errors='replace').strip()}")
+        except BaseException:
+            await asyncio.shield(session.close())
+            raise
+        return session
+
+    async def close(self) -> None:
+        """Remove the container (every process in it dies) and its staging volume. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        rc, _, err = await docker("rm", "--force", "--volumes", self.container_id)
+        if rc != 0 and b"no such container" not in err.lower():
+            raise SandboxFailure(f"docker rm failed: {err.decode(errors='replace').strip()}")
+        if self._volume is not None:
+            await remove_volume(self._volume)
+
+    async def __aenter__(self) -> DockerSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def info(self) -> dict[str, str]:
+        return {
+            "kind": self.kind,
+            "container": self.container_id[:12],
+            "image": self.image,
+            "enforcement": "docker cgroup limits, uid 1000, no network, read-only root",
+            "oom_detection": "cgroup counter" if self._memory_events else "docker inspect",
+        }
+
+    # -- commands -------------------------------------------------------------------------------
+
+    async def exec(
+        self,
+        argv: list[str],
+        *,
+        input: str | bytes | None = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        """Run `argv` as the sandbox user, killed after `timeout` seconds (default: the tool
+        timeout). Never raises for the program's own failures; SandboxFailure when docker fails."""
+        if self._closed:
+            raise SandboxFailure("the docker session is closed")
+        if not argv:
+            raise ValueError("exec needs a command")
+        seconds = float(timeout) if timeout is not None else self.limits.tool_timeout_s
+        environment = {**SANDBOX_ENV, **(env or {})}
+        env_args: list[str] = []
+        for key, value in environment.items():
+            if not key or "=" in key or "\0" in key or "\0" in str(value):
+                raise ValueError(f"invalid environment variable {key!r}")
+            # Always KEY=VALUE: a bare `-e KEY` would copy the host's value in.
+            env_args += ["--env", f"{key}={value}"]
+        data = input.encode() if isinstance(input, str) else input
+        command = [
+            docker_binary(), "exec", *(["--interactive"] if data is not None else []),
+            "--user", SANDBOX_USER, "--workdir", "/", *env_args,
+            self.container_id, "/bin/sh", "-c", _EXEC_WRAPPER, "sh",
+            cwd or INPUT_DIR, f"{seconds:.3f}", *argv,
+        ]  # fmt: skip
+        oom_before = self._oom_count()
+        pids_before = _read_counter(self._pids_events, "max")
+        started = time.monotonic()
+        captured = await self._capture(command, data, deadline=started + seconds + HOST_GRACE_S)
+        elapsed = time.monotonic() - started
+
+        stderr = captured.stderr
+        if not stderr.startswith(_MARKER_PREFIX):
+            if captured.returncode == 137 and await self._oom_happened(oom_before, 137):
+                # Earlier commands filled the memory (tmpfs files count) so even the wrapper
+                # was OOM-killed: the program's doing, not a broken sandbox.
+                return ExecResult(137, "", "", limit="memory", duration_s=elapsed)
+            # The wrapper never ran: docker itself failed (container gone, engine down).
+            message = stderr.decode(errors="replace").strip()
+            raise engine_error(message) or SandboxFailure(
+                f"docker exec failed (exit {captured.returncode}): {message[:500]}"
+            )
+        stderr = stderr.split(b"\n", 1)[1] if b"\n" in stderr else b""
+
+        rc = captured.returncode
+        timed_out = captured.deadline_hit or (rc in (124, 137) and elapsed >= seconds)
+        limit: str | None = None
+        if captured.overflow:
+            limit = "output"
+        elif not timed_out and rc not in (0, None):
+            if await self._oom_happened(oom_before, rc):
+                limit = "memory"
+            elif rc == 128 + 25:  # SIGXFSZ: a write past the 1 GiB file-size limit
+                limit = "file_size"
+            elif pids_before is not None and (_read_counter(self._pids_events, "max") or 0) > (
+                pids_before
+            ):
+                limit = "processes"
+        return ExecResult(
+            returncode=None if timed_out else rc,
+            stdout=captured.stdout.decode(errors="replace"),
+            stderr=stderr.decode(errors="replace"),
+            timed_out=timed_out,
+            limit=limit,
+            duration_s=elapsed,
+        )
+
+    async def _capture(
+        self, command: list[str], data: bytes | None, *, deadline: float
+    ) -> _Captured:
+        """Run the docker client, keeping at most max_output_bytes of each stream."""
+        cap = self.limits.max_output_bytes
+        proc = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.PIPE if data is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        overflow = asyncio.Event()
+        buffers = {"out": bytearray(), "err": bytearray()}
+
+        async def pump(stream: asyncio.StreamReader, buf: bytearray, extra: int) -> None:
+            # `extra`: room for the wrapper's marker line on stderr. Past the cap, keep reading
+            # and discard: asyncio reports the exit only once every pipe has reached EOF.
+            while chunk := await stream.read(256 * 1024):
+                room = cap + extra - len(buf)
+                if len(chunk) > room:
+                    overflow.set()
+                buf += chunk[: max(room, 0)]
+
+        async def feed() -> None:
+            assert proc.stdin is not None
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                proc.stdin.write(data or b"")
+                await proc.stdin.drain()
+            proc.stdin.close()
+
+        assert proc.stdout is not None and proc.stderr is not None
+        tasks = [
+            asyncio.create_task(pump(proc.stdout, buffers["out"], 0)),
+            asyncio.create_task(pump(proc.stderr, buffers["err"], 64)),
+        ]
+        if data is not None:
+            tasks.append(asyncio.create_task(feed()))
+        finished = asyncio.create_task(proc.wait())
+        overflowed = asyncio.create_task(overflow.wait())
+        deadline_hit = False
+        try:
+            done, _ = await asyncio.wait(
+                {finished, overflowed},
+                timeout=max(deadline - time.monotonic(), 0),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if finished not in done:
+                deadline_hit = overflowed not in done
+                await self._kill_user_processes()
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+            # Drain what is left in the pipes (bounded by the cap) once the client exited.
+            await asyncio.wait(tasks, timeout=10)
+        except BaseException:
+            # Cancelled (e.g. the sample's time limit): leave nothing running behind us.
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await asyncio.shield(self._kill_user_processes())
+            raise
+        finally:
+            for task in (*tasks, overflowed):
+                task.cancel()
+        return _Captured(
+            returncode=proc.returncode,
+            stdout=bytes(buffers["out"]),
+            stderr=bytes(buffers["err"]),
+            overflow=overflow.is_set(),
+            deadline_hit=deadline_hit,
+        )
+
+    async def _kill_user_processes(self) -> None:
+        """SIGKILL every process of the sandbox user; the keeper (another uid) survives."""
+        if self._closed:
+            return
+        with contextlib.suppress(Exception):
+            await docker(
+                "exec", "--user", SANDBOX_USER, self.container_id,
+                "/bin/sh", "-c", "kill -KILL -1 2>/dev/null; true",
+                timeout=30,
+            )  # fmt: skip
+
+    def _oom_count(self) -> int | None:
+        return _read_counter(self._memory_events, "oom_kill")
+
+    async def _oom_happened(self, before: int | None, rc: int | None) -> bool:
+        after = self._oom_count()
+        if before is not None and after is not None:
+            return after > before
+        # No readable cgroup (remote engine): docker records OOM kills on the container.
+        if rc != 137:
+            return False
+        rc_inspect, out, _ = await docker(
+            "inspect", "--format", "{{.State.OOMKilled}}", self.container_id, timeout=30
+        )
+        return rc_inspect == 0 and out.strip() == b"true"
+
+    async def write_file(self, path: str, contents: str | bytes) -> None:
+        """Write a file as the sandbox user (so only writable places can be written)."""
+        target = self._absolute(path)
+        data = contents.encode() if isinstance(contents, str) else contents
+        rc, _, err = await docker(
+            "exec", "--interactive", "--user", SANDBOX_USER, self.container_id,
+            "/bin/sh", "-c", 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', "sh", target,
+            input=data,
+        )  # fmt: skip
+        if rc != 0:
+            raise self._file_error(target, err)
+
+    async def read_file(self, path: str) -> bytes:
+        """Read a file as the sandbox user; at most 100 MiB."""
+        target = self._absolute(path)
+        rc, out, err = await docker(
+            "exec", "--user", SANDBOX_USER, self.container_id,
+            "/bin/sh", "-c",
+            'test -f "$1" || { echo "not a regular file" >&2; exit 3; }; '
+            '[ "$(wc -c < "$1")" -le "$2" ] || { echo "file too large" >&2; exit 4; }; '
+            'exec cat -- "$1"',
+            "sh", target, str(MAX_READ_BYTES),
+        )  # fmt: skip
+        if rc != 0:
+            raise self._file_error(target, err)
+        return out
+
+    def _absolute(self, path: str) -> str:
+        if self._closed:
+            raise SandboxFailure("the docker session is closed")
+        if "\0" in path:
+            raise ValueError("path contains NUL")
+        pure = PurePosixPath(path)
+        return str(pure if pure.is_absolute() else PurePosixPath(INPUT_DIR) / pure)
+
+    def _file_error(self, path: str, stderr: bytes) -> OSError | SandboxFailure:
+        text = stderr.decode(errors="replace").strip()
+        lowered = text.lower()
+        if engine_error(text) or "error response from daemon" in lowered:
+            return engine_error(text) or SandboxFailure(f"docker exec failed: {text}")
+        if "no such file" in lowered or "not a regular file" in lowered:
+            return FileNotFoundError(errno.ENOENT, text, path)
+        if "permission denied" in lowered or "read-only file system" in lowered:
+            return PermissionError(errno.EACCES, text, path)
+        if "file too large" in lowered:
+            return OSError(errno.EFBIG, f"over {MAX_READ_BYTES} bytes", path)
+        return OSError(errno.EIO, text, path)
+
+
+def _mount_field(key: str, value: str) -> str:
+    """One `--mount` field; docker parses the option as CSV, so a path with a comma is quoted."""
+    field = f"{key}={value}"
+    if any(c in value for c in ',"\n'):
+        return '"' + field.replace('"', '""') + '"'
+    return field
