@@ -1,0 +1,22 @@
+"""Modules of the end-to-end benchmark; bench/bench_e2e.py is its entry script.
+
+`data` generates the tasks, tables, mirrors and replay files; `bare` runs the same programs without
+a harness (the floor); `meter` measures a run's CPU time and RSS; `children` runs each harness
+configuration in a fresh interpreter (`--child`); `plan` holds the configurations and their
+measured runs; `report` prints the tables and the target lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+SPLIT = (
+    "test"  # the mirrors hold their tasks under a real split name, as `smoldataenvs mirror` does
+)
+BUCKET = "bench/e2e-tables"
+MB = 1_000_000
+STOCK_INSPECT_DOCKER_S = 2.5  # Inspect's stock docker sandbox, per sample, on this class of machine
+TARGET_RATIO = 1.5
+TARGET_SCALING = 1.7
