@@ -4,7 +4,12 @@ A session is one sample's sandbox: its own writable input/work/tmp directories, 
 tables read-only, the contract's limits. `exec` never raises for the program's own failures
 (non-zero exit, timeout, a limit hit); those come back in `ExecResult`. It raises
 `SandboxFailure` only when the sandbox itself is broken (an infrastructure failure that makes the
-sample ungraded, never a 0).
+sample ungraded, never a 0), and PermissionError when `argv[0]` exists but cannot be executed (the
+caller's mistake; Inspect's sandbox API says the same).
+
+File access runs as the sandbox's user, with paths relative to /home/user/input: `read_file`
+raises FileNotFoundError, IsADirectoryError, PermissionError, or FileTooLarge past `max_bytes`
+(checked before reading); `write_file` makes missing parent directories.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ class SandboxUnavailable(SandboxFailure):
     """This sandbox kind cannot run on this machine (e.g. bwrap missing); says how to fix it."""
 
 
+class FileTooLarge(OSError):
+    """read_file of a file over the caller's size limit."""
+
+
 @runtime_checkable
 class SandboxSession(Protocol):
     kind: str
@@ -41,7 +50,7 @@ class SandboxSession(Protocol):
 
     async def write_file(self, path: str, contents: str | bytes) -> None: ...
 
-    async def read_file(self, path: str) -> bytes: ...
+    async def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes: ...
 
     async def close(self) -> None: ...
 

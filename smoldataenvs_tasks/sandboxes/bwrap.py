@@ -53,7 +53,12 @@ from smoldataenvs_tasks.contract import (
     SandboxLimits,
 )
 from smoldataenvs_tasks.sandboxes import cgroups
-from smoldataenvs_tasks.sandboxes.base import ExecResult, SandboxFailure, SandboxUnavailable
+from smoldataenvs_tasks.sandboxes.base import (
+    ExecResult,
+    FileTooLarge,
+    SandboxFailure,
+    SandboxUnavailable,
+)
 from smoldataenvs_tasks.sandboxes.procrun import (
     RawResult,
     decode,
@@ -152,10 +157,6 @@ def _root_links() -> list[str]:
         elif host.is_dir():
             args += ["--ro-bind", str(host), f"/{name}"]
     return args
-
-
-class FileTooLarge(OSError):
-    """read_file of a file over the caller's size limit."""
 
 
 def _split(path: str) -> list[str]:
@@ -423,6 +424,10 @@ class BwrapSession:
         if exit_code is None and not killed_by_us and limit is None:
             # bwrap reports "exit-code" only for a command that ran, so this output is bwrap's
             # (or the launcher's) own: the program cannot forge a sandbox failure.
+            if "bwrap: execvp" in stderr and "Permission denied" in stderr:
+                # argv[0] exists but is no executable: the caller's mistake (Inspect's API says
+                # PermissionError), and no output of the command's.
+                raise PermissionError(errno.EACCES, f"cannot execute: {stderr.strip()}")
             if "bwrap: execvp" in stderr:
                 exit_code = 127  # command not found, as a shell would say
             elif "bwrap: Can't chdir" in stderr:
@@ -517,6 +522,10 @@ class BwrapSession:
             raise PermissionError(errno.EROFS, "read-only file system", path)
         dir_fd = self._open_dir_fd(base, parts[:-1], create=True)
         try:
+            with contextlib.suppress(FileNotFoundError):
+                info = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode) and not _sandbox_user_may(info, write=True):
+                    raise PermissionError(errno.EACCES, "permission denied", path)
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(parts[-1], flags, 0o644, dir_fd=dir_fd)
         finally:
@@ -537,17 +546,43 @@ class BwrapSession:
             info = os.fstat(handle.fileno())
             if stat.S_ISDIR(info.st_mode):
                 raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+            if not _sandbox_user_may(info, write=False):
+                raise PermissionError(errno.EACCES, "permission denied", path)
             if max_bytes is not None and info.st_size > max_bytes:
                 raise FileTooLarge(errno.EFBIG, f"larger than {max_bytes} bytes", path)
             return handle.read()
 
     async def write_file(self, path: str, contents: str | bytes) -> None:
         data = contents.encode() if isinstance(contents, str) else contents
-        await asyncio.to_thread(self._write_sync, path, data)
+        with _naming(path):
+            await asyncio.to_thread(self._write_sync, path, data)
 
     async def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes:
         """The file's bytes; FileTooLarge past `max_bytes` (checked before reading it)."""
-        return await asyncio.to_thread(self._read_sync, path, max_bytes)
+        with _naming(path):
+            return await asyncio.to_thread(self._read_sync, path, max_bytes)
+
+
+def _sandbox_user_may(info: os.stat_result, *, write: bool) -> bool:
+    """Whether the sandbox's user could read (write) this file inside: the harness reads and
+    writes on the host, perhaps as root, but must honour a program's `chmod -r` as the sandbox
+    would. Files the sandbox user owns are the harness user's on the host (the user namespace
+    maps one to the other); anything else is "other" to it."""
+    if info.st_uid == os.geteuid():
+        return bool(info.st_mode & (stat.S_IWUSR if write else stat.S_IRUSR))
+    return bool(info.st_mode & (stat.S_IWOTH if write else stat.S_IROTH))
+
+
+@contextlib.contextmanager
+def _naming(path: str) -> Iterator[None]:
+    """An OSError from a walk by directory fd names one component (or nothing): name the
+    caller's path instead."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename != path and error.errno is not None:
+            raise type(error)(error.errno, error.strerror, path) from error
+        raise
 
 
 class _Status:

@@ -16,7 +16,7 @@ import pytest
 
 from smoldataenvs_tasks.contract import SANDBOX_ENV
 from smoldataenvs_tasks.pipeline import run_program_outcome
-from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxUnavailable
+from smoldataenvs_tasks.sandboxes.base import FileTooLarge, SandboxFailure, SandboxUnavailable
 from smoldataenvs_tasks.sandboxes.docker import DockerSession
 from smoldataenvs_tasks.sandboxes.docker import image as image_mod
 from smoldataenvs_tasks.scorers.verdict import Category
@@ -68,6 +68,43 @@ async def test_commands_run_as_user_1000_in_input_dir_with_tables_linked(
     uid, cwd, link, *table = result.stdout.splitlines()
     assert (uid, cwd, link) == ("1000", "/home/user/input", f"/mnt/tables/{TABLE_NAME}")
     assert "\n".join(table) + "\n" == TABLE_BYTES.decode()
+
+
+async def test_tables_staged_after_the_start_are_linked_by_the_first_command(
+    tmp_path: Path, no_leftovers: None
+) -> None:
+    """Inspect's order: the container starts, then setup stages the tables, then commands run."""
+    stage = tmp_path / "late-stage"
+    stage.mkdir()
+    session = await DockerSession.start(stage, limits=SMALL_LIMITS)
+    try:
+        (stage / "late.csv").write_bytes(b"a\n1\n")
+        result = await session.exec(["sh", "-c", "ls; cat late.csv; ls -A $HOME"])
+    finally:
+        await session.close()
+    assert result.stdout.splitlines() == [
+        "late.csv",
+        "a",
+        "1",
+        ".cache",
+        ".smoldata-ready",
+        "input",
+    ]
+
+
+async def test_relative_cwd_is_in_the_input_dir_and_a_non_executable_raises(
+    session: DockerSession,
+) -> None:
+    await session.exec(["mkdir", "sub"])
+    assert (await session.exec(["pwd"], cwd="sub")).stdout == "/home/user/input/sub\n"
+    with pytest.raises(PermissionError):
+        await session.exec(["/etc/passwd"])
+    with pytest.raises(PermissionError):
+        await session.exec(["/tmp"])
+    missing = await session.exec(["no-such-command"])  # not found: an ordinary result
+    assert missing.returncode == 127 and "No such file" in missing.stderr
+    bad_cwd = await session.exec(["pwd"], cwd="/nonexistent")
+    assert bad_cwd.returncode == 2 and "cannot change to directory" in bad_cwd.stderr
 
 
 async def test_environment_is_sandbox_env_plus_call_env_never_the_hosts(
@@ -147,10 +184,15 @@ async def test_files_written_and_read_as_the_sandbox_user(session: DockerSession
             await session.write_file(forbidden, "x")
     with pytest.raises(FileNotFoundError):
         await session.read_file("/workdir/absent.txt")
+    with pytest.raises(IsADirectoryError):
+        await session.read_file("/workdir")
+    await session.exec(["mkfifo", "/workdir/fifo"])
     with pytest.raises(FileNotFoundError):
-        await session.read_file("/workdir")  # a directory is not a file
+        await session.read_file("/workdir/fifo")  # not a regular file: never opened
     with pytest.raises(PermissionError):
         await session.read_file("/etc/shadow")
+    with pytest.raises(FileTooLarge):
+        await session.read_file("/workdir/sub/dir/blob.bin", max_bytes=len(blob) - 1)
 
 
 async def test_tables_cannot_change_through_the_sandbox(

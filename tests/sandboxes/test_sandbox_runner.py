@@ -5,6 +5,9 @@ python -m pytest tests/sandboxes/test_sandbox_runner.py -q
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from smoldataenvs_tasks.pipeline import run_program_outcome
@@ -82,32 +85,86 @@ async def test_program_printing_timeouts_own_message_is_only_a_crash(bwrap_sessi
     assert (outcome.failure, outcome.failure_detail) == (Category.CRASH, "exit 127")
 
 
-class _BrokenPythonHost:
-    """A host whose sandbox has no python3 at all (a real failure, reproduced with a real
-    shell: every exec runs `sh -c` on the host with an empty PATH)."""
+class _CountingHost:
+    """A real session, counting what the runner asks of it."""
+
+    def __init__(self, session) -> None:
+        self.session = session
+        self.calls: list[str] = []
+
+    async def exec(self, argv, **options) -> ExecResult:
+        self.calls.append("exec")
+        return await self.session.exec(argv, **options)
 
     async def write_file(self, path: str, contents: str | bytes) -> None:
-        return None
+        self.calls.append("write_file")
+        await self.session.write_file(path, contents)
+
+
+async def test_program_is_written_and_run_in_one_exec(bwrap_session) -> None:
+    host = _CountingHost(bwrap_session)
+    code = "import sys\nprint(sys.argv[0], len(open(sys.argv[0]).read()))\n"
+    outcome = await run_program_outcome(host, code)
+    assert host.calls == ["exec"]
+    assert (outcome.failure, outcome.stderr) == (None, "")
+    assert outcome.stdout == f"/tmp/solve.py {len(code)}\n"
+
+
+async def test_program_faking_the_write_failure_is_only_a_crash(bwrap_session) -> None:
+    """The runner's own "could not write" message, printed by a program, must not turn its 0
+    into an ungraded sample: the marker line before the program starts tells them apart."""
+    outcome = await run_program_outcome(
+        bwrap_session,
+        "import sys\n"
+        "sys.stderr.write('smoldata-runner: could not write /tmp/solve.py\\n')\n"
+        "sys.exit(125)\n",
+    )
+    assert (outcome.failure, outcome.failure_detail) == (Category.CRASH, "exit 125")
+    assert outcome.stderr == "smoldata-runner: could not write /tmp/solve.py\n"
+
+
+async def test_unwritable_program_file_is_a_sandbox_failure(bwrap_session) -> None:
+    with pytest.raises(SandboxFailure, match=r"could not write /usr/solve\.py"):
+        await run_program_outcome(bwrap_session, "print(1)\n", program_path="/usr/solve.py")
+
+
+class _BrokenPythonHost:
+    """A host whose sandbox has no python3 at all (a real failure, reproduced with a real shell:
+    every exec runs on the host with a PATH holding only `cat` and `timeout`)."""
+
+    def __init__(self, bin_dir: Path) -> None:
+        self.bin_dir = bin_dir
 
     async def exec(self, argv, *, input=None, cwd=None, timeout=None, env=None) -> ExecResult:
         import subprocess
 
         try:
             done = subprocess.run(
-                ["/usr/bin/timeout", *argv[1:]] if argv[0] == "timeout" else argv,
+                argv,
+                input=input.encode() if isinstance(input, str) else input,
                 capture_output=True,
-                text=True,
-                env={"PATH": "/nonexistent"},
+                cwd=cwd,
+                env={"PATH": str(self.bin_dir)},
                 check=False,
             )
         except FileNotFoundError as error:
             return ExecResult(127, "", f"{error}\n")
-        return ExecResult(done.returncode, done.stdout, done.stderr)
+        return ExecResult(done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
-async def test_sandbox_without_python_is_a_sandbox_failure() -> None:
+async def test_sandbox_without_python_is_a_sandbox_failure(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("cat", "timeout"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
     with pytest.raises(SandboxFailure, match="cannot run python3"):
-        await run_program_outcome(_BrokenPythonHost(), "print(1)\n")
+        await run_program_outcome(
+            _BrokenPythonHost(bin_dir),
+            "print(1)\n",
+            program_path=str(tmp_path / "solve.py"),
+            cwd=str(tmp_path),
+        )
+    assert (tmp_path / "solve.py").read_text() == "print(1)\n"  # written, then not runnable
 
 
 def test_program_argv_runs_the_contract_file_under_timeout() -> None:
