@@ -6,5 +6,6 @@ loading it never imports lm-eval.
 
 # ruff: noqa: F401
 from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxEnvironment
+from smoldataenvs_tasks.inspect_adapter.docker_provider import DockerSessionSandboxEnvironment
 from smoldataenvs_tasks.inspect_adapter.models import replay
 from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs, smoldataenvs_program

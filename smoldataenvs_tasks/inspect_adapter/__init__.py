@@ -1,6 +1,7 @@
 """Everything Inspect: the two tasks, their setup step, tools, scorers, the `replay` model, the
-`bwrap` sandbox provider, and the host that lets the shared program runner drive any Inspect
-sandbox. Only this package imports `inspect_ai` (the results layer reads logs through its log API).
+`bwrap` and `smoldataenvs-docker` sandbox providers, and the host that lets the shared program
+runner drive any Inspect sandbox. Only this package imports `inspect_ai` (the results layer reads
+logs through its log API).
 
     inspect eval smoldataenvs_tasks/smoldataenvs_program -T split=sample \\
         --model replay/gold -M path=smoldataenvs_tasks/sample/replays/gold_program.jsonl
@@ -11,6 +12,8 @@ sandbox. Only this package imports `inspect_ai` (the results layer reads logs th
 - `scorers`: Verdict -> Score (ungraded -> `Score.unscored`), metrics by tier and reward mode;
 - `models`: `--model replay/<label> -M path=FILE.jsonl`;
 - `bwrap_provider`: `@sandboxenv("bwrap")` over `sandboxes.bwrap.BwrapSession`;
+- `docker_provider`: `@sandboxenv("smoldataenvs-docker")` over `sandboxes.docker.DockerSession`;
+- `session_provider`: what both share (the Inspect API over one of our sessions);
 - `host`: `InspectSandboxHost`, Inspect's sandbox as the runner's `ProgramHost`;
 - `replay_run`: the agentic task over a replay file, in-process (`smoldataenvs validate`);
 - `_compat`: every private `inspect_ai` import.

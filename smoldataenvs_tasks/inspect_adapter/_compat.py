@@ -8,7 +8,10 @@ moves, this is the only file to change, and the adapter's tests say which:
 - `DockerSandboxEnvironment`, `LocalSandboxEnvironment`: to tell which provider a sample runs
   in (`SandboxEnvironment.as_type` needs the class);
 - `PrerequisiteError`: the error Inspect prints as one line with no traceback, for a task that
-  cannot run here (a missing sandbox, a bad option).
+  cannot run here (a missing sandbox, a bad option);
+- `SELF_CHECK_MODULE`: where Inspect keeps its sandbox conformance checks (plain pytest functions
+  any provider may run; tests/sandboxes/test_sandbox_conformance.py imports them by this name, so
+  the package never loads them).
 """
 
 from inspect_ai._util.error import PrerequisiteError
@@ -16,7 +19,10 @@ from inspect_ai.solver._task_state import sample_state
 from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
 from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
 
+SELF_CHECK_MODULE = "inspect_ai.util._sandbox.self_check"
+
 __all__ = [
+    "SELF_CHECK_MODULE",
     "DockerSandboxEnvironment",
     "LocalSandboxEnvironment",
     "PrerequisiteError",

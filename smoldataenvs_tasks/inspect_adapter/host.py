@@ -2,9 +2,10 @@
 
 Inspect providers signal a timeout or an output overflow by raising; the runner wants both as
 an `ExecResult` it can classify. Calls go through Inspect's own object (so they are recorded in
-the sample's transcript); where it is our bwrap provider, the session's full result is taken
-from it afterwards (`BwrapSandboxEnvironment.last_result`), since it also reports cgroup limits
-(memory, processes) that Inspect's `ExecResult` has no field for.
+the sample's transcript); where it is one of our providers (bwrap, smoldataenvs-docker), the
+session's full result is taken from it afterwards (`SessionSandboxEnvironment.last_result`),
+since it also reports the limit hit (memory, processes, file size) that Inspect's `ExecResult`
+has no field for.
 
     from inspect_ai.util import sandbox
     outcome = await pipeline.run_program_outcome(as_program_host(sandbox()), code)
@@ -18,13 +19,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from smoldataenvs_tasks.contract import ExecResult
-from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxEnvironment
+from smoldataenvs_tasks.inspect_adapter.session_provider import SessionSandboxEnvironment
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure
 
 
 class InspectSandboxHost:
-    """`write_file` + `exec` over an Inspect SandboxEnvironment, never raising for the program's
-    own timeout or output overflow."""
+    """`exec` (and `write_file`) over an Inspect SandboxEnvironment, never raising for the
+    program's own timeout or output overflow."""
 
     def __init__(self, environment: Any, *, env: Mapping[str, str] | None = None) -> None:
         self.environment = environment
@@ -101,10 +102,10 @@ def _at_output_cap(*streams: str) -> bool:
     return any(len(stream) >= floor and len(stream.encode()) >= floor for stream in streams)
 
 
-def _our_environment(environment: Any) -> BwrapSandboxEnvironment | None:
-    """Our bwrap provider behind `environment` (through Inspect's recording proxy), or None."""
+def _our_environment(environment: Any) -> SessionSandboxEnvironment | None:
+    """Our provider behind `environment` (through Inspect's recording proxy), or None."""
     try:
-        return environment.as_type(BwrapSandboxEnvironment)
+        return environment.as_type(SessionSandboxEnvironment)
     except (TypeError, AttributeError):
         return None
 

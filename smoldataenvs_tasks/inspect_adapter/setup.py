@@ -28,6 +28,7 @@ from smoldataenvs_tasks.data.tables import resolve_tables
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.inspect_adapter._compat import DockerSandboxEnvironment
 from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxEnvironment
+from smoldataenvs_tasks.inspect_adapter.docker_provider import DockerSessionSandboxEnvironment
 from smoldataenvs_tasks.sandboxes.inputs import LINK_INPUTS_COMMAND, link_inputs_on_host
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,8 @@ _stage_users: Counter[str] = Counter()
 # Sandbox kinds whose tables are fetched inside the sandbox by a stager (compose.remote.yaml,
 # values.yaml), which leaves this marker when a table could not be found.
 REMOTE_KINDS = ("docker-remote", "k8s")
+# Inspect's docker provider with compose.yaml: its link command also checks the image.
+COMPOSE_KIND = "docker-compose"
 _MISSING_MARKERS = ("/mnt/tables/.smoldata-missing", "/mnt/stage/tables/.smoldata-missing")
 
 # Written into our Docker image and bwrap env; its absence means a foreign sandbox.
@@ -57,7 +60,8 @@ class SandboxOverrideError(SmolDataEnvsError, RuntimeError):
 
 _OVERRIDE_HINT = (
     "Inspect's --sandbox option replaces the task's sandbox config and is not supported "
-    "here: choose the sandbox with -T sandbox=bwrap|docker|docker-remote|k8s|local|auto instead."
+    "here: choose the sandbox with -T sandbox=bwrap|docker|docker-compose|docker-remote|k8s|local|"
+    "auto instead."
 )
 
 
@@ -76,16 +80,22 @@ def is_provider(env: object, provider: type) -> bool:
 
 async def _check_sandbox_kind(expected: str, *, probe_image: bool = True) -> None:
     """The sample runs in the sandbox the task set. `probe_image=False` leaves the image check
-    to the caller (plain Docker folds it into the link command: one exec instead of two)."""
+    to the caller (compose folds it into the link command: one exec instead of two). Our own
+    Docker provider needs no probe: it runs this package's image by construction."""
     env = current_sandbox()
     hint = _OVERRIDE_HINT
     if expected == "bwrap" and not is_provider(env, BwrapSandboxEnvironment):
         raise SandboxOverrideError(
             f"this sample's sandbox is not the bwrap one the task set. {hint}"
         )
-    if expected in ("docker", "docker-remote", "k8s"):
-        foreign = expected != "k8s" and not is_provider(env, DockerSandboxEnvironment)
-        if not foreign and probe_image:
+    if expected in ("docker", "docker-compose", "docker-remote", "k8s"):
+        provider = {
+            "docker": DockerSessionSandboxEnvironment,
+            "docker-compose": DockerSandboxEnvironment,
+            "docker-remote": DockerSandboxEnvironment,
+        }.get(expected)
+        foreign = provider is not None and not is_provider(env, provider)
+        if not foreign and probe_image and expected != "docker":
             probe = await env.exec(["test", "-x", SANDBOX_MARKER], timeout=30)
             foreign = not probe.success
         if foreign:
@@ -114,6 +124,10 @@ def _bwrap_input_dir() -> Path | None:
 
 async def _link_inputs(stage_dir: Path, sandbox_kind: str) -> None:
     """/home/user/input gets one link per staged table (docs/design.md "The sandbox contract")."""
+    if sandbox_kind == "docker":
+        # Our provider's session runs the image's init script, which links every staged table,
+        # in its first command (before any model-written code): no exec of its own (~0.07 s).
+        return
     input_dir = _bwrap_input_dir() if sandbox_kind == "bwrap" else None
     if input_dir is not None:
         # The links LINK_INPUTS_COMMAND would make, written on the host: no bwrap start (~30 ms).
@@ -121,11 +135,11 @@ async def _link_inputs(stage_dir: Path, sandbox_kind: str) -> None:
         await anyio.to_thread.run_sync(lambda: link_inputs_on_host(input_dir, names))
         return
     shell, flag, script = LINK_INPUTS_COMMAND
-    if sandbox_kind == "docker":
-        # The image check of _check_sandbox_kind, in the same exec (`docker compose exec` ~0.1 s).
+    if sandbox_kind == COMPOSE_KIND:
+        # The image check of _check_sandbox_kind, in the same exec (`compose exec` ~0.1 s).
         script = f"test -x {SANDBOX_MARKER} || exit {_MARKER_MISSING}; {script}"
     linked = await current_sandbox().exec([shell, flag, script], timeout=60)
-    if sandbox_kind == "docker" and linked.returncode == _MARKER_MISSING:
+    if sandbox_kind == COMPOSE_KIND and linked.returncode == _MARKER_MISSING:
         raise SandboxOverrideError(
             f"this sample's sandbox is not the SmolDataEnvs Docker image. {_OVERRIDE_HINT}"
         )
@@ -155,7 +169,7 @@ async def _relocate_for_local(state: TaskState) -> dict[str, str]:
 @solver
 def prepare_sample(*, sandbox_kind: str, mirror: str | None, revision: str | None) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        await _check_sandbox_kind(sandbox_kind, probe_image=sandbox_kind != "docker")
+        await _check_sandbox_kind(sandbox_kind, probe_image=sandbox_kind != COMPOSE_KIND)
         if sandbox_kind in REMOTE_KINDS:
             # The stager already ran before the sandbox started; ask it what it could not find.
             found = await current_sandbox().exec(
@@ -170,7 +184,7 @@ def prepare_sample(*, sandbox_kind: str, mirror: str | None, revision: str | Non
             lambda: resolve_tables(record, mirror=mirror, revision=revision)
         )
         if not table_set.available:
-            if sandbox_kind == "docker":
+            if sandbox_kind == COMPOSE_KIND:
                 await _check_sandbox_kind(sandbox_kind)  # no link command to check the image
             # Found before generation: no tokens are spent on a task nobody can grade.
             state.metadata[TABLE_ERROR_KEY] = table_set.error

@@ -44,6 +44,7 @@ from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import DataSource, as_list
 from smoldataenvs_tasks.data.staging import cleanup_stage_dirs, new_stage_dir
 from smoldataenvs_tasks.data.tables import tables_manifest_digest
+from smoldataenvs_tasks.inspect_adapter.docker_provider import PROVIDER as DOCKER_PROVIDER
 from smoldataenvs_tasks.inspect_adapter.scorers import (
     answer_file_scorer,
     program_scorer,
@@ -63,7 +64,9 @@ TASK_VERSION = "1-A"
 K8S_VALUES_FILE = RESOURCES / "values.yaml"
 
 Variant = Literal["agentic", "program"]
-SandboxKind = Literal["auto", "bwrap", "docker", "docker-remote", "k8s", "local"]
+SandboxKind = Literal["auto", "bwrap", "docker", "docker-compose", "docker-remote", "k8s", "local"]
+# Kinds only Inspect runs (`auto`, `bwrap`, `docker`, `local` are sandboxes/session.py's too).
+INSPECT_ONLY_KINDS = ("docker-compose", "docker-remote", "k8s")
 Protocol = Literal["answer_file", "submit"]
 
 
@@ -73,7 +76,12 @@ def _sandbox_spec(resolved: str) -> SandboxEnvironmentSpec:
 
         ensure_env()  # builds the locked Python env once, before any sample starts
         return SandboxEnvironmentSpec("bwrap")
-    if resolved == "docker":
+    if resolved == "docker":  # our provider over DockerSession (inspect_adapter/docker_provider)
+        from smoldataenvs_tasks.sandboxes.docker import require_image
+
+        require_image()
+        return SandboxEnvironmentSpec(DOCKER_PROVIDER)
+    if resolved == "docker-compose":  # Inspect's docker provider with our compose.yaml
         from smoldataenvs_tasks.sandboxes.docker import require_image
 
         require_image()
@@ -92,7 +100,8 @@ def _sandbox_spec(resolved: str) -> SandboxEnvironmentSpec:
         )
         return SandboxEnvironmentSpec("local")
     raise ValueError(
-        f"unknown sandbox kind {resolved!r}: choose auto, bwrap, docker, docker-remote, k8s or local"
+        f"unknown sandbox kind {resolved!r}: choose auto, bwrap, docker, docker-compose, "
+        "docker-remote, k8s or local"
     )
 
 
@@ -167,7 +176,7 @@ def _create_task(
         )
     from smoldataenvs_tasks.sandboxes.session import resolve_kind
 
-    sandbox_kind = sandbox if sandbox in ("docker-remote", "k8s") else resolve_kind(sandbox)
+    sandbox_kind = sandbox if sandbox in INSPECT_ONLY_KINDS else resolve_kind(sandbox)
     sandbox_spec = _sandbox_spec(sandbox_kind)
     cleanup_stage_dirs()  # stage dirs left by runs whose process is gone
     stage_root = new_stage_dir()
@@ -259,7 +268,8 @@ def smoldataenvs(
         tiers: Keep only these difficulty tiers ("easy,medium,hard").
         reward_modes: Keep only these reward modes ("numeric,list").
         task_ids: Keep only these task ids.
-        sandbox: "auto" (bwrap where it works, else Docker), "bwrap", "docker",
+        sandbox: "auto" (bwrap where it works, else docker), "bwrap", "docker" (our Docker
+            provider), "docker-compose" (Inspect's docker provider with our compose.yaml),
             "docker-remote" / "k8s" (the sandbox fetches its own tables; docs/cluster.md) or
             "local" (isolates nothing). Inspect's --sandbox option is not supported.
         max_turns: Assistant turns before the sample ends (the dataset authors used 17).
@@ -310,7 +320,8 @@ def smoldataenvs_program(
         tiers: Keep only these difficulty tiers ("easy,medium,hard").
         reward_modes: Keep only these reward modes ("numeric,list").
         task_ids: Keep only these task ids.
-        sandbox: "auto" (bwrap where it works, else Docker), "bwrap", "docker",
+        sandbox: "auto" (bwrap where it works, else docker), "bwrap", "docker" (our Docker
+            provider), "docker-compose" (Inspect's docker provider with our compose.yaml),
             "docker-remote" / "k8s" (the sandbox fetches its own tables; docs/cluster.md) or
             "local" (isolates nothing). Inspect's --sandbox option is not supported.
         program_timeout: Seconds the program may run (the dataset authors' runner used 90).

@@ -20,8 +20,8 @@ from smoldataenvs_tasks.inspect_adapter._compat import (
     DockerSandboxEnvironment,
     LocalSandboxEnvironment,
 )
-from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxEnvironment
 from smoldataenvs_tasks.inspect_adapter.host import local_sandbox_env
+from smoldataenvs_tasks.inspect_adapter.session_provider import SessionSandboxEnvironment
 from smoldataenvs_tasks.inspect_adapter.setup import PATHS_KEY, is_provider, sample_paths
 from smoldataenvs_tasks.pipeline import default_concurrency
 
@@ -36,7 +36,7 @@ def program_gate(
     max_programs: int | None = None,
 ) -> Callable[[], AbstractAsyncContextManager[Any]] | None:
     """A limit on programs (and tool commands) running at once, shared by every sample of the
-    process, when this sample's sandbox runs on this machine (bwrap, Docker, local); None for
+    process, when this sample's sandbox runs on this machine (ours, Docker, local); None for
     remote sandboxes (k8s), whose programs do not compete for this machine's CPUs.
 
     Inspect keeps many samples in flight (adaptive model connections start at 20) so that model
@@ -44,7 +44,7 @@ def program_gate(
     would take ~10x its time (nearer its time limit) for no gain in throughput.
     """
     env = current_sandbox()
-    local = (BwrapSandboxEnvironment, DockerSandboxEnvironment, LocalSandboxEnvironment)
+    local = (SessionSandboxEnvironment, DockerSandboxEnvironment, LocalSandboxEnvironment)
     if not any(is_provider(env, provider) for provider in local):
         return None
     slots = max_programs or default_concurrency()

@@ -115,14 +115,18 @@ def test_agentic_gold_in_sft_format_scores_one(tmp_path):
 # --- failures score 0 with the right category -------------------------------------------------
 
 
+@pytest.mark.parametrize("sandbox", ["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
 @pytest.mark.parametrize("task_id", [ORDERS_TASK, REVENUE_TASK])
-def test_program_failures_get_their_categories(tmp_path, task_id):
+def test_program_failures_get_their_categories(tmp_path, task_id, sandbox):
+    from tests.sandboxes.helpers import require_kind
+
+    require_kind(sandbox)
     cases = [case for case in BAD_PROGRAM_REPLIES if case.task_id == task_id]
     replay = write_jsonl(
         tmp_path / "bad.jsonl", [program_row(case.task_id, case.completion) for case in cases]
     )
     log = run(
-        smoldataenvs_program(split="sample", task_ids=task_id, sandbox="bwrap"),
+        smoldataenvs_program(split="sample", task_ids=task_id, sandbox=sandbox),
         tmp_path,
         replay,
         epochs=len(cases),
@@ -282,12 +286,23 @@ def test_task_metadata_records_provenance(tmp_path):
     assert score.metadata["table_sha256"]["orders.csv"]
 
 
-def test_inspect_sandbox_override_is_refused_with_a_clear_message(tmp_path):
+@pytest.mark.parametrize(
+    ("sandbox", "override"),
+    [
+        ("bwrap", "local"),
+        pytest.param("docker", "bwrap", marks=pytest.mark.docker),
+        pytest.param("docker-compose", "smoldataenvs-docker", marks=pytest.mark.docker),
+    ],
+)
+def test_inspect_sandbox_override_is_refused_with_a_clear_message(tmp_path, sandbox, override):
+    from tests.sandboxes.helpers import require_kind
+
+    require_kind(sandbox.removesuffix("-compose"))
     [log] = inspect_eval(
-        smoldataenvs_program(split="sample", task_ids=ORDERS_TASK, sandbox="bwrap"),
+        smoldataenvs_program(split="sample", task_ids=ORDERS_TASK, sandbox=sandbox),
         model="replay/test",
         model_args={"path": str(GOLD_PROGRAM)},
-        sandbox="local",
+        sandbox=override,
         log_dir=str(tmp_path / "logs"),
         display="none",
     )
@@ -353,18 +368,26 @@ def test_inspect_cli_runs_the_program_task_offline(tmp_path):
 
 
 @pytest.mark.docker
+@pytest.mark.parametrize(
+    ("sandbox", "provider"), [("docker", "smoldataenvs-docker"), ("docker-compose", "docker")]
+)
 @pytest.mark.parametrize("variant", ["program", "agentic"])
-def test_gold_replays_score_one_in_docker(tmp_path, variant):
+def test_gold_replays_score_one_in_docker(tmp_path, variant, sandbox, provider):
+    from tests.sandboxes.docker_support import leftovers_guard
     from tests.sandboxes.helpers import require_kind
 
     require_kind("docker")
+    guard = leftovers_guard()  # every sample's container (or compose project) is gone after
+    next(guard)
     if variant == "program":
-        task, replay = smoldataenvs_program(split="sample", sandbox="docker"), GOLD_PROGRAM
+        task, replay = smoldataenvs_program(split="sample", sandbox=sandbox), GOLD_PROGRAM
     else:
-        task, replay = smoldataenvs(split="sample", sandbox="docker"), GOLD_AGENTIC
-    log = run(task, tmp_path, replay)
+        task, replay = smoldataenvs(split="sample", sandbox=sandbox), GOLD_AGENTIC
+    log = run(task, tmp_path, replay, max_samples=2)
+    assert log.eval.sandbox.type == provider
     assert metric(log, "accuracy") == 1.0
     assert log.results.scores[0].scored_samples == 9
+    next(guard, None)
 
 
 @pytest.mark.docker

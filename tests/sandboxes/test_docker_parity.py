@@ -1,6 +1,11 @@
-"""Parity: every gold program of the bundled sample split prints the same stdout in bwrap, in
-Docker (tables bind-mounted) and in Docker's remote-staging mode (tables fetched by a stager from
-the sample served as a mirror over HTTP on 127.0.0.1).
+"""Parity: every sample program gets the same verdict in bwrap, in Docker (DockerSession, as lm-eval
+runs it), through the Inspect Docker provider (`smoldataenvs-docker`, as `-T sandbox=docker` runs
+it) and in Docker's remote-staging mode (tables fetched by a stager from the sample served as a
+mirror over HTTP on 127.0.0.1).
+
+The programs: the gold program of every sample task with its table, the bad replies of
+tests/replies.py (wrong value, crash, syntax error, silence, ...), and programs that end in each
+failure the runner classifies (timeout, signal, exit status, memory error, output cap).
 
     python -m pytest tests/sandboxes/test_docker_parity.py -q
 """
@@ -13,17 +18,41 @@ from pathlib import Path
 
 import pytest
 
+from smoldataenvs_tasks.contract import DEFAULT_LIMITS
+from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import SAMPLE_DIR, load_tasks
 from smoldataenvs_tasks.data.staging import stage_tables
 from smoldataenvs_tasks.data.tables import resolve_tables
-from smoldataenvs_tasks.pipeline import run_program_outcome
+from smoldataenvs_tasks.pipeline import decide_program_reply
 from smoldataenvs_tasks.sandboxes.docker import DockerSession, RemoteTables
-from smoldataenvs_tasks.sandboxes.session import open_session
-from smoldataenvs_tasks.scorers.answers import extract_program
+from tests.replies import BAD_PROGRAM_REPLIES, ORDERS_TASK
 from tests.sandboxes.docker_support import leftovers_guard, serve_directory
 from tests.sandboxes.helpers import require_kind
+from tests.sandboxes.kinds import open_sandbox
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.anyio]
+
+# Short enough that the timeout case is quick; long enough for every other program.
+LIMITS = DEFAULT_LIMITS.with_program_timeout(8)
+KINDS = ("bwrap", "docker", "inspect-docker", "remote")
+
+
+def fenced(code: str) -> str:
+    return f"```python\n{code}\n```"
+
+
+# Each failure the runner tells apart, on the orders task.
+FAILURE_REPLIES = {
+    "timeout": fenced("while True:\n    pass"),
+    "sigterm_ignored": fenced(
+        "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass"
+    ),
+    "segfault": fenced("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)"),
+    "exit_3": fenced("print('partial')\nraise SystemExit(3)"),
+    "memory_error": fenced("raise MemoryError()"),
+    "output_flood": fenced("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)"),
+    "stdin_is_empty": fenced("import sys\nprint(repr(sys.stdin.read()))"),
+}
 
 
 @pytest.fixture
@@ -42,52 +71,72 @@ def mirror_url() -> Iterator[str]:
         yield url
 
 
-def gold_programs() -> dict[str, str]:
-    programs = {}
+def gold_replies() -> dict[str, str]:
+    replies = {}
     for line in (SAMPLE_DIR / "replays" / "gold_program.jsonl").read_text().splitlines():
         row = json.loads(line)
-        reply = [m for m in row["messages"] if m["role"] == "assistant"][-1]["content"]
-        code = extract_program(reply).code
-        assert code, row["task_id"]
-        programs[row["task_id"]] = code
-    return programs
+        replies[row["task_id"]] = [m for m in row["messages"] if m["role"] == "assistant"][-1][
+            "content"
+        ]
+    return replies
 
 
-async def test_gold_programs_print_the_same_in_bwrap_docker_and_remote_staging(
+def replies_for(task: TaskRecord, gold: dict[str, str]) -> dict[str, str]:
+    replies = {"gold": gold[task.task_id]}
+    replies.update(
+        {bad.name: bad.completion for bad in BAD_PROGRAM_REPLIES if bad.task_id == task.task_id}
+    )
+    if task.task_id == ORDERS_TASK:
+        replies.update(FAILURE_REPLIES)
+    return replies
+
+
+async def verdict_in(
+    kind: str, task: TaskRecord, stage: Path, completion: str, mirror_url: str
+) -> dict:
+    """The verdict of one reply, in a fresh sandbox of `kind` (one sample's worth)."""
+    if kind == "remote":
+        tables = RemoteTables(
+            hf_bucket=task.hf_bucket,
+            bucket_prefix=task.bucket_prefix,
+            files=tuple(task.files),
+            mirror_url=mirror_url,
+        )
+        sandbox = await DockerSession.start_remote(tables, limits=LIMITS, stager_network="host")
+    else:
+        sandbox = await open_sandbox(kind, stage, limits=LIMITS)
+    try:
+        verdict = await decide_program_reply(completion, task, sandbox, limits=LIMITS)
+    finally:
+        await sandbox.close()
+    return verdict.to_dict()
+
+
+async def test_every_sample_program_gets_the_same_verdict_in_every_docker_path_as_in_bwrap(
     tmp_path: Path, mirror_url: str, no_leftovers: None
 ) -> None:
     require_kind("bwrap")
-    programs = gold_programs()
+    gold = gold_replies()
+    categories: set[str] = set()
     compared = 0
     for index, task in enumerate(load_tasks("sample")):
         tables = resolve_tables(task)
         if not tables.available:  # the sample's deliberately missing table
             continue
         stage = stage_tables(tables, tmp_path / f"stage-{index}")
-        code = programs[task.task_id]
-        stdout: dict[str, str] = {}
-        for kind in ("bwrap", "docker"):
-            session = await open_session(kind, stage)
-            try:
-                outcome = await run_program_outcome(session, code)
-            finally:
-                await session.close()
-            assert outcome.failure is None, (kind, task.task_id, outcome.stderr[-500:])
-            stdout[kind] = outcome.stdout
-        remote_tables = RemoteTables(
-            hf_bucket=task.hf_bucket,
-            bucket_prefix=task.bucket_prefix,
-            files=tuple(task.files),
-            mirror_url=mirror_url,
-        )
-        remote = await DockerSession.start_remote(remote_tables, stager_network="host")
-        try:
-            outcome = await run_program_outcome(remote, code)
-        finally:
-            await remote.close()
-        assert outcome.failure is None, ("remote", task.task_id, outcome.stderr[-500:])
-        stdout["remote"] = outcome.stdout
-        assert stdout["bwrap"] == stdout["docker"] == stdout["remote"], task.task_id
-        assert stdout["bwrap"].strip(), task.task_id
-        compared += 1
-    assert compared >= 8  # the sample has 8-12 tasks, one of them without its table
+        for name, completion in replies_for(task, gold).items():
+            verdicts = {
+                kind: await verdict_in(kind, task, stage, completion, mirror_url) for kind in KINDS
+            }
+            for kind in KINDS[1:]:
+                assert verdicts[kind] == verdicts["bwrap"], (task.task_id, name, kind)
+            if name == "gold":
+                assert verdicts["bwrap"]["category"] == "correct", (task.task_id, verdicts)
+            categories.add(verdicts["bwrap"]["category"])
+            compared += 1
+    assert compared >= 8 + len(BAD_PROGRAM_REPLIES) + len(FAILURE_REPLIES)
+    # The programs reach every category a run can end in, not only "correct".
+    assert {
+        "correct", "wrong_value", "crash", "syntax_error", "no_answer", "timeout",
+        "resource_limit", "shell_answer", "command_answer",
+    } <= categories  # fmt: skip

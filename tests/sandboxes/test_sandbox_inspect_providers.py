@@ -1,10 +1,12 @@
-"""The `bwrap` Inspect provider under a real `inspect_ai.eval` (no model calls are made).
+"""Our Inspect providers, `bwrap` and `smoldataenvs-docker`, under a real `inspect_ai.eval` (no
+model calls are made).
 
-python -m pytest tests/sandboxes/test_sandbox_inspect_bwrap.py -q
+python -m pytest tests/sandboxes/test_sandbox_inspect_providers.py -q
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,9 +22,34 @@ from inspect_ai.util import (
 )
 
 from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxConfig
+from smoldataenvs_tasks.inspect_adapter.docker_provider import PROVIDER, DockerSandboxConfig
 from smoldataenvs_tasks.inspect_adapter.host import as_program_host
 from smoldataenvs_tasks.pipeline import run_program_outcome
+from tests.sandboxes.docker_support import leftovers_guard
 from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_NAME, make_stage, require_kind
+
+PROVIDERS = [
+    pytest.param("bwrap", id="bwrap"),
+    pytest.param("docker", id="docker", marks=pytest.mark.docker),
+]
+
+
+@pytest.fixture(params=PROVIDERS)
+def provider_kind(request: pytest.FixtureRequest) -> Iterator[str]:
+    require_kind(request.param)
+    if request.param != "docker":
+        yield request.param
+        return
+    guard = leftovers_guard()  # fails the test if a container outlives the eval
+    next(guard)
+    yield request.param
+    next(guard, None)
+
+
+def provider_spec(kind: str) -> SandboxEnvironmentSpec:
+    if kind == "bwrap":
+        return SandboxEnvironmentSpec("bwrap", BwrapSandboxConfig.from_limits(SMALL_LIMITS))
+    return SandboxEnvironmentSpec(PROVIDER, DockerSandboxConfig.from_limits(SMALL_LIMITS))
 
 
 @solver
@@ -67,11 +94,9 @@ def _probe_sandbox():
     return solve
 
 
-def test_bwrap_provider_runs_samples_with_their_own_tables(tmp_path: Path) -> None:
-    require_kind("bwrap")
+def test_provider_runs_samples_with_their_own_tables(provider_kind: str, tmp_path: Path) -> None:
     _, stage_one = make_stage(tmp_path / "one")
     _, stage_two = make_stage(tmp_path / "two", name="other.csv")
-    config = BwrapSandboxConfig.from_limits(SMALL_LIMITS)
     task = Task(
         dataset=[
             Sample(input="a", id="one", metadata={"stage_dir": str(stage_one)}),
@@ -79,7 +104,7 @@ def test_bwrap_provider_runs_samples_with_their_own_tables(tmp_path: Path) -> No
             Sample(input="c", id="none"),
         ],
         solver=_probe_sandbox(),
-        sandbox=SandboxEnvironmentSpec("bwrap", config),
+        sandbox=provider_spec(provider_kind),
     )
     [log] = inspect_eval(
         task, model="mockllm/model", log_dir=str(tmp_path / "logs"), display="none"
@@ -108,6 +133,11 @@ def test_config_round_trips_the_limits() -> None:
     assert BwrapSandboxConfig().limits().program_timeout_s == 90.0
     with pytest.raises(ValueError):
         BwrapSandboxConfig(memory_bytes="lots")
+    docker_config = DockerSandboxConfig.from_limits(SMALL_LIMITS, image="example:tag")
+    assert (docker_config.limits(), docker_config.image) == (SMALL_LIMITS, "example:tag")
+    # What Inspect does with a task's sandbox spec in a log: a dict, back through the provider.
+    spec = SandboxEnvironmentSpec.model_validate(provider_spec("docker").model_dump())
+    assert spec.config == DockerSandboxConfig.from_limits(SMALL_LIMITS)
 
 
 @pytest.mark.anyio
@@ -129,3 +159,75 @@ async def test_adapter_over_inspects_local_provider(tmp_path: Path) -> None:
         assert loud.limit == "output"
     finally:
         env.directory.cleanup()
+
+
+_HANGING_EVAL = """
+import pathlib, sys, time
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
+from inspect_ai.solver import solver
+from inspect_ai.util import sandbox
+import smoldataenvs_tasks._registry  # noqa: F401  (the entry point registers it too)
+
+@solver
+def hang():
+    async def solve(state, generate):
+        await sandbox().exec(["sh", "-c", "sleep 1000 &"])
+        pathlib.Path(sys.argv[1]).write_text("started")
+        time.sleep(600)  # holds the event loop: the process is killed in here
+        return state
+    return solve
+
+eval(Task(dataset=[Sample(input="x")], solver=hang(), sandbox="smoldataenvs-docker"),
+     model="mockllm/model", display="none", log_dir=sys.argv[2])
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "cleanup",
+    [
+        ["-m", "smoldataenvs_tasks", "sandbox", "cleanup"],
+        ["-m", "inspect_ai", "sandbox", "cleanup", "smoldataenvs-docker"],
+    ],
+    ids=["smoldataenvs", "inspect"],
+)
+def test_containers_of_a_killed_eval_are_removed_by_cleanup(
+    tmp_path: Path, cleanup: list[str]
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from smoldataenvs_tasks.sandboxes.docker import LABEL_OWNER
+    from tests.sandboxes.docker_support import docker_lines
+
+    require_kind("docker")
+    started = tmp_path / "started"
+    script = tmp_path / "hang.py"
+    script.write_text(_HANGING_EVAL)
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(started), str(tmp_path / "logs")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not started.exists():
+            assert child.poll() is None, child.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "the eval never started its sample"
+            time.sleep(0.2)
+        owner = f"label={LABEL_OWNER}={os.uname().nodename}:{child.pid}"
+        left = docker_lines("ps", "--quiet", "--filter", owner)
+        assert len(left) == 1  # the sample's container, running
+    finally:
+        child.send_signal(signal.SIGKILL)  # a crash: no sample or task cleanup runs
+        child.wait()
+    assert docker_lines("ps", "--quiet", "--filter", owner) == left  # outlived its eval
+    done = subprocess.run(
+        [sys.executable, *cleanup], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert docker_lines("ps", "--all", "--quiet", "--filter", owner) == []

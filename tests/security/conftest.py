@@ -1,8 +1,9 @@
 """Fixtures for the hostile-program tests: a staged table, and a session of each sandbox kind.
 
-Every test runs once per kind ("bwrap", and "docker" marked `docker`, skipped when no engine or
-image answers). Limits are smaller than the contract's so the tests stay fast, but enforced by
-the same mechanisms.
+Every test runs once per kind (tests/security/kinds.py): "bwrap" and "docker" opened directly,
+"inspect-bwrap" and "inspect-docker" through the Inspect providers; the Docker ones are marked
+`docker` and skipped when no engine or image answers. Limits are smaller than the contract's so
+the tests stay fast, but enforced by the same mechanisms.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
 from smoldataenvs_tasks.sandboxes.base import SandboxSession  # noqa: E402
-from smoldataenvs_tasks.sandboxes.session import open_session  # noqa: E402
-from tests.sandboxes.helpers import SMALL_LIMITS, make_stage, require_kind  # noqa: E402
+from tests.sandboxes.helpers import make_stage, require_kind  # noqa: E402
+from tests.sandboxes.kinds import KIND_NAMES, engine_of, open_sandbox  # noqa: E402
 
 KINDS = [
-    pytest.param("bwrap", id="bwrap"),
-    pytest.param("docker", marks=pytest.mark.docker, id="docker"),
+    pytest.param(kind, id=kind, marks=[pytest.mark.docker] if engine_of(kind) == "docker" else [])
+    for kind in KIND_NAMES
 ]
 
 
@@ -35,7 +36,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(params=KINDS)
 def kind(request: pytest.FixtureRequest) -> str:
-    require_kind(request.param)
+    require_kind(engine_of(request.param))
     return request.param
 
 
@@ -62,7 +63,7 @@ def cache_digest(cached_table: Path) -> str:
 
 @pytest.fixture
 async def session(kind: str, stage_dir: Path) -> AsyncIterator[SandboxSession]:
-    opened = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
+    opened = await open_sandbox(kind, stage_dir)
     try:
         yield opened
     finally:

@@ -14,8 +14,8 @@ import pytest
 
 from smoldataenvs_tasks.pipeline import run_program_outcome
 from smoldataenvs_tasks.sandboxes.base import SandboxSession
-from smoldataenvs_tasks.sandboxes.session import open_session
-from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_BYTES, TABLE_NAME
+from tests.sandboxes.helpers import TABLE_BYTES, TABLE_NAME
+from tests.sandboxes.kinds import open_sandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -157,7 +157,7 @@ async def test_another_samples_directories_are_invisible(
 ) -> None:
     token = uuid.uuid4().hex
     marker = f"OTHER-SAMPLE-{token}"
-    other = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
+    other = await open_sandbox(kind, stage_dir)
     try:
         for path in ("/workdir/answer.txt", "/tmp/notes.txt", "/home/user/input/scratch.txt"):
             await other.write_file(path, marker)

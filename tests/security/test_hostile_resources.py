@@ -18,9 +18,9 @@ import pytest
 
 from smoldataenvs_tasks.pipeline import run_program_outcome
 from smoldataenvs_tasks.sandboxes.base import SandboxSession
-from smoldataenvs_tasks.sandboxes.session import open_session
 from smoldataenvs_tasks.scorers.verdict import Category
 from tests.sandboxes.helpers import SMALL_LIMITS
+from tests.sandboxes.kinds import open_sandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -146,7 +146,7 @@ async def test_huge_file_is_capped(kind: str, session: SandboxSession) -> None:
 
 async def test_background_processes_do_not_outlive_the_sample(kind: str, stage_dir: Path) -> None:
     token = f"{uuid.uuid4().int % 10**6}.{os.getpid()}"
-    session = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
+    session = await open_sandbox(kind, stage_dir)
     try:
         outcome = await run_program_outcome(
             session,

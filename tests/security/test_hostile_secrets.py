@@ -18,8 +18,7 @@ import pytest
 from smoldataenvs_tasks._host import cache_root
 from smoldataenvs_tasks.contract import SANDBOX_ENV
 from smoldataenvs_tasks.pipeline import run_program_outcome
-from smoldataenvs_tasks.sandboxes.session import open_session
-from tests.sandboxes.helpers import SMALL_LIMITS
+from tests.sandboxes.kinds import open_sandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +32,7 @@ async def test_api_key_in_harness_env_is_invisible(
     secret = f"sk-test-{uuid.uuid4().hex}"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     monkeypatch.setenv("HF_TOKEN", secret)
-    session = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
+    session = await open_sandbox(kind, stage_dir)
     try:
         outcome = await run_program_outcome(
             session,
@@ -59,7 +58,7 @@ async def test_environ_of_every_visible_process_is_clean(
     # A host process holding the secret in its environment, running while the program looks.
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        session = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
+        session = await open_sandbox(kind, stage_dir)
         try:
             outcome = await run_program_outcome(
                 session,
@@ -94,7 +93,7 @@ async def test_ssh_key_in_home_and_etc_shadow_are_unreadable(
     # The cache location must not move with HOME (it holds the built sandbox environment).
     monkeypatch.setenv("SMOLDATAENVS_CACHE", str(cache_root()))
     monkeypatch.setenv("HOME", str(home))
-    session = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
+    session = await open_sandbox(kind, stage_dir)
     try:
         outcome = await run_program_outcome(
             session,
@@ -126,7 +125,7 @@ async def test_host_processes_are_invisible(kind: str, stage_dir: Path) -> None:
     marker = f"{uuid.uuid4().int % 10**6}.{os.getpid()}"
     host_sleeper = subprocess.Popen(["sleep", marker])
     try:
-        session = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
+        session = await open_sandbox(kind, stage_dir)
         try:
             outcome = await run_program_outcome(
                 session,
@@ -172,7 +171,7 @@ async def test_tcp_to_host_loopback_listener_fails(kind: str, stage_dir: Path) -
     thread = threading.Thread(target=accept_loop, daemon=True)
     thread.start()
     try:
-        session = await open_session(kind, stage_dir, limits=SMALL_LIMITS)
+        session = await open_sandbox(kind, stage_dir)
         try:
             outcome = await run_program_outcome(
                 session,

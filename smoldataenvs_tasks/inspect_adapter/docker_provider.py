@@ -1,0 +1,162 @@
+"""Inspect sandbox provider `smoldataenvs-docker`: each sample in its own `DockerSession`.
+
+What `-T sandbox=docker` runs (and `auto` where bwrap cannot): one `docker run` per sample with
+the contract's limits, a `docker exec` per command, a `docker rm` at the end, and none of
+`docker compose`'s per-sample calls or Inspect's fairness sleep (docs/performance.md).
+`-T sandbox=docker-compose` keeps Inspect's own docker provider with `resources/compose.yaml`.
+
+    inspect eval smoldataenvs_tasks/smoldataenvs_program -T sandbox=docker --model ...
+    Task(..., sandbox=("smoldataenvs-docker", DockerSandboxConfig(memory_bytes=2**31)))
+
+The sample's tables come from sample metadata key `stage_dir` (bind-mounted read-only at
+/mnt/tables; an empty directory when absent). Every container carries our session label and its
+owner (host and pid): containers a killed eval left behind are removed by the next run's first
+sandbox, by `smoldataenvs sandbox cleanup`, or by `inspect sandbox cleanup smoldataenvs-docker`.
+The Inspect API over the session is `session_provider`'s, shared with the bwrap provider; what
+Inspect's conformance checks it does not pass, and why, is in docs/sandboxes.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.util import (
+    SandboxConnection,
+    SandboxEnvironment,
+    SandboxEnvironmentConfigType,
+    sandboxenv,
+)
+from pydantic import BaseModel
+from typing_extensions import override
+
+from smoldataenvs_tasks.inspect_adapter.session_provider import (
+    LimitsConfig,
+    SessionSandboxEnvironment,
+    config_of,
+    unavailable,
+)
+from smoldataenvs_tasks.sandboxes import base
+from smoldataenvs_tasks.sandboxes.docker import SANDBOX_USER, DockerSession, cleanup_stale
+from smoldataenvs_tasks.sandboxes.docker.engine import docker
+from smoldataenvs_tasks.sandboxes.docker.image import resolve_image
+
+PROVIDER = "smoldataenvs-docker"
+STAGE_DIR_KEY = "stage_dir"
+
+
+class DockerSandboxConfig(LimitsConfig, frozen=True):
+    """The Docker sandbox's settings: the contract's limits, and the image (default: the one this
+    package's Dockerfile and lock define, `smoldataenvs-sandbox:<content hash>`)."""
+
+    image: str | None = None
+
+
+def _config(config: SandboxEnvironmentConfigType | None) -> DockerSandboxConfig:
+    return config_of(config, DockerSandboxConfig, PROVIDER)  # type: ignore[return-value]
+
+
+@sandboxenv(name=PROVIDER)
+class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
+    sandbox_users = frozenset({"user", "1000", SANDBOX_USER})
+
+    # Sessions this process started and has not closed: task_cleanup closes what is left.
+    _open: set[DockerSession] = set()  # noqa: RUF012  (one registry per process, on purpose)
+
+    def __init__(self, session: DockerSession, owned_stage_dir: Path | None = None) -> None:
+        super().__init__(session)
+        self.session: DockerSession = session
+        self.owned_stage_dir = owned_stage_dir
+
+    @classmethod
+    def config_deserialize(cls, config: dict[str, Any]) -> BaseModel:
+        return DockerSandboxConfig(**config)
+
+    @override
+    @classmethod
+    async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
+        settings = _config(config)  # a bad config fails at task start, not per sample
+        try:
+            await resolve_image(settings.image)
+        except base.SandboxUnavailable as error:
+            raise unavailable("docker", error) from error
+
+    @override
+    @classmethod
+    async def sample_init(
+        cls,
+        task_name: str,
+        config: SandboxEnvironmentConfigType | None,
+        metadata: dict[str, str],
+    ) -> dict[str, SandboxEnvironment]:
+        settings = _config(config)
+        owned = None
+        stage_dir = metadata.get(STAGE_DIR_KEY)
+        if not stage_dir:
+            owned = Path(tempfile.mkdtemp(prefix="smoldataenvs-empty-stage-"))
+            stage_dir = str(owned)
+        try:
+            session = await DockerSession.start(
+                Path(stage_dir), limits=settings.limits(), image=settings.image
+            )
+        except BaseException as error:
+            if owned is not None:
+                shutil.rmtree(owned, ignore_errors=True)
+            if isinstance(error, base.SandboxUnavailable):
+                raise unavailable("docker", error) from error
+            raise
+        cls._open.add(session)
+        return {"default": cls(session, owned)}
+
+    @override
+    @classmethod
+    async def sample_cleanup(
+        cls,
+        task_name: str,
+        config: SandboxEnvironmentConfigType | None,
+        environments: dict[str, SandboxEnvironment],
+        interrupted: bool,
+    ) -> None:
+        for environment in environments.values():
+            ours = environment.as_type(DockerSessionSandboxEnvironment)
+            try:
+                await ours.session.close()  # the container and every process in it
+                cls._open.discard(ours.session)
+            finally:
+                if ours.owned_stage_dir is not None:
+                    shutil.rmtree(ours.owned_stage_dir, ignore_errors=True)
+
+    @override
+    @classmethod
+    async def task_cleanup(
+        cls, task_name: str, config: SandboxEnvironmentConfigType | None, cleanup: bool
+    ) -> None:
+        # Samples whose cleanup could not run (or failed): close them now, unless the user asked
+        # to keep sandboxes (--no-sandbox-cleanup; `smoldataenvs sandbox cleanup` removes them).
+        if not cleanup:
+            return
+        left = list(cls._open)
+        cls._open.clear()
+        await asyncio.gather(*(session.close() for session in left), return_exceptions=True)
+
+    @override
+    @classmethod
+    async def cli_cleanup(cls, id: str | None) -> None:
+        """`inspect sandbox cleanup smoldataenvs-docker [ID]`: one container, or every one whose
+        eval process is gone."""
+        if id is not None:
+            await docker("rm", "--force", "--volumes", id)
+        else:
+            await asyncio.to_thread(cleanup_stale)
+
+    @override
+    async def connection(self, *, user: str | None = None) -> SandboxConnection:
+        container = self.session.container_id
+        return SandboxConnection(
+            type=PROVIDER,
+            command=f"docker exec -it --user {SANDBOX_USER} {container} bash -l",
+            container=container,
+        )
