@@ -59,7 +59,7 @@ def child_inspect(spec: dict[str, Any]) -> dict[str, Any]:
     wall = time.perf_counter() - started
     ended_at = time.time()
     # Docker's containers are charged to Docker's cgroups, not this run's: leave CPU out.
-    cpu = meter.seconds() if spec["sandbox"] != "docker" else None
+    cpu = None if spec["sandbox"].startswith("docker") else meter.seconds()
     peak_rss = _peak_rss_mb()  # before reading the log back below
     log = read_eval_log(header.location)
     samples = log.samples or []

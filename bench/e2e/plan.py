@@ -17,7 +17,7 @@ class Config:
     label: str  # what the table shows
     harness: str  # "bare", "inspect", "lmeval"
     variant: str  # "program", "agentic"
-    sandbox: str  # "-", "bwrap", "docker"
+    sandbox: str  # "-", "bwrap", "docker" (our provider), "docker-compose" (Inspect's)
     n: int
     workers: int  # 0 = the harness's defaults
     repeated: bool  # part of the interleaved, repeated core
@@ -130,12 +130,16 @@ def plan(mode: str, only: str | None, docker_ok: bool) -> list[Config]:
             add(f"lmeval-p-bwrap-{w}", "lm-eval program", "lmeval", "program", "bwrap", n_small,
                 w, "lmeval")  # fmt: skip
         if docker_ok:
+            for w in (1, 2):  # our provider over DockerSession next to Inspect's stock one
+                add(f"insp-p-docker-{w}", "Inspect program, smoldataenvs-docker provider",
+                    "inspect", "program", "docker", n_docker, w, "docker", f"n{n_docker}")  # fmt: skip
+                add(f"insp-p-compose-{w}", "Inspect program, stock docker provider + compose",
+                    "inspect", "program", "docker-compose", n_docker, w, "docker",
+                    f"n{n_docker}")  # fmt: skip
+            # DockerSession (docker run/exec/rm) directly, the path lm-eval and `validate` take
             for w in (1, 2):
-                add(f"insp-p-docker-{w}", "Inspect program", "inspect", "program", "docker",
+                add(f"lmeval-p-docker-{w}", "lm-eval program", "lmeval", "program", "docker",
                     n_docker, w, "docker", f"n{n_docker}")  # fmt: skip
-            # DockerSession (docker run/exec/rm), the path lm-eval and `validate` take
-            add("lmeval-p-docker-2", "lm-eval program", "lmeval", "program", "docker", n_docker,
-                2, "docker", f"n{n_docker}")  # fmt: skip
         for label in ("rss1mb", "rss500mb"):
             add(f"insp-p-bwrap-{label}", f"Inspect program, {label[3:].upper()} tables",
                 "inspect", "program", "bwrap", n_rss, 2, "rss", label)  # fmt: skip

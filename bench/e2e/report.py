@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import MB, STOCK_INSPECT_DOCKER_S, TARGET_RATIO, TARGET_SCALING
+from . import MB, TARGET_DOCKER_OVERHEAD_S, TARGET_RATIO, TARGET_SCALING
 from .plan import Config, Measured
 
 
@@ -217,7 +217,7 @@ def _scaling_pairs(measured: dict[str, Measured]) -> list[tuple[str, str, str]]:
 
 
 def _verdicts(measured: dict[str, Measured], summary: dict[str, Any]) -> list[str]:
-    lines = ["Targets (issue 8)"]
+    lines = ["Targets (issues 8 and 16)"]
     if min((m.config.n for m in measured.values()), default=0) < 100:
         lines.append("(N < 100 here: fixed start-up costs weigh; judge targets on the full run)")
     core = [k for k in measured if k.startswith("insp-p-bwrap-") and k.endswith("-1")]
@@ -248,14 +248,41 @@ def _verdicts(measured: dict[str, Measured], summary: dict[str, Any]) -> list[st
     if small and big and small.median("peak_rss_mb") and big.median("peak_rss_mb"):
         delta = big.median("peak_rss_mb") - small.median("peak_rss_mb")
         lines.append(f"- peak RSS, 500 MB tables minus 1 MB tables: {delta:+.0f} MB")
-    for m in measured.values():
-        c = m.config
-        if c.sandbox == "docker" and m.per_sample() is not None:
-            bare = measured.get(f"bare-p-{c.workers}")
-            if bare and bare.per_sample():
-                overhead = m.per_sample() - bare.per_sample()
-                lines.append(
-                    f"- Docker, {c.workers} worker(s): overhead {overhead:.2f} s per sample "
-                    f"(Inspect's stock docker sandbox: ~{STOCK_INSPECT_DOCKER_S} s)"
-                )
+    lines += _docker_verdicts(measured, summary)
+    return lines
+
+
+def _docker_verdicts(measured: dict[str, Measured], summary: dict[str, Any]) -> list[str]:
+    """Issue 16: Inspect + our Docker provider next to Inspect's stock one, in this same run."""
+    lines = []
+    for workers in (1, 2):
+        ours, stock = (
+            measured.get(f"insp-p-docker-{workers}"),
+            measured.get(f"insp-p-compose-{workers}"),
+        )
+        bare = measured.get(f"bare-p-{workers}")
+        if not ours or not bare or not ours.per_sample() or not bare.per_sample():
+            continue
+        overhead = ours.per_sample() - bare.per_sample()
+        stock_overhead = (
+            stock.per_sample() - bare.per_sample() if stock and stock.per_sample() else None
+        )
+        text = (
+            f"- Inspect + smoldataenvs-docker, {workers} worker(s): overhead {overhead:+.3f} s "
+            f"per sample; Inspect's stock docker + compose in this run: "
+            f"{_fmt(stock_overhead, '+.3f', ' s')}"
+        )
+        if workers == 1:
+            mark = "met" if overhead <= TARGET_DOCKER_OVERHEAD_S else "NOT met"
+            text += f" (target <= {TARGET_DOCKER_OVERHEAD_S} s at 1 worker): {mark}"
+        lines.append(text)
+    one, two = measured.get("insp-p-docker-1"), measured.get("insp-p-docker-2")
+    if one and two and one.per_sample() and two.per_sample():
+        bare_scaling = summary.get(
+            f"scaling:{measured['bare-p-1'].config.label} (-, N={measured['bare-p-1'].config.n})"
+        )
+        lines.append(
+            f"- Inspect + smoldataenvs-docker: throughput x{one.per_sample() / two.per_sample():.2f}"
+            f" from 1 to 2 workers; the bare programs: x{_fmt(bare_scaling, '.2f')}"
+        )
     return lines
