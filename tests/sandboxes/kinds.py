@@ -80,6 +80,8 @@ class InspectProviderSession:
 
     async def close(self) -> None:
         await self.provider.sample_cleanup("security", self.config, self.environments, False)
+        if hasattr(self.provider, "removals_done"):  # Docker removes containers in the background
+            await self.provider.removals_done()
 
 
 async def open_sandbox(

@@ -88,3 +88,4 @@ async def sandbox_env(
         yield environments["default"]
     finally:
         await provider.sample_cleanup("conformance", config, environments, False)
+        await provider.task_cleanup("conformance", config, True)
