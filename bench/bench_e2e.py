@@ -5,8 +5,8 @@
     .venv/bin/python bench/bench_e2e.py --smoke    # 3 tasks: proves it runs (tests/bench)
     .venv/bin/python bench/bench_e2e.py --only core,threads --wait-quiet 2.5 --json out.json
 
-Groups (`--only`): core (repeated, interleaved), defaults, threads, scale, agentic, lmeval, docker,
-rss. The numbers, the machine and the levers are in docs/performance.md.
+Groups (`--only`): core and docker (repeated, interleaved), defaults, threads, scale, agentic,
+lmeval, rss. The numbers, the machine and the levers are in docs/performance.md.
 
 What it does, all in one run so the ratios are measured side by side:
 
@@ -18,10 +18,11 @@ What it does, all in one run so the ratios are measured side by side:
    library import costs are the same) in a fresh temp dir holding the table, sequentially and with
    2 workers; for the agentic variant the same bash commands, paths pointed at temp dirs.
 3. The harness: each configuration in its own fresh process (so peak RSS is that run's): Inspect's
-   `eval()` with the replay model (program variant N=100 and N=500 in bwrap, N=50 in Docker; the
+   `eval()` with the replay model (program variant N=100 and N=500 in bwrap, N=50 in Docker with
+   our smoldataenvs-docker provider and with Inspect's stock docker provider + compose; the
    agentic variant N=100 in bwrap) with `max_samples = workers` (not max_sandboxes: see children.py); lm-eval's
-   `simple_evaluate` with the replay LM (N=100, bwrap, runner concurrency = workers). Every run
-   must grade all its samples correct, or its row is marked INVALID.
+   `simple_evaluate` with the replay LM (N=100 in bwrap, N=50 in Docker, runner concurrency =
+   workers). Every run must grade all its samples correct, or its row is marked INVALID.
 4. Eval-process peak RSS with 1 MB and 500 MB tables (sparse files, hard-linked, never read whole).
 
 Printed: per-sample time (wall time of the whole eval call, task creation to returned log, / N),

@@ -84,7 +84,8 @@ def plan(mode: str, only: str | None, docker_ok: bool) -> list[Config]:
         mirror: str = small,
         env: dict[str, str] | None = None,
     ) -> None:
-        repeated = group == "core"
+        # Docker rows too: their overhead is read against the bare floor, so they interleave with it
+        repeated = group in ("core", "docker")
         configs.append(
             Config(
                 key,
