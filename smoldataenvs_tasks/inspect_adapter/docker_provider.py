@@ -1,8 +1,10 @@
 """Inspect sandbox provider `smoldataenvs-docker`: each sample in its own `DockerSession`.
 
-What `-T sandbox=docker` runs (and `auto` where bwrap cannot): one `docker run` per sample with
-the contract's limits, a `docker exec` per command, a `docker rm` at the end, and none of
-`docker compose`'s per-sample calls or Inspect's fairness sleep (docs/performance.md).
+What `-T sandbox=docker` runs (and `auto` where bwrap cannot): one container per sample with the
+contract's limits, a `docker exec` per command, a `docker rm` at the end, and none of
+`docker compose`'s per-sample calls or Inspect's fairness sleep (docs/performance.md). The
+container is a spare (sandboxes/docker/spares.py): started while the previous sample ran, so its
+`docker run` is off the sample's path; it serves this one sample and is never reused.
 `-T sandbox=docker-compose` keeps Inspect's own docker provider with `resources/compose.yaml`.
 
     inspect eval smoldataenvs_tasks/smoldataenvs_program -T sandbox=docker --model ...
@@ -37,6 +39,7 @@ from inspect_ai.util import (
 from pydantic import BaseModel
 from typing_extensions import override
 
+from smoldataenvs_tasks.contract import SandboxLimits
 from smoldataenvs_tasks.inspect_adapter.session_provider import (
     LimitsConfig,
     SessionSandboxEnvironment,
@@ -47,6 +50,7 @@ from smoldataenvs_tasks.sandboxes import base
 from smoldataenvs_tasks.sandboxes.docker import SANDBOX_USER, DockerSession, cleanup_stale
 from smoldataenvs_tasks.sandboxes.docker.engine import docker
 from smoldataenvs_tasks.sandboxes.docker.image import resolve_image
+from smoldataenvs_tasks.sandboxes.docker.spares import Spares
 
 PROVIDER = "smoldataenvs-docker"
 STAGE_DIR_KEY = "stage_dir"
@@ -74,6 +78,8 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
     # as containers are: their owner label is this process.
     _open: set[DockerSession] = set()  # noqa: RUF012
     _removing: set[asyncio.Task[None]] = set()  # noqa: RUF012
+    # Spares per sandbox configuration and stage-dir parent (slots must share its filesystem).
+    _spares: dict[tuple[str | None, SandboxLimits, Path], Spares] = {}  # noqa: RUF012
 
     def __init__(self, session: DockerSession, owned_stage_dir: Path | None = None) -> None:
         super().__init__(session)
@@ -108,9 +114,7 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
             owned = Path(tempfile.mkdtemp(prefix="smoldataenvs-empty-stage-"))
             stage_dir = str(owned)
         try:
-            session = await DockerSession.start(
-                Path(stage_dir), limits=settings.limits(), image=settings.image
-            )
+            session = await cls._spares_for(settings, Path(stage_dir)).take(Path(stage_dir))
         except BaseException as error:
             if owned is not None:
                 shutil.rmtree(owned, ignore_errors=True)
@@ -119,6 +123,14 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
             raise
         cls._open.add(session)
         return {"default": cls(session, owned)}
+
+    @classmethod
+    def _spares_for(cls, settings: DockerSandboxConfig, stage_dir: Path) -> Spares:
+        limits = settings.limits()
+        key = (settings.image, limits, stage_dir.resolve().parent)
+        if key not in cls._spares:
+            cls._spares[key] = Spares(slot_root=key[2], limits=limits, image=settings.image)
+        return cls._spares[key]
 
     @override
     @classmethod
@@ -160,6 +172,9 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
     async def task_cleanup(
         cls, task_name: str, config: SandboxEnvironmentConfigType | None, cleanup: bool
     ) -> None:
+        spares = list(cls._spares.values())
+        cls._spares.clear()
+        await asyncio.gather(*(pool.close() for pool in spares))  # spares no sample took
         await cls.removals_done()
         # Samples whose cleanup could not run (or failed): close them now, unless the user asked
         # to keep sandboxes (--no-sandbox-cleanup; `smoldataenvs sandbox cleanup` removes them).

@@ -92,6 +92,51 @@ async def test_tables_staged_after_the_start_are_linked_by_the_first_command(
     ]
 
 
+async def test_a_spare_gets_its_samples_tables_at_the_first_command_and_drops_its_slot(
+    tmp_path: Path, no_leftovers: None
+) -> None:
+    from smoldataenvs_tasks.sandboxes.docker.spares import start_spare
+
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    spare = await start_spare(tmp_path, limits=SMALL_LIMITS)  # before the sample is known
+    try:
+        assert spare.slot_dir is not None and list(spare.slot_dir.iterdir()) == []
+        spare.use_tables(stage)
+        (stage / "late.csv").write_bytes(b"a\n1\n")  # staged after the sample took the spare
+        result = await spare.exec(["sh", "-c", "ls /mnt/tables; cat late.csv; touch /mnt/tables/x"])
+        slot = spare.slot_dir
+        assert (slot / "late.csv").stat().st_ino == (stage / "late.csv").stat().st_ino
+        with pytest.raises(SandboxFailure):
+            spare.use_tables(stage)  # one sample per spare
+    finally:
+        await spare.close()
+    assert result.stdout == "late.csv\na\n1\n" and "Read-only file system" in result.stderr
+    assert not slot.exists() and sorted(p.name for p in stage.iterdir()) == ["late.csv"]
+
+
+async def test_spares_serve_one_sample_each(tmp_path: Path, no_leftovers: None) -> None:
+    from smoldataenvs_tasks.sandboxes.docker.spares import Spares
+
+    spares = Spares(slot_root=tmp_path, limits=SMALL_LIMITS)
+    seen = []
+    try:
+        for name in ("a", "b", "c"):
+            stage = tmp_path / name
+            stage.mkdir()
+            (stage / f"{name}.csv").write_bytes(b"x\n")
+            session = await spares.take(stage)
+            try:
+                seen.append((session.container_id, (await session.exec(["ls"])).stdout))
+            finally:
+                await session.close()
+    finally:
+        await spares.close()
+    assert [listing for _, listing in seen] == ["a.csv\n", "b.csv\n", "c.csv\n"]
+    assert len({container for container, _ in seen}) == 3
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".slot-")] == []
+
+
 async def test_relative_cwd_is_in_the_input_dir_and_a_non_executable_raises(
     session: DockerSession,
 ) -> None:

@@ -89,6 +89,7 @@ def _probe_sandbox():
         await env.write_file("answer.txt", "42\r\n")
         state.metadata["answer"] = await env.read_file("answer.txt")
         state.metadata["env"] = (await env.exec(["printenv", "EXTRA"], env={"EXTRA": "x"})).stdout
+        state.metadata["host"] = (await env.exec(["cat", "/proc/sys/kernel/hostname"])).stdout
         return state
 
     return solve
@@ -125,6 +126,8 @@ def test_provider_runs_samples_with_their_own_tables(provider_kind: str, tmp_pat
         assert metadata["answer"] == "42\r\n"
         assert metadata["env"] == "x\n"
     assert samples["one"]["program"]["stdout"] == "1\n"
+    if provider_kind == "docker":  # a container per sample (spares are never reused)
+        assert len({metadata["host"] for metadata in samples.values()}) == 3
 
 
 def test_config_round_trips_the_limits() -> None:
@@ -220,8 +223,12 @@ def test_containers_of_a_killed_eval_are_removed_by_cleanup(
             assert time.monotonic() < deadline, "the eval never started its sample"
             time.sleep(0.2)
         owner = f"label={LABEL_OWNER}={os.uname().nodename}:{child.pid}"
-        left = docker_lines("ps", "--quiet", "--filter", owner)
-        assert len(left) == 1  # the sample's container, running
+        for _ in range(100):  # the sample's container, and the spare started for the next one
+            left = docker_lines("ps", "--quiet", "--filter", owner)
+            if len(left) == 2:
+                break
+            time.sleep(0.2)
+        assert len(left) == 2
     finally:
         child.send_signal(signal.SIGKILL)  # a crash: no sample or task cleanup runs
         child.wait()

@@ -9,6 +9,7 @@ by dead processes (`cleanup`).
 """
 
 from smoldataenvs_tasks.sandboxes.docker.cleanup import cleanup_stale
+from smoldataenvs_tasks.sandboxes.docker.container import NOFILE, container_args, tmpfs_sizes
 from smoldataenvs_tasks.sandboxes.docker.engine import (
     LABEL_CONTENT,
     LABEL_OWNER,
@@ -31,12 +32,7 @@ from smoldataenvs_tasks.sandboxes.docker.image import (
     require_image,
 )
 from smoldataenvs_tasks.sandboxes.docker.remote import RemoteStagingFailed, RemoteTables
-from smoldataenvs_tasks.sandboxes.docker.session import (
-    NOFILE,
-    DockerSession,
-    container_args,
-    tmpfs_sizes,
-)
+from smoldataenvs_tasks.sandboxes.docker.session import DockerSession
 
 __all__ = [
     "COMPOSE_FILE",

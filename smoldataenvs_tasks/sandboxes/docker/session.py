@@ -19,6 +19,9 @@ Design notes (why, not what):
 * The image's init script (links the tables into the input dir, seeds Matplotlib's font cache)
   runs in the session's first command, not in an exec of its own: under Inspect the tables are
   staged after the container starts, and one `docker exec` less is ~0.07 s of every sample.
+* A spare (spares.py: started before its sample is known) mounts an empty "slot" directory of its
+  own; `use_tables(stage_dir)` names the sample's stage dir, whose tables are hard-linked into the
+  slot on the host just before the first command. Read-only inside either way.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import asyncio
 import contextlib
 import errno
 import os
+import shutil
+import stat
 import time
 import uuid
 from collections.abc import Mapping
@@ -43,6 +48,12 @@ from smoldataenvs_tasks.contract import (
 )
 from smoldataenvs_tasks.sandboxes.base import ExecResult, FileTooLarge, SandboxFailure
 from smoldataenvs_tasks.sandboxes.docker.cleanup import sweep_once
+from smoldataenvs_tasks.sandboxes.docker.container import (
+    cgroup_file,
+    container_args,
+    mount_field,
+    read_counter,
+)
 from smoldataenvs_tasks.sandboxes.docker.engine import (
     LABEL_SESSION,
     docker,
@@ -58,7 +69,6 @@ from smoldataenvs_tasks.sandboxes.docker.image import (
 )
 from smoldataenvs_tasks.sandboxes.docker.remote import RemoteTables, remove_volume, run_stager
 
-NOFILE = 4096
 # A command is killed this long after its own in-container deadline if it is still running.
 HOST_GRACE_S = 10.0
 # read_file refuses larger files (Inspect's docker provider caps reads at 100 MiB too).
@@ -94,72 +104,6 @@ _READ_SCRIPT = (
 )
 
 
-def tmpfs_sizes(limits: SandboxLimits) -> dict[str, int]:
-    """Bytes each writable tmpfs may hold. Together 3/4 of the memory limit: tmpfs pages count
-    as the container's memory, so full disks still leave 1 GiB (of 4) for processes; a sandbox
-    whose files filled all its memory could not even start a shell, and would look broken."""
-    memory = limits.memory_bytes
-    return {
-        "/tmp": memory * 3 // 8,
-        "/workdir": memory // 4,
-        "/home/user": memory // 16,
-        INPUT_DIR: memory // 16,
-    }
-
-
-def container_args(limits: SandboxLimits) -> list[str]:
-    """The contract's limits as `docker run` flags; compose.yaml states the same values."""
-    memory = str(limits.memory_bytes)
-    fsize = str(limits.max_file_bytes)
-    tmpfs = []
-    for path, size in tmpfs_sizes(limits).items():
-        owner = "mode=1777" if path == "/tmp" else "uid=1000,gid=1000,mode=0755"
-        tmpfs += ["--tmpfs", f"{path}:rw,nosuid,nodev,size={size},{owner}"]
-    return [
-        "--init",
-        "--log-driver", "none",  # the keeper prints nothing; exec output never goes to logs
-        "--network", "none",
-        "--memory", memory,
-        "--memory-swap", memory,  # no swap: the limit is the limit
-        "--cpus", f"{limits.cpus:g}",
-        "--pids-limit", str(limits.max_processes),
-        "--ulimit", f"fsize={fsize}:{fsize}",
-        "--ulimit", f"nofile={NOFILE}:{NOFILE}",
-        "--ulimit", "core=0:0",
-        "--cap-drop", "ALL",
-        "--security-opt", "no-new-privileges",
-        "--read-only",
-        *tmpfs,
-        "--workdir", INPUT_DIR,
-    ]  # fmt: skip
-
-
-def _cgroup_file(container_id: str, controller: str, name_v1: str, name_v2: str) -> Path | None:
-    """The host file holding this container's cgroup counters, when the host can read it."""
-    candidates = [
-        Path(f"/sys/fs/cgroup/{controller}/docker/{container_id}/{name_v1}"),
-        Path(f"/sys/fs/cgroup/docker/{container_id}/{name_v2}"),
-        Path(f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/{name_v2}"),
-    ]
-    for path in candidates:
-        if path.is_file() and os.access(path, os.R_OK):
-            return path
-    return None
-
-
-def _read_counter(path: Path | None, key: str) -> int | None:
-    if path is None:
-        return None
-    try:
-        for line in path.read_text().splitlines():
-            parts = line.split()
-            if len(parts) == 2 and parts[0] == key:
-                return int(parts[1])
-    except (OSError, ValueError):
-        return None
-    return None
-
-
 @dataclass
 class _Captured:
     returncode: int | None
@@ -193,10 +137,14 @@ class DockerSession:
         self._closed = False
         # The image's init script has not run yet: the first command runs it (see _EXEC_WRAPPER).
         self._needs_init = True
-        self._memory_events = _cgroup_file(
+        # A spare's slot dir (mounted at /mnt/tables; removed at close) and the stage dir whose
+        # tables go into it before the first command.
+        self.slot_dir: Path | None = None
+        self._tables_from: Path | None = None
+        self._memory_events = cgroup_file(
             container_id, "memory", "memory.oom_control", "memory.events"
         )
-        self._pids_events = _cgroup_file(container_id, "pids", "pids.events", "pids.events")
+        self._pids_events = cgroup_file(container_id, "pids", "pids.events", "pids.events")
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -212,7 +160,7 @@ class DockerSession:
         stage_dir = Path(stage_dir).resolve()
         if not stage_dir.is_dir():
             raise SandboxFailure(f"stage dir {stage_dir} does not exist")
-        mount = f"type=bind,{_mount_field('source', str(stage_dir))},target={TABLES_DIR},readonly"
+        mount = f"type=bind,{mount_field('source', str(stage_dir))},target={TABLES_DIR},readonly"
         return await cls._start(mount, limits=limits, image=image, volume=None)
 
     @classmethod
@@ -272,6 +220,30 @@ class DockerSession:
             raise engine_error(message) or SandboxFailure(f"docker run failed: {message}")
         return cls(out.decode().strip(), image=image, limits=limits, volume=volume)
 
+    def use_tables(self, stage_dir: Path) -> None:
+        """A spare's sample: the tables of `stage_dir` appear at /mnt/tables from the first
+        command on (staging may still be filling it now)."""
+        if self.slot_dir is None or self._tables_from is not None or not self._needs_init:
+            raise SandboxFailure("use_tables is for a spare session before its first command")
+        self._tables_from = Path(stage_dir)
+
+    def _link_tables(self) -> None:
+        """Hard-link the stage dir's tables into the slot (same filesystem: siblings)."""
+        assert self.slot_dir is not None and self._tables_from is not None
+        for entry in os.scandir(self._tables_from):
+            if not stat.S_ISREG(entry.stat(follow_symlinks=False).st_mode):
+                continue  # stage dirs hold regular files only (data/staging.py)
+            target = self.slot_dir / entry.name
+            try:
+                os.link(entry.path, target, follow_symlinks=False)
+            except FileExistsError:
+                continue
+            except OSError as error:
+                if error.errno != errno.EXDEV:
+                    raise SandboxFailure(f"cannot place table {entry.name}: {error}") from error
+                shutil.copyfile(entry.path, target)  # another filesystem: a read-only copy
+                os.chmod(target, 0o444)
+
     async def _ensure_init(self) -> None:
         """Run the init script now unless a command already did (file access before any exec)."""
         if self._needs_init:
@@ -282,11 +254,15 @@ class DockerSession:
         if self._closed:
             return
         self._closed = True
-        rc, _, err = await docker("rm", "--force", "--volumes", self.container_id)
-        if rc != 0 and b"no such container" not in err.lower():
-            raise SandboxFailure(f"docker rm failed: {err.decode(errors='replace').strip()}")
-        if self._volume is not None:
-            await remove_volume(self._volume)
+        try:
+            rc, _, err = await docker("rm", "--force", "--volumes", self.container_id)
+            if rc != 0 and b"no such container" not in err.lower():
+                raise SandboxFailure(f"docker rm failed: {err.decode(errors='replace').strip()}")
+            if self._volume is not None:
+                await remove_volume(self._volume)
+        finally:
+            if self.slot_dir is not None:
+                await asyncio.to_thread(shutil.rmtree, self.slot_dir, True)
 
     async def __aenter__(self) -> DockerSession:
         return self
@@ -323,6 +299,8 @@ class DockerSession:
             raise ValueError("exec needs a command")
         seconds = float(timeout) if timeout is not None else self.limits.tool_timeout_s
         workdir = str(PurePosixPath(INPUT_DIR) / (cwd or "."))  # relative: to the input dir
+        if self._needs_init and self._tables_from is not None:
+            await asyncio.to_thread(self._link_tables)
         environment = {**SANDBOX_ENV, **(env or {})}
         env_args: list[str] = []
         for key, value in environment.items():
@@ -338,7 +316,7 @@ class DockerSession:
             "1" if self._needs_init else "0", workdir, f"{seconds:.3f}", *argv,
         ]  # fmt: skip
         oom_before = self._oom_count()
-        pids_before = _read_counter(self._pids_events, "max")
+        pids_before = read_counter(self._pids_events, "max")
         started = time.monotonic()
         captured = await self._capture(command, data, deadline=started + seconds + HOST_GRACE_S)
         elapsed = time.monotonic() - started
@@ -369,7 +347,7 @@ class DockerSession:
                 limit = "memory"
             elif rc == 128 + 25:  # SIGXFSZ: a write past the 1 GiB file-size limit
                 limit = "file_size"
-            elif pids_before is not None and (_read_counter(self._pids_events, "max") or 0) > (
+            elif pids_before is not None and (read_counter(self._pids_events, "max") or 0) > (
                 pids_before
             ):
                 limit = "processes"
@@ -465,7 +443,7 @@ class DockerSession:
             )  # fmt: skip
 
     def _oom_count(self) -> int | None:
-        return _read_counter(self._memory_events, "oom_kill")
+        return read_counter(self._memory_events, "oom_kill")
 
     async def _oom_happened(self, before: int | None, rc: int | None) -> bool:
         after = self._oom_count()
@@ -528,11 +506,3 @@ class DockerSession:
         if "permission denied" in lowered or "read-only file system" in lowered:
             return PermissionError(errno.EACCES, text, path)
         return OSError(errno.EIO, text, path)
-
-
-def _mount_field(key: str, value: str) -> str:
-    """One `--mount` field; docker parses the option as CSV, so a path with a comma is quoted."""
-    field = f"{key}={value}"
-    if any(c in value for c in ',"\n'):
-        return '"' + field.replace('"', '""') + '"'
-    return field

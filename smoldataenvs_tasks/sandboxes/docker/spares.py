@@ -1,0 +1,115 @@
+"""Spare Docker sandboxes: containers started before the sample that will use them is known.
+
+`docker run` is most of what a Docker sandbox costs a sample (~0.3 s, more on a loaded machine);
+a spare takes it off the sample's path. A spare is never reused: each container serves one sample
+and is removed after it, exactly as a container started for that sample would be, so nothing can
+pass from one sample to the next. What makes a spare possible is its tables mount: each spare
+mounts an empty "slot" directory of its own at /mnt/tables, and when a sample takes it
+(`DockerSession.use_tables`) the sample's staged tables are hard-linked into the slot just before
+its first command.
+
+    spares = Spares(slot_root=stage_dir.parent, limits=limits)
+    session = await spares.take(stage_dir)     # a started spare, or a new container
+    ...
+    await session.close()
+    await spares.close()                       # the spares nobody took
+
+Slots live next to the stage dirs (`slot_root`), so hard links work (one filesystem) and the
+data layer's sweep of stage dirs also removes the slots of a killed process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
+from smoldataenvs_tasks.sandboxes.docker.session import DockerSession
+
+logger = logging.getLogger(__name__)
+
+
+async def start_spare(
+    slot_root: Path, *, limits: SandboxLimits = DEFAULT_LIMITS, image: str | None = None
+) -> DockerSession:
+    """A started container whose /mnt/tables is a fresh, empty slot directory under `slot_root`."""
+    slot_root.mkdir(parents=True, exist_ok=True)
+    slot = Path(tempfile.mkdtemp(prefix=".slot-", dir=slot_root))
+    try:
+        slot.chmod(0o755)  # the sandbox user lists it (read-only mount)
+        session = await DockerSession.start(slot, limits=limits, image=image)
+    except BaseException:
+        await asyncio.shield(asyncio.to_thread(shutil.rmtree, slot, True))
+        raise
+    session.slot_dir = slot
+    return session
+
+
+class Spares:
+    """Keeps `target` spares started ahead of the samples of one sandbox configuration."""
+
+    def __init__(
+        self,
+        *,
+        slot_root: Path,
+        limits: SandboxLimits = DEFAULT_LIMITS,
+        image: str | None = None,
+        target: int = 1,
+    ) -> None:
+        self.slot_root = Path(slot_root)
+        self.limits = limits
+        self.image = image
+        self.target = target
+        # Started spares (or the error a start ended in), first started first taken.
+        self._ready: asyncio.Queue[DockerSession | BaseException] = asyncio.Queue()
+        self._starting: set[asyncio.Task[None]] = set()
+        self._waiting = 0
+        self._closed = False
+
+    async def take(self, stage_dir: Path) -> DockerSession:
+        """A started session for the sample whose tables are (or will be) staged in `stage_dir`."""
+        if self._closed:
+            raise RuntimeError("the spares are closed")
+        self._waiting += 1
+        try:
+            self._refill()
+            item = await self._ready.get()
+        finally:
+            self._waiting -= 1
+        self._refill()
+        if isinstance(item, BaseException):
+            raise item
+        item.use_tables(stage_dir)
+        return item
+
+    def _refill(self) -> None:
+        """Start spares until those ready or starting cover every waiting taker plus `target`."""
+        missing = self._waiting + self.target - self._ready.qsize() - len(self._starting)
+        for _ in range(max(missing, 0) if not self._closed else 0):
+            task = asyncio.create_task(self._start_one())
+            self._starting.add(task)
+            task.add_done_callback(self._starting.discard)
+
+    async def _start_one(self) -> None:
+        try:
+            session = await start_spare(self.slot_root, limits=self.limits, image=self.image)
+        except Exception as error:  # the taker that gets it raises it; the next take retries
+            self._ready.put_nowait(error)
+            return
+        self._ready.put_nowait(session)
+
+    async def close(self) -> None:
+        """Remove every spare nobody took (waiting for those still starting)."""
+        self._closed = True
+        while self._starting:
+            await asyncio.gather(*list(self._starting), return_exceptions=True)
+        while not self._ready.empty():
+            item = self._ready.get_nowait()
+            if isinstance(item, DockerSession):
+                try:
+                    await item.close()
+                except Exception as error:  # labelled: `smoldataenvs sandbox cleanup` removes it
+                    logger.warning(f"could not remove a spare sandbox container: {error}")
