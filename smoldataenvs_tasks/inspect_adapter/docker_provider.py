@@ -81,10 +81,16 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
     # Spares per sandbox configuration and stage-dir parent (slots must share its filesystem).
     _spares: dict[tuple[str | None, SandboxLimits, Path], Spares] = {}  # noqa: RUF012
 
-    def __init__(self, session: DockerSession, owned_stage_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        session: DockerSession,
+        owned_stage_dir: Path | None = None,
+        spares: Spares | None = None,
+    ) -> None:
         super().__init__(session)
         self.session: DockerSession = session
         self.owned_stage_dir = owned_stage_dir
+        self.spares = spares  # where the session came from (told when it ends)
 
     @classmethod
     def config_deserialize(cls, config: dict[str, Any]) -> BaseModel:
@@ -113,8 +119,9 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
         if not stage_dir:
             owned = Path(tempfile.mkdtemp(prefix="smoldataenvs-empty-stage-"))
             stage_dir = str(owned)
+        spares = cls._spares_for(settings, Path(stage_dir))
         try:
-            session = await cls._spares_for(settings, Path(stage_dir)).take(Path(stage_dir))
+            session = await spares.take(Path(stage_dir))
         except BaseException as error:
             if owned is not None:
                 shutil.rmtree(owned, ignore_errors=True)
@@ -122,7 +129,7 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
                 raise unavailable("docker", error) from error
             raise
         cls._open.add(session)
-        return {"default": cls(session, owned)}
+        return {"default": cls(session, owned, spares)}
 
     @classmethod
     def _spares_for(cls, settings: DockerSandboxConfig, stage_dir: Path) -> Spares:
@@ -144,6 +151,8 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
         for environment in environments.values():
             ours = environment.as_type(DockerSessionSandboxEnvironment)
             cls._open.discard(ours.session)
+            if ours.spares is not None:
+                ours.spares.release()
             if interrupted:  # cancelled: Inspect shields this call, so finish here
                 await cls._remove(ours)
                 continue

@@ -130,6 +130,7 @@ async def test_spares_serve_one_sample_each(tmp_path: Path, no_leftovers: None) 
                 seen.append((session.container_id, (await session.exec(["ls"])).stdout))
             finally:
                 await session.close()
+                spares.release()
     finally:
         await spares.close()
     assert [listing for _, listing in seen] == ["a.csv\n", "b.csv\n", "c.csv\n"]

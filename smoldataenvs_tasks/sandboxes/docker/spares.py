@@ -11,8 +11,11 @@ its first command.
     spares = Spares(slot_root=stage_dir.parent, limits=limits)
     session = await spares.take(stage_dir)     # a started spare, or a new container
     ...
-    await session.close()
+    await session.close(); spares.release()
     await spares.close()                       # the spares nobody took
+
+How many spares: as many as sessions were in use at once (so every worker of a steady eval
+finds one), at most one per CPU (idle containers are cheap, not free).
 
 Slots live next to the stage dirs (`slot_root`), so hard links work (one filesystem) and the
 data layer's sweep of stage dirs also removes the slots of a killed process.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -48,8 +52,15 @@ async def start_spare(
     return session
 
 
+def _usable_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 class Spares:
-    """Keeps `target` spares started ahead of the samples of one sandbox configuration."""
+    """Keeps spares started ahead of the samples of one sandbox configuration."""
 
     def __init__(
         self,
@@ -57,12 +68,14 @@ class Spares:
         slot_root: Path,
         limits: SandboxLimits = DEFAULT_LIMITS,
         image: str | None = None,
-        target: int = 1,
+        max_spares: int | None = None,
     ) -> None:
         self.slot_root = Path(slot_root)
         self.limits = limits
         self.image = image
-        self.target = target
+        self.max_spares = max_spares or _usable_cpus()
+        self.target = 1  # grows to the most sessions in use at once, up to max_spares
+        self._in_use = 0
         # Started spares (or the error a start ended in), first started first taken.
         self._ready: asyncio.Queue[DockerSession | BaseException] = asyncio.Queue()
         self._starting: set[asyncio.Task[None]] = set()
@@ -79,11 +92,18 @@ class Spares:
             item = await self._ready.get()
         finally:
             self._waiting -= 1
-        self._refill()
         if isinstance(item, BaseException):
+            self._refill()
             raise item
+        self._in_use += 1
+        self.target = min(max(self.target, self._in_use), self.max_spares)
+        self._refill()
         item.use_tables(stage_dir)
         return item
+
+    def release(self) -> None:
+        """A session `take` gave out has ended (closed by its owner)."""
+        self._in_use = max(self._in_use - 1, 0)
 
     def _refill(self) -> None:
         """Start spares until those ready or starting cover every waiting taker plus `target`."""
