@@ -217,7 +217,7 @@ def _scaling_pairs(measured: dict[str, Measured]) -> list[tuple[str, str, str]]:
 
 
 def _verdicts(measured: dict[str, Measured], summary: dict[str, Any]) -> list[str]:
-    lines = ["Targets (issues 8 and 16)"]
+    lines = ["Targets (issue 8)"]
     if min((m.config.n for m in measured.values()), default=0) < 100:
         lines.append("(N < 100 here: fixed start-up costs weigh; judge targets on the full run)")
     core = [k for k in measured if k.startswith("insp-p-bwrap-") and k.endswith("-1")]
@@ -254,7 +254,7 @@ def _verdicts(measured: dict[str, Measured], summary: dict[str, Any]) -> list[st
 
 def _docker_verdicts(measured: dict[str, Measured], summary: dict[str, Any]) -> list[str]:
     """Issue 16: Inspect + our Docker provider next to Inspect's stock one, in this same run."""
-    lines = []
+    lines = ["", "Targets (issue 16)"]
     for workers in (1, 2):
         ours, stock = (
             measured.get(f"insp-p-docker-{workers}"),
@@ -285,4 +285,4 @@ def _docker_verdicts(measured: dict[str, Measured], summary: dict[str, Any]) -> 
             f"- Inspect + smoldataenvs-docker: throughput x{one.per_sample() / two.per_sample():.2f}"
             f" from 1 to 2 workers; the bare programs: x{_fmt(bare_scaling, '.2f')}"
         )
-    return lines
+    return lines if len(lines) > 2 else []
