@@ -1,0 +1,56 @@
+"""`smoldataenvs-lm-eval` answers the usual first mistakes with one line and exit status 2,
+before lm-eval starts (which would print a 37-line traceback)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from smoldataenvs_tasks.lm_eval.cli import precheck
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--tasks", "smoldataenvs_program_sample", "--model", "dummy"],
+        ["run", "--tasks=smoldataenvs_program", "--model", "hf"],
+        ["--tasks", "arc_easy,smoldataenvs_program_test_pass4"],
+    ],
+)
+def test_our_tasks_without_confirm_run_unsafe_code_say_which_flag(argv):
+    problem = precheck(argv)
+    assert problem is not None and "--confirm_run_unsafe_code" in problem
+
+
+def test_confirmed_or_foreign_tasks_pass_through():
+    assert precheck(["--tasks", "smoldataenvs_program", "--confirm_run_unsafe_code"]) is None
+    assert precheck(["--tasks", "arc_easy", "--model", "hf"]) is None
+    assert precheck(["ls", "tasks"]) is None
+
+
+@pytest.mark.parametrize(("flag", "what"), [("list", "tasks"), ("list_groups", "groups")])
+def test_tasks_list_points_at_the_ls_command(flag, what):
+    problem = precheck(["--tasks", flag])
+    assert problem is not None and f"smoldataenvs-lm-eval ls {what}" in problem
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--tasks", "smoldataenvs_program_sample", "--model", "dummy"],
+        ["--tasks", "list"],
+    ],
+)
+def test_the_console_script_prints_one_line_and_exits_2(argv):
+    done = subprocess.run(
+        [str(BIN / "smoldataenvs-lm-eval"), *argv], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("smoldataenvs-lm-eval: "), done.stderr
+    assert "Traceback" not in done.stderr
