@@ -276,9 +276,16 @@ def validate_split(
     probe: bool = True,
 ) -> ValidationResult:
     """Replay `replay` (default: the bundled gold programs) over `split` in `sandbox`."""
-    from smoldataenvs_tasks.data.source import load_tasks
+    from smoldataenvs_tasks.data.source import DataSource
     from smoldataenvs_tasks.sandboxes.session import resolve_kind
 
+    # The split first: a typo must not be reported as a missing replay file.
+    source = DataSource.resolve(split, mirror=mirror, revision=revision)
+    if split not in source.available_splits():
+        raise SourceError(
+            f"unknown split {split!r}: {source.describe()} has "
+            f"{', '.join(source.available_splits()) or 'no splits'}"
+        )
     if replay is None:
         if split != SAMPLE_SPLIT:
             raise ValidationInputError(
@@ -296,7 +303,7 @@ def validate_split(
         min_rate=min_rate,
     )
     pairs: list[tuple[TaskRecord, ReplayRow]] = []
-    for record in load_tasks(split, mirror=mirror, revision=revision):
+    for record in source.load_tasks(split):
         row = _row_for(book, record, agentic)
         if row is None:
             result.no_replay.append(record.task_id)
