@@ -1,5 +1,5 @@
-"""`smoldataenvs-lm-eval` answers the usual first mistakes with one line and exit status 2,
-before lm-eval starts (which would print a 37-line traceback)."""
+"""`smoldataenvs-lm-eval` answers the usual first mistakes with one line and exit status 2, before
+lm-eval starts (which would print a 37-line traceback); the task names each mean one split."""
 
 from __future__ import annotations
 
@@ -54,3 +54,24 @@ def test_the_console_script_prints_one_line_and_exits_2(argv):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("smoldataenvs-lm-eval: "), done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _yaml(name: str) -> dict:
+    import yaml
+
+    from smoldataenvs_tasks.lm_eval.paths import TASKS_DIR
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+    return yaml.load((TASKS_DIR / "smoldataenvs" / name).read_text(), Loader=Loader)
+
+
+def test_the_groups_are_the_headline_split_and_no_tag_mixes_splits():
+    from smoldataenvs_tasks.lm_eval.paths import TASKS_DIR
+
+    assert _yaml("smoldataenvs_program.yaml")["task"] == ["smoldataenvs_program_test"]
+    assert _yaml("smoldataenvs_program_pass4.yaml")["task"] == ["smoldataenvs_program_test_pass4"]
+    for path in (TASKS_DIR / "smoldataenvs").iterdir():
+        assert "tag" not in _yaml(path.name), path.name
