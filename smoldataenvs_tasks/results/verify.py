@@ -289,8 +289,8 @@ def _check_logs(sub: dict[str, Any], log_paths: Sequence[str | Path]) -> Check:
         recorded["coverage_inputs"] = {name: entry["coverage"][name] for name in COVERAGE_INPUTS}
         diffs += differences(json_round_trip(recorded), json_round_trip(record), f"runs[{index}]")
     flags = {t["task_id"]: t.get("table_in_train") for t in sub["tasks"]}
-    from_logs = [t.to_entry(False) for t in outcomes_from_runs(matched, flags)]
-    from_file = [t.to_entry(False) for t in outcomes_from_entries(sub["tasks"])]
+    from_logs = {t.task_id: t.to_entry(False) for t in outcomes_from_runs(matched, flags)}
+    from_file = {t.task_id: t.to_entry(False) for t in outcomes_from_entries(sub["tasks"])}
     diffs += differences(from_file, from_logs, "tasks")
     if diffs:
         return Check("logs", FAIL, "the logs differ: " + _listing(diffs))

@@ -74,7 +74,7 @@ def run_inspect(
     from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
 
     logs = inspect_eval(
-        smoldataenvs_program(split="sample", **task_args),
+        smoldataenvs_program(**{"split": "sample", **task_args}),
         model=f"replay/{label}",
         model_args={"path": str(replay)},
         log_dir=str(log_dir),
