@@ -14,6 +14,7 @@ train is not here, the submission says so in words.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,17 +53,19 @@ def lookup_train_tables(
         )
     if split == TRAIN_SPLIT:
         return {}, _unavailable("this is the train split itself")
-    from smoldataenvs_tasks.data.source import DataSource
+    from smoldataenvs_tasks.data.source import ENV_MIRROR, DataSource
 
     revision = runs[0].dataset_revision
     try:
         source = DataSource.resolve(TRAIN_SPLIT, mirror=mirror, revision=revision, offline=True)
         train = source.load_tasks(TRAIN_SPLIT)
     except (SmolDataEnvsError, OSError, ValueError) as exc:
-        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        # The error text may hold a machine path; submissions get shared, so only its kind.
+        where = "the mirror" if mirror or os.environ.get(ENV_MIRROR) else "this machine's cache"
         return {}, _unavailable(
-            f"the train split at revision {revision} is not on this machine ({first_line}); "
-            "`smoldataenvs prefetch --split train` or a mirror with train makes it available"
+            f"the train split at revision {revision} is not in {where} "
+            f"({type(exc).__name__}); `smoldataenvs prefetch --split train` or a mirror with "
+            "train makes it available"
         )
     train_tables = {tables_key(r.hf_bucket, r.bucket_prefix) for r in train} - {None}
 

@@ -108,7 +108,8 @@ def test_a_test_split_without_train_on_this_machine_says_so(tmp_path, monkeypatc
     run = synthetic_run("m", [[1.0], [0.0]], split="test")
     flags, basis = lookup_train_tables([run])
     assert flags == {} and basis["available"] is False
-    assert "is not on this machine" in basis["note"]
+    assert "is not in this machine's cache" in basis["note"]
+    assert str(tmp_path) not in basis["note"]  # submissions get shared: no machine paths
     assert "smoldataenvs prefetch --split train" in basis["note"]
 
 
