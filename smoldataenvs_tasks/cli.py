@@ -1,4 +1,5 @@
-"""`smoldataenvs` command line: grade, prefetch, mirror, cache, sandbox, report, validate, compare.
+"""`smoldataenvs` command line: grade, prefetch, mirror, cache, sandbox, report, validate, compare,
+verify, leaderboard.
 
 Subcommands live beside the code they drive and are imported only when invoked, so
 `smoldataenvs grade` does not pay for importing Inspect or lm-eval.
@@ -30,6 +31,14 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "compare": (
         "smoldataenvs_tasks.results.cli:compare_command",
         "Per-task agreement of two runs.",
+    ),
+    "verify": (
+        "smoldataenvs_tasks.results.cli:verify_command",
+        "Check a submission.json (hash, figures, pins, logs).",
+    ),
+    "leaderboard": (
+        "smoldataenvs_tasks.results.cli:leaderboard_command",
+        "Rank verified submissions: md, html, json.",
     ),
     "lm-eval-path": (
         "smoldataenvs_tasks.lm_eval.paths:lm_eval_path_command",

@@ -202,6 +202,30 @@ def as_list(value: str | Sequence[str] | None) -> list[str] | None:
     return [item.strip() for item in items]
 
 
+def _mode_list(reward_modes: str | Sequence[str] | None) -> list[str]:
+    if reward_modes is None:
+        return []
+    if isinstance(reward_modes, str):
+        # empty tokens ("numeric,") are noise; the empty mode must be spelled out
+        tokens = [m.strip() for m in reward_modes.split(",")]
+        return list(dict.fromkeys("" if m in _EMPTY_MODE_TOKENS else m for m in tokens if m))
+    return list(dict.fromkeys(str(m).strip() for m in reward_modes))
+
+
+def recorded_filters(
+    *,
+    tiers: str | Sequence[str] | None = None,
+    reward_modes: str | Sequence[str] | None = None,
+    task_ids: str | Sequence[str] | None = None,
+) -> dict[str, list[str] | None]:
+    """The filters as a run records them (reports show them): each a list, or None for none."""
+    return {
+        "tiers": [t for t in as_list(tiers) or [] if t] or None,
+        "reward_modes": _mode_list(reward_modes) or None,
+        "task_ids": [t for t in as_list(task_ids) or [] if t] or None,
+    }
+
+
 def filter_tasks(
     records: Sequence[TaskRecord],
     *,
@@ -217,15 +241,9 @@ def filter_tasks(
         if unknown:
             raise ValueError(f"unknown tier(s) {unknown}: choose from {', '.join(TIERS)}")
         selected = [r for r in selected if r.difficulty_tier in tier_list]
-    if reward_modes is not None:
-        if isinstance(reward_modes, str):
-            # empty tokens ("numeric,") are noise; the empty mode must be spelled out
-            tokens = [m.strip() for m in reward_modes.split(",")]
-            modes = {"" if m in _EMPTY_MODE_TOKENS else m for m in tokens if m}
-        else:
-            modes = {str(m).strip() for m in reward_modes}
-        if modes:
-            selected = [r for r in selected if r.reward_mode in modes]
+    modes = _mode_list(reward_modes)
+    if modes:
+        selected = [r for r in selected if r.reward_mode in set(modes)]
     id_list = [t for t in as_list(task_ids) or [] if t]
     if id_list:
         present = {r.task_id for r in records}

@@ -41,7 +41,7 @@ from smoldataenvs_tasks.data.prompts import (
     program_prompt,
 )
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import DataSource, as_list
+from smoldataenvs_tasks.data.source import DataSource, as_list, recorded_filters
 from smoldataenvs_tasks.data.staging import cleanup_stage_dirs, new_stage_dir
 from smoldataenvs_tasks.data.tables import tables_manifest_digest
 from smoldataenvs_tasks.inspect_adapter.scorers import (
@@ -159,6 +159,9 @@ def _create_task(
         raise ValueError(f"tools must be 'bash' or 'bash,python', not {tools!r}")
 
     source = DataSource.resolve(split, mirror=mirror, revision=revision)
+    # The split's full size goes into the log, so a report knows a filtered or --limit run
+    # covers part of the split without reading the data again.
+    split_tasks = len(source.load_tasks(split))
     records = source.load_tasks(split, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
     if not records:
         raise ValueError(
@@ -229,6 +232,8 @@ def _create_task(
             "grader_version": GRADER_VERSION,
             "tables_manifest_digest": tables_manifest_digest(records, source),
             "n_tasks": len(records),
+            "split_tasks": split_tasks,
+            "filters": recorded_filters(tiers=tiers, reward_modes=reward_modes, task_ids=task_ids),
         },
     )
 

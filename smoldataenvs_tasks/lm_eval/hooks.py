@@ -28,7 +28,17 @@ logger = logging.getLogger(__name__)
 
 # Run-level options and provenance travel inside each doc: lm-eval hands filters only responses
 # and docs, and `--log_samples` writes docs where `smoldataenvs report` reads them.
-RUN_FIELDS = ("_sandbox", "_mirror", "_revision", "_concurrency", "_tables_manifest_digest")
+# `_split_tasks` (the split's full size) and `_filters` (JSON) let a report tell a filtered or
+# --limit run from a complete one without reading the data again.
+RUN_FIELDS = (
+    "_sandbox",
+    "_mirror",
+    "_revision",
+    "_concurrency",
+    "_tables_manifest_digest",
+    "_split_tasks",
+    "_filters",
+)
 
 # Verdicts decided in this process, by (task_id, repeat); the console script writes them next to
 # lm-eval's own output files.
@@ -65,12 +75,14 @@ def load_split(
     """
     import datasets
 
-    from smoldataenvs_tasks.data.source import DataSource
+    from smoldataenvs_tasks.data.source import DataSource, filter_tasks, recorded_filters
     from smoldataenvs_tasks.data.tables import tables_manifest_digest
     from smoldataenvs_tasks.sandboxes.session import resolve_kind
 
     source = DataSource.resolve(split, mirror=mirror, revision=revision)
-    records = source.load_tasks(split, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
+    every_record = source.load_tasks(split)
+    records = filter_tasks(every_record, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
+    filters = recorded_filters(tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
     run = {
         # The kind that will really run (what "auto" picks here), as Inspect's logs record it.
         "_sandbox": resolve_kind(str(sandbox)),
@@ -78,6 +90,8 @@ def load_split(
         "_revision": str(source.revision or ""),
         "_concurrency": str(concurrency or ""),
         "_tables_manifest_digest": str(tables_manifest_digest(records, source) or ""),
+        "_split_tasks": str(len(every_record)),
+        "_filters": json.dumps(filters, sort_keys=True),
     }
     rows = [_doc_row(record, run) for record in records]
     return datasets.DatasetDict({split: datasets.Dataset.from_list(rows)})
@@ -134,6 +148,10 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
                 "dataset_revision": doc.get("_revision") or None,
                 "sandbox": doc.get("_sandbox") or None,
                 "tables_manifest_digest": doc.get("_tables_manifest_digest") or None,
+                "split_tasks": int(doc["_split_tasks"]) if doc.get("_split_tasks") else None,
+                "filters": json.loads(doc["_filters"]) if doc.get("_filters") else None,
+                "hf_bucket": reply.record.hf_bucket,
+                "bucket_prefix": reply.record.bucket_prefix,
             }
         )
     return out

@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID
+from smoldataenvs_tasks.results.coverage import FILTER_NAMES, normal_filters
 from smoldataenvs_tasks.results.runs import (
     Attempt,
     Run,
     RunLoadError,
     TaskAttempts,
     grader_version_of,
+    tables_key,
 )
 from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
 
@@ -94,6 +96,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
                 task_id=task_id,
                 difficulty_tier=str(smeta.get("difficulty_tier") or "unknown"),
                 reward_mode=str(smeta.get("reward_mode") or ""),
+                tables=tables_key(smeta.get("hf_bucket"), smeta.get("bucket_prefix")),
             )
         entry.attempts.append(Attempt(int(sample.epoch), verdict))
     for entry in tasks.values():
@@ -101,6 +104,13 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
 
     packages = dict(spec.packages or {})
     epochs = spec.config.epochs or 1
+    task_args = spec.task_args or {}
+    # Logs made before coverage was recorded still name their filters in the task arguments.
+    filters = meta.get("filters") or {name: task_args.get(name) for name in FILTER_NAMES}
+    sample_ids = spec.config.sample_id
+    if sample_ids is not None and not isinstance(sample_ids, list):
+        sample_ids = [sample_ids]
+    limit = spec.config.limit
     return Run(
         source=name,
         framework="inspect_ai",
@@ -120,4 +130,14 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         run_id=spec.run_id,
         created=str(spec.created) if spec.created else None,
         package_versions=packages,
+        split_tasks=_int_or_none(meta.get("split_tasks")),
+        filters=normal_filters(filters),
+        n_selected=_int_or_none(meta.get("n_tasks")),
+        limit=list(limit) if isinstance(limit, tuple) else limit,
+        sample_ids=[str(s) for s in sample_ids] if sample_ids else None,
+        finished=header.status == "success",
     )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, SAMPLE_SPLIT
+from smoldataenvs_tasks.results.coverage import FILTER_NAMES, normal_filters
 from smoldataenvs_tasks.results.runs import (
     Attempt,
     Run,
     RunLoadError,
     TaskAttempts,
     grader_version_of,
+    tables_key,
 )
 from smoldataenvs_tasks.scorers.verdict import Verdict
 
@@ -85,6 +87,7 @@ def _attempts_from_samples(path: Path) -> tuple[dict[str, TaskAttempts], dict[st
             task_id,
             str(doc.get("difficulty_tier") or "unknown"),
             str(doc.get("reward_mode") or ""),
+            tables=tables_key(doc.get("hf_bucket"), doc.get("bucket_prefix")),
         )
         where = f"{path.name} doc {row.get('doc_id')}"
         entry.attempts.extend(
@@ -104,6 +107,7 @@ def _attempts_from_verdicts(rows: list[dict[str, Any]], where: str) -> dict[str,
                 task_id,
                 str(row.get("difficulty_tier") or "unknown"),
                 str(row.get("reward_mode") or ""),
+                tables=tables_key(row.get("hf_bucket"), row.get("bucket_prefix")),
             ),
         )
         verdict = _parse_verdict(row["verdict"], f"{where} task {task_id}")
@@ -185,6 +189,7 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 + (" — with several tasks in one run, --log_samples is needed" if ours[1:] else "")
             )
         repeats = int(config.get("repeats") or 1)
+        coverage = _coverage_fields(first_doc, verdict_rows, meta, results, task_name)
         # Provenance the loader stamped on every doc (and the console script on every verdict).
         stamped = {**(verdict_rows[0] if verdict_rows else {})}
         stamped.update(
@@ -220,9 +225,43 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 run_id=f"{task_name}@{stamp}",
                 created=created,
                 package_versions={"lm_eval": str(results.get("lm_eval_version"))},
+                limit=_limit(run_config.get("limit")),
+                **coverage,
             )
         )
     return runs
+
+
+def _limit(value: Any) -> int | float | None:
+    """lm-eval's --limit as given: a count (stored as a float, 3.0) or a fraction below 1."""
+    if isinstance(value, float) and value.is_integer() and value >= 1:
+        return int(value)
+    return value
+
+
+def _coverage_fields(
+    doc: dict[str, Any],
+    verdict_rows: list[dict[str, Any]] | None,
+    meta: dict[str, Any],
+    results: dict[str, Any],
+    task_name: str,
+) -> dict[str, Any]:
+    """The split's size and the filters the loader stamped on every doc (and the console script
+    on every verdict); lm-eval's own count of the docs the filters kept."""
+    stamped = verdict_rows[0] if verdict_rows else {}
+    split_tasks = doc.get("_split_tasks") or stamped.get("split_tasks")
+    filters: Any = doc.get("_filters") or stamped.get("filters")
+    if isinstance(filters, str):
+        filters = json.loads(filters)
+    if not filters:  # runs made before coverage was recorded: the --metadata filters
+        filters = {name: meta.get(name) for name in FILTER_NAMES}
+        filters = {k: v.split(",") if isinstance(v, str) else v for k, v in filters.items()}
+    counts = (results.get("n-samples") or {}).get(task_name) or {}
+    return {
+        "split_tasks": int(split_tasks) if split_tasks not in (None, "") else None,
+        "filters": normal_filters(filters),
+        "n_selected": int(counts["original"]) if counts.get("original") is not None else None,
+    }
 
 
 def _read_jsonl_first(path: Path) -> dict[str, Any] | None:
