@@ -17,7 +17,13 @@ hf_xet; SMOLDATAENVS_VERIFY_XET=0 turns that check off), and renamed into place;
 recorded in the manifest. A killed download leaves the `.part`, which the next fetch resumes with
 a Range request.
 
+Nothing here follows a symbolic link below the cache root: a link where a table should be is not
+a table (`lookup` misses, `fetch` replaces it). `content_sha256` hashes a file once per
+(device, inode, size, mtime) in this process, so staging can check every sample's tables against
+their recorded sha256 without re-reading a 500 MB table per sample; `verify` re-reads everything.
+
     smoldataenvs cache info
+    smoldataenvs cache verify
     smoldataenvs cache clear --stage --yes
 """
 
@@ -25,13 +31,16 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -59,6 +68,11 @@ class CacheIntegrityError(SmolDataEnvsError, RuntimeError):
 
 class UnsafePathError(SmolDataEnvsError, ValueError):
     """A path from a listing or a row that would land outside its cache directory."""
+
+
+class TableCorruptError(SmolDataEnvsError, RuntimeError):
+    """A table whose bytes are not the ones recorded for it (edited, truncated, or a link where
+    a regular file belongs): the sample is ungraded `table_corrupt`, never graded on them."""
 
 
 def utc_now() -> str:
@@ -104,6 +118,98 @@ def sha256_file(path: Path) -> str:
         while chunk := handle.read(_HASH_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+# content_sha256's memo: (device, inode, size, mtime_ns) -> sha256. Bounded, per process.
+_HASHES: OrderedDict[tuple[int, int, int, int], str] = OrderedDict()
+_HASHES_MAX = 65536
+_HASHES_GUARD = threading.Lock()
+_HASHING: dict[tuple[int, int, int, int], threading.Lock] = {}
+
+
+def _stat_key(info: os.stat_result) -> tuple[int, int, int, int]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def open_regular(path: Path) -> int:
+    """A read-only descriptor of `path` if it is a regular file, never through a link in its
+    last component (UnsafePathError for a link, a FIFO, a device, a directory)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(f"{path} is a symbolic link, not a regular file") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafePathError(f"{path} is not a regular file")
+    return fd
+
+
+def content_sha256(path: Path) -> str:
+    """sha256 of a regular file's bytes (never through a link), computed once per (device,
+    inode, size, mtime) in this process: hard links share it, a changed file gets a new key."""
+    fd = open_regular(path)
+    try:
+        return fd_sha256(fd)
+    finally:
+        os.close(fd)
+
+
+def fd_sha256(fd: int) -> str:
+    """content_sha256 of an open regular file (its key taken from the descriptor itself)."""
+    key = _stat_key(os.fstat(fd))
+    with _HASHES_GUARD:
+        known = _HASHES.get(key)
+        if known is not None:
+            _HASHES.move_to_end(key)
+            return known
+        busy = _HASHING.setdefault(key, threading.Lock())
+    with busy:  # two threads staging one new 500 MB table hash it once
+        with _HASHES_GUARD:
+            known = _HASHES.get(key)
+        if known is not None:
+            return known
+        try:
+            digest = hashlib.sha256()
+            offset = 0
+            while chunk := os.pread(fd, _HASH_CHUNK, offset):
+                digest.update(chunk)
+                offset += len(chunk)
+            value = digest.hexdigest()
+            if _stat_key(os.fstat(fd)) == key and offset == key[2]:  # unchanged while read
+                with _HASHES_GUARD:
+                    _HASHES[key] = value
+                    while len(_HASHES) > _HASHES_MAX:
+                        _HASHES.popitem(last=False)
+            return value
+        finally:
+            with _HASHES_GUARD:
+                _HASHING.pop(key, None)
+
+
+def regular_beneath(base: Path, relpath: str) -> os.stat_result | None:
+    """lstat of `base/relpath` when every component below `base` is a real directory and the
+    last a regular file; None when something is missing. A symbolic link (or other special
+    file) on the way raises UnsafePathError: links are never followed out of a mirror or cache."""
+    current = base
+    parts = safe_relpath(relpath).parts
+    for index, part in enumerate(parts):
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return None
+        except NotADirectoryError:
+            raise UnsafePathError(f"{current.parent} is not a directory") from None
+        last = index == len(parts) - 1
+        if stat.S_ISLNK(info.st_mode):
+            raise UnsafePathError(f"{current} is a symbolic link (links are not followed)")
+        if last and not stat.S_ISREG(info.st_mode):
+            raise UnsafePathError(f"{current} is not a regular file")
+        if not last and not stat.S_ISDIR(info.st_mode):
+            raise UnsafePathError(f"{current} is not a directory")
+    return info
 
 
 def xet_hash_file(path: Path) -> str | None:
@@ -260,9 +366,12 @@ class ContentCache:
         unless the manifest lost track of a file that is on disk."""
         path = self.file_path(bucket, prefix, entry.path)
         try:
-            size = path.stat().st_size
-        except FileNotFoundError:
+            info = regular_beneath(self.prefix_dir(bucket, prefix) / "files", entry.path)
+        except UnsafePathError:
+            return None  # a link or a special file is no table: fetch replaces it
+        if info is None:
             return None
+        size = info.st_size
         if entry.size is not None and size != entry.size:
             return None
         recorded = ((self.load_manifest(bucket, prefix) or {}).get("files") or {}).get(entry.path)
@@ -290,7 +399,9 @@ class ContentCache:
             if hit is not None:
                 return hit
             final = self.file_path(bucket, prefix, entry.path)
-            final.parent.mkdir(parents=True, exist_ok=True)
+            self._make_parents(bucket, prefix, entry.path)
+            if final.is_symlink() or (final.exists() and not final.is_file()):
+                final.unlink()  # never read or hash through a link planted in the cache
             if final.exists():
                 adopted = self._adopt_unrecorded(bucket, prefix, entry, final)
                 if adopted is not None:
@@ -317,6 +428,16 @@ class ContentCache:
                     raise CacheIntegrityError(f"{entry.path}: {problem}")
         raise AssertionError("unreachable")
 
+    def _make_parents(self, bucket: str, prefix: str, relpath: str) -> None:
+        """The directories of `relpath` under the prefix's files dir, none of them a link."""
+        current = self.prefix_dir(bucket, prefix) / "files"
+        current.mkdir(parents=True, exist_ok=True)
+        for part in safe_relpath(relpath).parts[:-1]:
+            current = current / part
+            if current.is_symlink() or (current.exists() and not current.is_dir()):
+                current.unlink()
+            current.mkdir(exist_ok=True)
+
     def _adopt_unrecorded(
         self, bucket: str, prefix: str, entry: RemoteEntry, final: Path
     ) -> CachedFile | None:
@@ -326,6 +447,58 @@ class ContentCache:
         sha256 = sha256_file(final)
         self._record_file(bucket, prefix, entry, sha256)
         return CachedFile(final, entry.path, final.stat().st_size, sha256)
+
+    # -- verification (smoldataenvs cache verify) --------------------------------------------
+    def verify(self, *, delete: bool = False) -> tuple[int, list[str]]:
+        """Re-read every recorded table (and every dataset file the Hub cache names by its
+        sha256) and compare it with its record: (files checked, problems). With `delete`, a bad
+        table and its record are removed, so the next fetch downloads it again."""
+        checked = 0
+        problems: list[str] = []
+        for manifest_path in sorted(self.buckets_dir.glob("*/*/*/manifest.json")):
+            prefix_dir = manifest_path.parent
+            owner, name, prefix = prefix_dir.relative_to(self.buckets_dir).parts
+            bucket = f"{owner}/{name}"
+            recorded = (self.load_manifest(bucket, prefix) or {}).get("files") or {}
+            bad: list[str] = []
+            for relpath, info in sorted(recorded.items()):
+                checked += 1
+                problem = check_recorded_file(prefix_dir / "files", relpath, info)
+                if problem is not None:
+                    problems.append(f"{bucket}/{prefix}/{relpath}: {problem}")
+                    bad.append(relpath)
+            if delete and bad:
+                self._forget(bucket, prefix, bad)
+        for blob in sorted(self.hub_dir.glob("*/blobs/*")):
+            if not _SHA256_HEX.fullmatch(blob.name):
+                continue  # small files are named by their git hash, not their sha256
+            checked += 1
+            try:
+                actual = sha256_file(blob) if not blob.is_symlink() else None
+            except OSError as exc:
+                actual, problem = None, f"unreadable ({exc.strerror or exc})"
+            else:
+                problem = "a symbolic link" if actual is None else None
+            if actual is not None and actual != blob.name:
+                problem = "sha256 differs from its name (the Hub's hash of the file)"
+            if problem is not None:
+                problems.append(f"{blob.relative_to(self.root)}: {problem}")
+                if delete:
+                    blob.unlink(missing_ok=True)
+        return checked, problems
+
+    def _forget(self, bucket: str, prefix: str, relpaths: list[str]) -> None:
+        files_dir = self.prefix_dir(bucket, prefix) / "files"
+        for relpath in relpaths:
+            with self._lock(bucket, prefix, relpath):
+                with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                    (files_dir / safe_relpath(relpath)).unlink()
+
+        def change(data: dict) -> None:
+            for relpath in relpaths:
+                data["files"].pop(relpath, None)
+
+        self._update_manifest(bucket, prefix, change)
 
     # -- skipped tables (prefetch --max-file-mb) ---------------------------------------------
     @property
@@ -401,6 +574,29 @@ class ContentCache:
             self.skipped_path.unlink()
             removed.append(self.skipped_path)
         return removed
+
+
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def check_recorded_file(base: Path, relpath: str, info: dict[str, Any]) -> str | None:
+    """What is wrong with the file recorded as `info` ({size, sha256}) at `base/relpath`."""
+    try:
+        found = regular_beneath(base, relpath)
+    except UnsafePathError as exc:
+        return str(exc).replace(str(base / relpath), "it", 1)
+    if found is None:
+        return "missing"
+    if info.get("size") is not None and found.st_size != info["size"]:
+        return f"size {found.st_size} differs from the recorded {info['size']}"
+    if info.get("sha256"):
+        try:
+            actual = sha256_file(base / relpath)
+        except OSError as exc:
+            return f"unreadable ({exc.strerror or exc})"
+        if actual != info["sha256"]:
+            return "sha256 differs from the recorded one (edited or corrupt)"
+    return None
 
 
 def _verify(path: Path, entry: RemoteEntry) -> str | None:
