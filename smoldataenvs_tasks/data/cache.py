@@ -425,7 +425,7 @@ class ContentCache:
                 part.unlink(missing_ok=True)  # never resume from bytes known to be wrong
                 if attempt == 2:
                     part_meta.unlink(missing_ok=True)
-                    raise CacheIntegrityError(f"{entry.path}: {problem}")
+                    raise CacheIntegrityError(f"{problem} (twice; the bytes were discarded)")
         raise AssertionError("unreachable")
 
     def _make_parents(self, bucket: str, prefix: str, relpath: str) -> None:

@@ -111,7 +111,7 @@ def prefetch(
                 task_ids=_joined(task_ids),
             )
         except (SourceError, ValueError) as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise BadInput(str(exc)) from exc
         show = not as_json and sys.stderr.isatty()
         progress = RichProgress() if show else NullProgress()
         with progress:
@@ -125,6 +125,7 @@ def prefetch(
             )
         results[split] = (source, summary)
 
+    lacking = sum(len(summary.missing) for _, summary in results.values())
     if as_json:
         click.echo(
             json.dumps(
@@ -135,6 +136,8 @@ def prefetch(
                 indent=1,
             )
         )
+        if lacking:
+            sys.exit(1)
         return
     for split, (source, summary) in results.items():
         click.echo(f"split {split} from {source.describe()}")
@@ -150,6 +153,10 @@ def prefetch(
             f"{format_mb(summary.bytes_ready)} ready across {summary.prefixes} prefixes"
         )
     click.echo(f"cache: {ContentCache().root}")
+    if lacking:
+        # scripts must not go on to an eval that would leave these tasks ungraded
+        click.echo(f"{lacking} task(s) lack tables (listed above)", err=True)
+        sys.exit(1)
 
 
 @click.command()

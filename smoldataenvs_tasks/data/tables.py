@@ -277,21 +277,44 @@ def fetch_entry(
     *,
     on_bytes: Callable[[int], None] | None = None,
 ):
-    """Download one listed file into the cache (or find it there)."""
+    """Download one listed file into the cache (or find it there).
 
-    def download(part: Path, progress: Callable[[int], None] | None) -> None:
-        hub.download_bucket_file(
-            bucket,
-            f"{prefix}/{entry.path}",
-            part,
-            expected_size=entry.size,
-            on_bytes=progress,
-        )
+    Buckets are mutable: when the server serves another size than the cached listing says, the
+    prefix is listed again once and the file fetched as the new listing describes it; a second
+    mismatch gives up (hub.SizeMismatch, saying the listing was refreshed).
+    """
 
-    return cache.fetch(bucket, prefix, entry, download, on_bytes=on_bytes)
+    def fetch(listed: RemoteEntry):
+        def download(part: Path, progress: Callable[[int], None] | None) -> None:
+            hub.download_bucket_file(
+                bucket,
+                f"{prefix}/{listed.path}",
+                part,
+                expected_size=listed.size,
+                on_bytes=progress,
+            )
+
+        return cache.fetch(bucket, prefix, listed, download, on_bytes=on_bytes)
+
+    try:
+        return fetch(entry)
+    except hub.SizeMismatch as first:
+        logger.info("%s/%s: %s; listing the prefix again", prefix, entry.path, first)
+        entries = prefix_listing(cache, bucket, prefix, offline=False, refresh=True)
+    fresh = next((e for e in entries if e.path == entry.path), None)
+    if fresh is None:
+        raise hub.DownloadError("no longer in the bucket (its listing was refreshed)")
+    try:
+        return fetch(fresh)
+    except hub.SizeMismatch as again:
+        raise hub.DownloadError(
+            f"{again}, also after listing the prefix again: the file is changing or its "
+            "listing is wrong; try again later"
+        ) from None
 
 
 def fetch_error(name: str, exc: Exception) -> str:
+    """One line naming the table once and what went wrong."""
     if isinstance(exc, hub.DownloadError) and exc.status == 404:
         return f"{name}: 404 from bucket"
     if isinstance(exc, hub.DownloadError) and exc.status is not None:
