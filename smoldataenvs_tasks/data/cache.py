@@ -17,10 +17,9 @@ hf_xet; SMOLDATAENVS_VERIFY_XET=0 turns that check off), and renamed into place;
 recorded in the manifest. A killed download leaves the `.part`, which the next fetch resumes with
 a Range request.
 
-Nothing here follows a symbolic link below the cache root: a link where a table should be is not
-a table (`lookup` misses, `fetch` replaces it). `content_sha256` hashes a file once per
-(device, inode, size, mtime) in this process, so staging can check every sample's tables against
-their recorded sha256 without re-reading a 500 MB table per sample; `verify` re-reads everything.
+Nothing here follows a symbolic link below the cache root (`data/integrity.py`): a link where a
+table should be is not a table (`lookup` misses, `fetch` replaces it). `verify` re-reads every
+recorded file against its sha256.
 
     smoldataenvs cache info
     smoldataenvs cache verify
@@ -31,28 +30,32 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import errno
 import hashlib
 import json
 import os
-import re
 import shutil
 import stat
 import tempfile
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import filelock
 
 from smoldataenvs_tasks._host import cache_root
+from smoldataenvs_tasks.data.integrity import (
+    SHA256_HEX,
+    UnsafePathError,
+    check_recorded_file,
+    regular_beneath,
+    safe_relpath,
+    sha256_file,
+)
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 
 MB = 1_000_000  # --max-file-mb counts decimal megabytes, like the sizes the Hub shows
-_HASH_CHUNK = 4 * 1024 * 1024
 _MANIFEST_FORMAT = 1
 
 _THREAD_LOCKS: dict[str, threading.Lock] = {}
@@ -66,29 +69,8 @@ class CacheIntegrityError(SmolDataEnvsError, RuntimeError):
     """Downloaded bytes disagree with the bucket listing (size or hash), twice in a row."""
 
 
-class UnsafePathError(SmolDataEnvsError, ValueError):
-    """A path from a listing or a row that would land outside its cache directory."""
-
-
-class TableCorruptError(SmolDataEnvsError, RuntimeError):
-    """A table whose bytes are not the ones recorded for it (edited, truncated, or a link where
-    a regular file belongs): the sample is ungraded `table_corrupt`, never graded on them."""
-
-
 def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-
-
-def safe_relpath(relpath: str) -> PurePosixPath:
-    """A relative POSIX path whose every part is a plain name (no '..', no absolute, no NUL)."""
-    if not isinstance(relpath, str) or not relpath:
-        raise UnsafePathError(f"empty path {relpath!r}")
-    if "\\" in relpath or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in relpath):
-        raise UnsafePathError(f"path {relpath!r} contains a backslash or control characters")
-    path = PurePosixPath(relpath)
-    if path.is_absolute() or any(part in ("", ".", "..") for part in relpath.split("/")):
-        raise UnsafePathError(f"path {relpath!r} is not a plain relative path")
-    return path
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
@@ -110,106 +92,6 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
 
 def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_bytes(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-# content_sha256's memo: (device, inode, size, mtime_ns) -> sha256. Bounded, per process.
-_HASHES: OrderedDict[tuple[int, int, int, int], str] = OrderedDict()
-_HASHES_MAX = 65536
-_HASHES_GUARD = threading.Lock()
-_HASHING: dict[tuple[int, int, int, int], threading.Lock] = {}
-
-
-def _stat_key(info: os.stat_result) -> tuple[int, int, int, int]:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def open_regular(path: Path) -> int:
-    """A read-only descriptor of `path` if it is a regular file, never through a link in its
-    last component (UnsafePathError for a link, a FIFO, a device, a directory)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UnsafePathError(f"{path} is a symbolic link, not a regular file") from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise UnsafePathError(f"{path} is not a regular file")
-    return fd
-
-
-def content_sha256(path: Path) -> str:
-    """sha256 of a regular file's bytes (never through a link), computed once per (device,
-    inode, size, mtime) in this process: hard links share it, a changed file gets a new key."""
-    fd = open_regular(path)
-    try:
-        return fd_sha256(fd)
-    finally:
-        os.close(fd)
-
-
-def fd_sha256(fd: int) -> str:
-    """content_sha256 of an open regular file (its key taken from the descriptor itself)."""
-    key = _stat_key(os.fstat(fd))
-    with _HASHES_GUARD:
-        known = _HASHES.get(key)
-        if known is not None:
-            _HASHES.move_to_end(key)
-            return known
-        busy = _HASHING.setdefault(key, threading.Lock())
-    with busy:  # two threads staging one new 500 MB table hash it once
-        with _HASHES_GUARD:
-            known = _HASHES.get(key)
-        if known is not None:
-            return known
-        try:
-            digest = hashlib.sha256()
-            offset = 0
-            while chunk := os.pread(fd, _HASH_CHUNK, offset):
-                digest.update(chunk)
-                offset += len(chunk)
-            value = digest.hexdigest()
-            if _stat_key(os.fstat(fd)) == key and offset == key[2]:  # unchanged while read
-                with _HASHES_GUARD:
-                    _HASHES[key] = value
-                    while len(_HASHES) > _HASHES_MAX:
-                        _HASHES.popitem(last=False)
-            return value
-        finally:
-            with _HASHES_GUARD:
-                _HASHING.pop(key, None)
-
-
-def regular_beneath(base: Path, relpath: str) -> os.stat_result | None:
-    """lstat of `base/relpath` when every component below `base` is a real directory and the
-    last a regular file; None when something is missing. A symbolic link (or other special
-    file) on the way raises UnsafePathError: links are never followed out of a mirror or cache."""
-    current = base
-    parts = safe_relpath(relpath).parts
-    for index, part in enumerate(parts):
-        current = current / part
-        try:
-            info = os.lstat(current)
-        except FileNotFoundError:
-            return None
-        except NotADirectoryError:
-            raise UnsafePathError(f"{current.parent} is not a directory") from None
-        last = index == len(parts) - 1
-        if stat.S_ISLNK(info.st_mode):
-            raise UnsafePathError(f"{current} is a symbolic link (links are not followed)")
-        if last and not stat.S_ISREG(info.st_mode):
-            raise UnsafePathError(f"{current} is not a regular file")
-        if not last and not stat.S_ISDIR(info.st_mode):
-            raise UnsafePathError(f"{current} is not a directory")
-    return info
 
 
 def xet_hash_file(path: Path) -> str | None:
@@ -470,7 +352,7 @@ class ContentCache:
             if delete and bad:
                 self._forget(bucket, prefix, bad)
         for blob in sorted(self.hub_dir.glob("*/blobs/*")):
-            if not _SHA256_HEX.fullmatch(blob.name):
+            if not SHA256_HEX.fullmatch(blob.name):
                 continue  # small files are named by their git hash, not their sha256
             checked += 1
             try:
@@ -574,29 +456,6 @@ class ContentCache:
             self.skipped_path.unlink()
             removed.append(self.skipped_path)
         return removed
-
-
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-
-
-def check_recorded_file(base: Path, relpath: str, info: dict[str, Any]) -> str | None:
-    """What is wrong with the file recorded as `info` ({size, sha256}) at `base/relpath`."""
-    try:
-        found = regular_beneath(base, relpath)
-    except UnsafePathError as exc:
-        return str(exc).replace(str(base / relpath), "it", 1)
-    if found is None:
-        return "missing"
-    if info.get("size") is not None and found.st_size != info["size"]:
-        return f"size {found.st_size} differs from the recorded {info['size']}"
-    if info.get("sha256"):
-        try:
-            actual = sha256_file(base / relpath)
-        except OSError as exc:
-            return f"unreadable ({exc.strerror or exc})"
-        if actual != info["sha256"]:
-            return "sha256 differs from the recorded one (edited or corrupt)"
-    return None
 
 
 def _verify(path: Path, entry: RemoteEntry) -> str | None:

@@ -46,7 +46,8 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID
-from smoldataenvs_tasks.data.cache import RemoteEntry, UnsafePathError, safe_relpath
+from smoldataenvs_tasks.data.cache import RemoteEntry
+from smoldataenvs_tasks.data.integrity import UnsafePathError, safe_relpath
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks._pins import split_parquet_path
-from smoldataenvs_tasks.data.cache import (
+from smoldataenvs_tasks.data.cache import atomic_write_json
+from smoldataenvs_tasks.data.integrity import (
     UnsafePathError,
-    atomic_write_json,
     content_sha256,
     regular_beneath,
     sha256_file,

@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks._pins import SAMPLE_SPLIT, split_parquet_path
-from smoldataenvs_tasks.data.cache import (
+from smoldataenvs_tasks.data.cache import utc_now
+from smoldataenvs_tasks.data.integrity import (
     TableCorruptError,
     UnsafePathError,
     check_recorded_file,
-    utc_now,
 )
 from smoldataenvs_tasks.data.layout import (
     MANIFEST,

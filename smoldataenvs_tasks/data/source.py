@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import warnings
 from collections import Counter
 from collections.abc import Sequence
@@ -47,7 +46,6 @@ SAMPLE_BUCKET = "smoldataenvs/sample-tables"
 SourceKind = Literal["hub", "mirror", "sample"]
 # Filter tokens that stand for the empty reward mode in a comma-separated string.
 _EMPTY_MODE_TOKENS = {'""', "''", "empty", "(empty)"}
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -235,10 +233,10 @@ def _warn_about(records: Sequence[TaskRecord], split: str) -> None:
 def _check_hub_blob(path: Path) -> None:
     """The Hub cache stores a large file as a blob named by its sha256: a blob whose bytes no
     longer match its name was edited after download, and its rows are not the dataset's."""
-    from smoldataenvs_tasks.data.cache import content_sha256
+    from smoldataenvs_tasks.data.integrity import SHA256_HEX, content_sha256
 
     blob = path.resolve()
-    if _SHA256_HEX.fullmatch(blob.name) and content_sha256(blob) != blob.name:
+    if SHA256_HEX.fullmatch(blob.name) and content_sha256(blob) != blob.name:
         raise SourceError(
             f"{path}: the cached dataset file differs from the Hub's (its sha256 is not "
             f"{blob.name[:12]}…); `smoldataenvs cache verify --delete` removes it"

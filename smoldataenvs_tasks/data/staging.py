@@ -40,11 +40,10 @@ from pathlib import Path
 import filelock
 
 from smoldataenvs_tasks._host import pid_alive
-from smoldataenvs_tasks.data.cache import (
-    ContentCache,
+from smoldataenvs_tasks.data.cache import ContentCache, cache_root
+from smoldataenvs_tasks.data.integrity import (
     TableCorruptError,
     UnsafePathError,
-    cache_root,
     content_sha256,
     fd_sha256,
     open_regular,

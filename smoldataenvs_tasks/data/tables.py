@@ -27,15 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smoldataenvs_tasks.data import hub
-from smoldataenvs_tasks.data.cache import (
-    MB,
-    CacheIntegrityError,
-    ContentCache,
-    RemoteEntry,
-    UnsafePathError,
-    regular_beneath,
-    safe_relpath,
-)
+from smoldataenvs_tasks.data.cache import MB, CacheIntegrityError, ContentCache, RemoteEntry
+from smoldataenvs_tasks.data.integrity import UnsafePathError, regular_beneath, safe_relpath
 from smoldataenvs_tasks.data.layout import prefix_head
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import SAMPLE_BUCKET, SAMPLE_DIR, DataSource

@@ -25,7 +25,8 @@ from click.testing import CliRunner
 
 from smoldataenvs_tasks._pins import split_parquet_path
 from smoldataenvs_tasks.cli import main
-from smoldataenvs_tasks.data.cache import ContentCache, TableCorruptError
+from smoldataenvs_tasks.data.cache import ContentCache
+from smoldataenvs_tasks.data.integrity import TableCorruptError
 from smoldataenvs_tasks.data.mirror import verify_mirror
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import SourceError, load_tasks
