@@ -27,7 +27,7 @@ and ignore Range requests (`ignore_range`, answering 200 with the whole file).
         ...
         assert hub.count("GET", hub.bucket_route("owner/bucket", "owner__data/orders.csv")) == 3
 
-One module of ~600 lines on purpose: the routes, the fault injection and the request log share one
+One module of ~650 lines on purpose: the routes, the fault injection and the request log share one
 server's state and one lock, and a test reads them together.
 """
 
