@@ -150,12 +150,8 @@ async def grade_program_reply(
     limits: SandboxLimits = DEFAULT_LIMITS,
 ) -> Verdict:
     """Fetch the task's tables, open a fresh sandbox, run the reply's program, close it."""
-    from smoldataenvs_tasks.data.staging import (
-        TableCorruptError,
-        new_stage_dir,
-        stage_tables,
-        verify_tables,
-    )
+    from smoldataenvs_tasks.data.integrity import TableCorruptError
+    from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables, verify_tables
     from smoldataenvs_tasks.data.tables import resolve_tables
     from smoldataenvs_tasks.sandboxes.session import open_session
 

@@ -23,14 +23,10 @@ from inspect_ai.util import sandbox as current_sandbox
 from inspect_ai.util import store
 
 from smoldataenvs_tasks import contract
+from smoldataenvs_tasks.data.integrity import TableCorruptError
 from smoldataenvs_tasks.data.prompts import relocate_paths
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.staging import (
-    TableCorruptError,
-    stage_tables,
-    staged_sha256,
-    verify_tables,
-)
+from smoldataenvs_tasks.data.staging import stage_tables, staged_sha256, verify_tables
 from smoldataenvs_tasks.data.tables import resolve_tables
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.inspect_adapter._compat import DockerSandboxEnvironment
@@ -198,17 +194,21 @@ def prepare_sample(*, sandbox_kind: str, mirror: str | None, revision: str | Non
             return state
         stage_dir = Path(state.metadata["stage_dir"])
         # Epochs of one sample run at once and share its stage dir (Docker mounts it by path).
+        corrupt: str | None = None
         async with _stage_locks[str(stage_dir)]:
             try:
                 await anyio.to_thread.run_sync(lambda: stage_tables(table_set, stage_dir))
             except TableCorruptError as exc:
-                return await _end_unscorable(state, sandbox_kind, str(exc), True)
-            _stage_users[str(stage_dir)] += 1
-            state.metadata[STAGED_KEY] = True
-            # The hashes of the bytes the sandbox sees, not the manifest's (tamper evidence).
-            state.metadata[TABLE_DIGESTS_KEY] = await anyio.to_thread.run_sync(
-                lambda: staged_sha256(table_set, stage_dir)
-            )
+                corrupt = str(exc)
+            else:
+                _stage_users[str(stage_dir)] += 1
+                state.metadata[STAGED_KEY] = True
+                # The hashes of the bytes the sandbox sees, not the manifest's (tamper evidence).
+                state.metadata[TABLE_DIGESTS_KEY] = await anyio.to_thread.run_sync(
+                    lambda: staged_sha256(table_set, stage_dir)
+                )
+        if corrupt is not None:
+            return await _end_unscorable(state, sandbox_kind, corrupt, True)
         await _link_inputs(stage_dir, sandbox_kind)
         return state
 
