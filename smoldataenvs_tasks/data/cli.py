@@ -226,7 +226,7 @@ def mirror(
                 progress=progress,
             )
     except (SourceError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise BadInput(str(exc)) from exc
     click.echo(f"mirror {summary.root} (revision {summary.revision})")
     for split, count in summary.splits.items():
         click.echo(f"  {split}: {count} tasks")
