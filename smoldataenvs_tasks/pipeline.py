@@ -94,6 +94,22 @@ async def decide_program_reply(
     )
 
 
+def unscorable_verdict(record: TaskRecord) -> Verdict | None:
+    """The verdict of a task no reply can change: ungraded `invalid_row` for an unusable row."""
+    if record.invalid_row is not None:
+        return Verdict.ungraded(UngradedReason.INVALID_ROW, record.invalid_row)
+    return None
+
+
+def table_verdict(error: str | None, *, corrupt: bool = False) -> Verdict | None:
+    """Ungraded when the task's tables cannot be had (`table_unavailable`) or are not the
+    recorded bytes (`table_corrupt`); None when there is no table error."""
+    if error is None:
+        return None
+    reason = UngradedReason.TABLE_CORRUPT if corrupt else UngradedReason.TABLE_UNAVAILABLE
+    return Verdict.ungraded(reason, str(error))
+
+
 @dataclass(frozen=True)
 class ProgramReply:
     record: TaskRecord
@@ -134,24 +150,37 @@ async def grade_program_reply(
     limits: SandboxLimits = DEFAULT_LIMITS,
 ) -> Verdict:
     """Fetch the task's tables, open a fresh sandbox, run the reply's program, close it."""
-    from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables
+    from smoldataenvs_tasks.data.integrity import TableCorruptError
+    from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables, verify_tables
     from smoldataenvs_tasks.data.tables import resolve_tables
     from smoldataenvs_tasks.sandboxes.session import open_session
 
-    # Tables first, as Inspect's setup step does: a task nobody can grade is ungraded whatever
-    # the reply, so both frameworks give it the same verdict.
+    # The row and its tables first, as Inspect's setup step does: a task nobody can grade is
+    # ungraded whatever the reply, so both frameworks give it the same verdict.
+    early = unscorable_verdict(reply.record)
+    if early is not None:
+        return early
     table_set = await asyncio.to_thread(
         resolve_tables, reply.record, mirror=mirror, revision=revision
     )
-    if not table_set.available:
-        return Verdict.ungraded(UngradedReason.TABLE_UNAVAILABLE, str(table_set.error))
+    early = table_verdict(table_set.error, corrupt=table_set.corrupt)
+    if early is not None:
+        return early
+    try:
+        # before any early verdict: Inspect stages (and so checks) the tables before generating
+        await asyncio.to_thread(verify_tables, table_set)
+    except TableCorruptError as exc:
+        return Verdict.ungraded(UngradedReason.TABLE_CORRUPT, str(exc))
     # Replies that never reach a sandbox are decided without starting one.
     early = verdict_before_running(extract_program(reply.completion))
     if early is not None:
         return early
     stage_dir = new_stage_dir()
     try:
-        await asyncio.to_thread(stage_tables, table_set, stage_dir)
+        try:
+            await asyncio.to_thread(stage_tables, table_set, stage_dir)
+        except TableCorruptError as exc:  # changed since verify_tables read it
+            return Verdict.ungraded(UngradedReason.TABLE_CORRUPT, str(exc))
         try:
             session = await open_session(sandbox, stage_dir, limits=limits)
         except SandboxFailure as exc:

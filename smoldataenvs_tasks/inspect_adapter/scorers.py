@@ -36,15 +36,16 @@ from smoldataenvs_tasks.contract import (
 )
 from smoldataenvs_tasks.inspect_adapter.host import InspectSandboxHost, local_sandbox_env
 from smoldataenvs_tasks.inspect_adapter.setup import (
+    TABLE_CORRUPT_KEY,
     TABLE_DIGESTS_KEY,
     TABLE_ERROR_KEY,
     record_of,
     sample_paths,
 )
 from smoldataenvs_tasks.inspect_adapter.tools import program_gate
-from smoldataenvs_tasks.pipeline import decide_program_reply
+from smoldataenvs_tasks.pipeline import decide_program_reply, table_verdict, unscorable_verdict
 from smoldataenvs_tasks.scorers.decide import verdict_for_answer_file
-from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
+from smoldataenvs_tasks.scorers.verdict import Verdict
 
 SCORER_METRICS = [
     accuracy(),
@@ -72,10 +73,11 @@ def verdict_to_score(verdict: Verdict, extra: dict | None = None) -> Score:
 
 
 def _table_verdict(state: TaskState) -> Verdict | None:
-    error = state.metadata.get(TABLE_ERROR_KEY)
-    if error:
-        return Verdict.ungraded(UngradedReason.TABLE_UNAVAILABLE, str(error))
-    return None
+    """Ungraded before any grading: an invalid row, or tables missing or corrupt at setup."""
+    return unscorable_verdict(record_of(state)) or table_verdict(
+        state.metadata.get(TABLE_ERROR_KEY) or None,
+        corrupt=bool(state.metadata.get(TABLE_CORRUPT_KEY)),
+    )
 
 
 def _extras(state: TaskState) -> dict:

@@ -46,13 +46,19 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+class BadInput(click.ClickException):
+    """An input that is not a readable run: one line naming the file, exit code 2."""
+
+    exit_code = 2
+
+
 def _load(paths: tuple[str, ...], *, split: str | None, allow_incomplete: bool) -> list[Run]:
     from smoldataenvs_tasks.results.load import load_runs
 
     try:
         runs = load_runs(paths, allow_incomplete=allow_incomplete)
     except RunLoadError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     if split is not None:
         runs = [run for run in runs if run.split == split]
         if not runs:
@@ -278,7 +284,7 @@ def _single_run(path: str) -> Run:
     try:
         runs = load_runs([path])
     except RunLoadError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     if len(runs) != 1:
         listing = "\n  ".join(run.label for run in runs)
         raise click.ClickException(

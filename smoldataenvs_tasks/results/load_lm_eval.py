@@ -36,15 +36,24 @@ def _timestamp(results_file: Path) -> str:
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise RunLoadError(f"{path.name}:{number}: not JSON: {exc}") from None
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                rows.append(_json_line(line, f"{path.name}:{number}"))
+    except UnicodeDecodeError as exc:
+        raise RunLoadError(f"{path.name}: not UTF-8 text (byte {exc.start})") from None
     return rows
+
+
+def _json_line(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunLoadError(f"{where}: not JSON: {exc}") from None
+    except RecursionError:
+        raise RunLoadError(f"{where}: JSON nested too deeply") from None
 
 
 def _lm_eval_model(config: dict[str, Any], model_name: str | None) -> str:
@@ -151,11 +160,14 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
     """The SmolDataEnvs runs of one lm-eval results file (one per task that ran)."""
     results_file = Path(results_file)
     try:
-        results = json.loads(results_file.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        text = results_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise RunLoadError(
             f"{results_file.name}: not a readable lm-eval results file: {exc}"
         ) from None
+    results = _json_line(text, results_file.name)
+    if not isinstance(results, dict):
+        raise RunLoadError(f"{results_file.name}: not a readable lm-eval results file")
     configs: dict[str, Any] = results.get("configs") or {}
     ours = sorted(name for name in configs if name.startswith(_LM_EVAL_TASK_PREFIX))
     if not ours:

@@ -6,8 +6,9 @@
     smoldataenvs grade --examples --json            # one JSON object per row, then a summary
 
 Rows may omit `reward_mode` (""), `atol` and `rtol` (the grader's defaults, 1e-3). A row that is
-not a JSON object, lacks `gold`/`candidate`, or has a tolerance that is not a number is an error
-naming its line; nothing is graded until every row has been read.
+not a JSON object, lacks `gold`/`candidate`, or has a tolerance that is not a finite number >= 0
+is an error naming its line; nothing is graded until every row has been read. `--atol`/`--rtol`
+are held to the same rule. Bad input is one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ class _Row:
     rtol: float
 
 
+class _BadInput(click.ClickException):
+    exit_code = 2  # bad input, like click's usage errors, but one line naming what is wrong
+
+
 def _examples_path() -> Path:
     return Path(str(resources.files("smoldataenvs_tasks") / "sample" / EXAMPLES_RESOURCE))
 
@@ -43,9 +48,9 @@ def _tolerance(value: Any, field: str, where: str) -> float:
     if value is None:
         return 1e-3
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise click.ClickException(f"{where}: {field} must be a number, not {value!r}")
-    if math.isnan(value) or value < 0:
-        raise click.ClickException(f"{where}: {field} must be a non-negative number")
+        raise _BadInput(f"{where}: {field} must be a number, not {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise _BadInput(f"{where}: {field} must be a finite number >= 0, not {value!r}")
     return float(value)
 
 
@@ -53,8 +58,10 @@ def _read_rows(path: Path) -> list[_Row]:
     rows: list[_Row] = []
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise click.ClickException(f"cannot read {path}: {exc}") from exc
+    except OSError as exc:
+        raise _BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise _BadInput(f"{path}: not UTF-8 text (byte {exc.start}); rows are JSONL") from None
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
@@ -62,17 +69,19 @@ def _read_rows(path: Path) -> list[_Row]:
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise click.ClickException(f"{where}: not valid JSON ({exc.msg})") from exc
+            raise _BadInput(f"{where}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise _BadInput(f"{where}: JSON nested too deeply") from None
         if not isinstance(data, dict):
-            raise click.ClickException(f"{where}: expected a JSON object")
+            raise _BadInput(f"{where}: expected a JSON object")
         for field in ("gold", "candidate"):
             if field not in data:
-                raise click.ClickException(f"{where}: missing field {field!r}")
+                raise _BadInput(f"{where}: missing field {field!r}")
             if data[field] is not None and not isinstance(data[field], str | int | float):
-                raise click.ClickException(f"{where}: {field} must be a string")
+                raise _BadInput(f"{where}: {field} must be a string")
         mode = data.get("reward_mode") or ""
         if not isinstance(mode, str):
-            raise click.ClickException(f"{where}: reward_mode must be a string")
+            raise _BadInput(f"{where}: reward_mode must be a string")
         rows.append(
             _Row(
                 line=number,
@@ -120,6 +129,10 @@ def grade(
     sources = (gold is not None) + (file_ is not None) + examples
     if sources != 1 or (gold is not None and candidate is None):
         raise click.UsageError("give GOLD and CANDIDATE, or --file ROWS.jsonl, or --examples")
+    for option, value in (("--atol", atol), ("--rtol", rtol)):
+        # what --file refuses in a row is refused here too (the grader would read it as 0.0)
+        if not math.isfinite(value) or value < 0:
+            raise _BadInput(f"{option} must be a finite number >= 0, not {value:g}")
 
     try:
         if gold is not None and candidate is not None:

@@ -30,6 +30,10 @@ class Category(enum.StrEnum):
 
 class UngradedReason(enum.StrEnum):
     TABLE_UNAVAILABLE = "table_unavailable"
+    # the table is there but its bytes are not the recorded ones (edited, truncated, a link)
+    TABLE_CORRUPT = "table_corrupt"
+    # the dataset row itself is unusable (an unsafe file name, a NaN tolerance, no gold, ...)
+    INVALID_ROW = "invalid_row"
     SANDBOX_FAILED = "sandbox_failed"
     GRADER_FAILED = "grader_failed"
 

@@ -92,7 +92,7 @@ def test_file_json_output(tmp_path: Path) -> None:
         ('{"gold": "1", "candidate": "1", "atol": "x"}\n', "rows.jsonl:1: atol must be a number"),
         (
             '{"gold": "1", "candidate": "1", "rtol": -1}\n',
-            "rows.jsonl:1: rtol must be a non-negative",
+            "rows.jsonl:1: rtol must be a finite number >= 0",
         ),
         (
             '{"gold": "1", "candidate": "1", "reward_mode": 3}\n',
@@ -105,7 +105,7 @@ def test_bad_rows_name_their_line(tmp_path: Path, content: str, message: str) ->
     rows = tmp_path / "rows.jsonl"
     rows.write_text(content)
     result = CliRunner().invoke(main, ["grade", "--file", str(rows)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # bad input
     assert message in result.output
 
 
