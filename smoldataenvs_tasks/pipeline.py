@@ -30,7 +30,12 @@ from smoldataenvs_tasks.sandboxes.runner import ProgramHost, program_timeout, ru
 from smoldataenvs_tasks.scorers.answers import extract_program
 from smoldataenvs_tasks.scorers.decide import verdict_before_running, verdict_for_program_outcome
 from smoldataenvs_tasks.scorers.outcome import program_outcome
-from smoldataenvs_tasks.scorers.verdict import ProgramOutcome, UngradedReason, Verdict
+from smoldataenvs_tasks.scorers.verdict import (
+    DEFAULT_PROFILE,
+    ProgramOutcome,
+    UngradedReason,
+    Verdict,
+)
 
 
 async def run_program_outcome(
@@ -58,14 +63,16 @@ async def decide_program_reply(
     program_path: str = PROGRAM_PATH,
     cwd: str | None = None,
     gate: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+    profile: str = DEFAULT_PROFILE,
 ) -> Verdict:
-    """The Verdict for one single-shot reply, its program run on `host` (a ready sandbox).
+    """The Verdict for one single-shot reply, its program run on `host` (a ready sandbox),
+    under the grader `profile`.
 
     `gate`, when given, is entered around the run only (e.g. a limit on programs running at
     once): the program's time limit starts once it holds the gate.
     """
     extracted = extract_program(completion)
-    verdict = verdict_before_running(extracted)
+    verdict = verdict_before_running(extracted, profile=profile)
     if verdict is not None:
         return verdict
     relocated = (
@@ -82,7 +89,7 @@ async def decide_program_reply(
                 host, extracted.code or "", limits=limits, **relocated
             )
     except SandboxFailure as exc:
-        return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc))
+        return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc), profile)
     # The symbolic rung may wait seconds on a worker: keep the event loop free meanwhile.
     return await asyncio.to_thread(
         verdict_for_program_outcome,
@@ -91,6 +98,7 @@ async def decide_program_reply(
         reward_mode=record.reward_mode,
         atol=record.atol,
         rtol=record.rtol,
+        profile=profile,
     )
 
 
@@ -132,6 +140,7 @@ async def grade_program_reply(
     mirror: str | None = None,
     revision: str | None = None,
     limits: SandboxLimits = DEFAULT_LIMITS,
+    profile: str = DEFAULT_PROFILE,
 ) -> Verdict:
     """Fetch the task's tables, open a fresh sandbox, run the reply's program, close it."""
     from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables
@@ -144,9 +153,9 @@ async def grade_program_reply(
         resolve_tables, reply.record, mirror=mirror, revision=revision
     )
     if not table_set.available:
-        return Verdict.ungraded(UngradedReason.TABLE_UNAVAILABLE, str(table_set.error))
+        return Verdict.ungraded(UngradedReason.TABLE_UNAVAILABLE, str(table_set.error), profile)
     # Replies that never reach a sandbox are decided without starting one.
-    early = verdict_before_running(extract_program(reply.completion))
+    early = verdict_before_running(extract_program(reply.completion), profile=profile)
     if early is not None:
         return early
     stage_dir = new_stage_dir()
@@ -155,10 +164,10 @@ async def grade_program_reply(
         try:
             session = await open_session(sandbox, stage_dir, limits=limits)
         except SandboxFailure as exc:
-            return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc))
+            return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc), profile)
         try:
             return await decide_program_reply(
-                reply.completion, reply.record, session, limits=limits
+                reply.completion, reply.record, session, limits=limits, profile=profile
             )
         finally:
             await session.close()
@@ -174,13 +183,19 @@ async def grade_program_replies_async(
     revision: str | None = None,
     limits: SandboxLimits = DEFAULT_LIMITS,
     concurrency: int | None = None,
+    profile: str = DEFAULT_PROFILE,
 ) -> list[Verdict]:
     gate = asyncio.Semaphore(concurrency or default_concurrency())
 
     async def one(reply: ProgramReply) -> Verdict:
         async with gate:
             return await grade_program_reply(
-                reply, sandbox=sandbox, mirror=mirror, revision=revision, limits=limits
+                reply,
+                sandbox=sandbox,
+                mirror=mirror,
+                revision=revision,
+                limits=limits,
+                profile=profile,
             )
 
     return list(await asyncio.gather(*(one(reply) for reply in replies)))

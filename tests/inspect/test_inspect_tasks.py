@@ -272,13 +272,15 @@ def test_task_metadata_records_provenance(tmp_path):
     meta = log.eval.metadata
     from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION
 
-    assert meta["grader_version"] == GRADER_VERSION
+    assert meta["grader_version"] == f"{GRADER_VERSION}+default"
+    assert meta["grader"] == "default"
     assert meta["sandbox"] == "bwrap"
     assert meta["protocol"] == "program"
     assert meta["dataset_revision"]
     assert meta["tables_manifest_digest"]
     score = log.samples[0].scores[SCORERS["program"]]
-    assert score.metadata["grader_version"] == GRADER_VERSION
+    assert score.metadata["grader_version"] == f"{GRADER_VERSION}+default"
+    assert score.metadata["profile"] == "default"
     assert score.metadata["table_sha256"]["orders.csv"]
 
 
