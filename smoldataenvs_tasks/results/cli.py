@@ -104,6 +104,15 @@ def report_command(inputs: tuple[str, ...], out: str, split: str | None, allow_i
         f"{value}{interval} over {submission['n_graded']} graded of {submission['n_tasks']} "
         f"tasks, {len(runs)} run(s); ungraded: {submission['ungraded_by_reason'] or 'none'}"
     )
+    by_grader = submission.get("pass@1_by_grader") or {}
+    if len(by_grader) > 1:
+        click.echo(
+            "pass@1 by grader profile: "
+            + ", ".join(
+                f"{profile} {'n/a' if e['value'] is None else format(e['value'], '.3f')}"
+                for profile, e in by_grader.items()
+            )
+        )
     for name in ("submission.json", "report.md", "report.png"):
         click.echo(f"wrote {Path(out) / name}")
 

@@ -33,7 +33,7 @@ from smoldataenvs_tasks.results.stats import (
     pass_at_k,
     pass_k_values,
 )
-from smoldataenvs_tasks.scorers.verdict import Category
+from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Category, profile_of_version
 
 SUBMISSION_FORMAT = "smoldataenvs-submission/1"
 UNSPECIFIED_MODE = "unspecified"  # the empty reward_mode, named as lm-eval's metrics name it
@@ -148,6 +148,29 @@ def _pass_k(views: Sequence[_TaskView]) -> dict[str, Any]:
     return out
 
 
+def _by_grader(views: Sequence[_TaskView]) -> dict[str, Any]:
+    """pass@1 under each grader profile every attempt has a verdict for (a run graded under
+    one profile and regraded under another has both; `smoldataenvs regrade`)."""
+    attempts = [a for view in views for entry in view.per_run.values() for a in entry.attempts]
+    if not attempts:
+        return {}
+    profiles = [p for p in GRADER_PROFILES if all(a.under(p) is not None for a in attempts)]
+    out: dict[str, Any] = {}
+    for profile in profiles:
+        values = []
+        for view in views:
+            rewards = [
+                verdict.reward
+                for entry in view.per_run.values()
+                for a in entry.attempts
+                if (verdict := a.under(profile)) is not None and verdict.reward is not None
+            ]
+            if rewards:
+                values.append(sum(rewards) / len(rewards))
+        out[profile] = bootstrap_ci(values).to_dict()
+    return out
+
+
 def _failures(runs: Sequence[Run]) -> dict[str, Any]:
     by_category = Counter({category.value: 0 for category in Category})
     crashes: Counter[str] = Counter()
@@ -255,6 +278,7 @@ def build_submission(runs: Sequence[Run]) -> dict[str, Any]:
         "dataset_revision": first.dataset_revision,
         "tables_manifest_digest": _one_or_many(run.tables_manifest_digest for run in runs),
         "grader_version": first.grader_version,
+        "grader_profile": profile_of_version(first.grader_version),
         "sandbox": _one_or_many(run.sandbox for run in runs),
         "epochs": _one_or_many(run.epochs for run in runs),
         "n_runs": n_runs,
@@ -285,6 +309,7 @@ def build_submission(runs: Sequence[Run]) -> dict[str, Any]:
             lambda v: mode_label(v.reward_mode),
             [mode_label(m) for m in KNOWN_REWARD_MODES],
         ),
+        "pass@1_by_grader": _by_grader(included),
         "pass@k": _pass_k(included),
         "seeds": seeds,
         "failures": _failures(runs),

@@ -56,7 +56,13 @@ def mixed_then_gold_replay(replay_dir: Path) -> Path:
 
 
 def run_inspect(
-    replay: Path, log_dir: Path, *, label: str, epochs: int = 1, fail_on_error: bool = True
+    replay: Path,
+    log_dir: Path,
+    *,
+    label: str,
+    epochs: int = 1,
+    fail_on_error: bool = True,
+    grader: str = "default",
 ) -> Path:
     from inspect_ai import eval as inspect_eval
 
@@ -64,7 +70,7 @@ def run_inspect(
     from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
 
     logs = inspect_eval(
-        smoldataenvs_program(split="sample"),
+        smoldataenvs_program(split="sample", grader=grader),
         model=f"replay/{label}",
         model_args={"path": str(replay)},
         log_dir=str(log_dir),
@@ -76,7 +82,7 @@ def run_inspect(
     return Path(logs[0].location.removeprefix("file://"))
 
 
-def run_lm_eval(replay: Path, out: Path, task: str) -> Path:
+def run_lm_eval(replay: Path, out: Path, task: str, *extra: str) -> Path:
     completed = subprocess.run(
         [
             str(LM_EVAL_SCRIPT),
@@ -90,6 +96,7 @@ def run_lm_eval(replay: Path, out: Path, task: str) -> Path:
             "--log_samples",
             "--output_path",
             str(out),
+            *extra,
         ],
         capture_output=True,
         text=True,
