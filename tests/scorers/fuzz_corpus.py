@@ -225,6 +225,8 @@ def _integer(d: _Draw) -> Iterator[tuple[str, str, str, bool | None]]:
 def _decimal(d: _Draw) -> Iterator[tuple[str, str, str, bool | None]]:
     v, places = d.decimal()
     w, _ = d.rival_decimal((v, places))
+    if abs(w - v) <= 0.02 * abs(v):  # a wrong value, whatever the row's tolerance
+        w = round(v * 1.5 + 1, places)
     g = _fmt(v, places)
     yield g, g, "same_text", True
     yield g, _fmt(v, places + 2), "same_value", True
@@ -306,7 +308,7 @@ def _currency(d: _Draw) -> Iterator[tuple[str, str, str, bool | None]]:
         if plain.startswith("-"):
             yield g, plain[1:], "sign_flip", False
         else:
-            yield g, f"{float(plain) + 5:g}", "wrong_value", False
+            yield g, f"{float(plain) * 2 + 5:g}", "wrong_value", False
             yield g, f"{plain} or maybe {float(plain) + 5:g}", "hedge_or", False
 
 
@@ -484,7 +486,7 @@ FAMILIES: list[Family] = [
     (_percent, "percent", 400, [("numeric", ZERO), ("", DECIMAL_TOL), ("exact_short", ZERO)]),
     (_currency, "currency", 300, [("numeric", ZERO), ("", ZERO), ("flexible", DECIMAL_TOL)]),
     (_thousands_family, "thousands", 300, [("numeric", ZERO), ("", ZERO)]),
-    (_scientific, "scientific", 300, [("numeric", FINE_TOL), ("", DEFAULT_TOL)]),
+    (_scientific, "scientific", 300, [("numeric", (0.0, 0.005)), ("", ZERO)]),
     (_label, "label", 500, [("exact_short", ZERO), ("numeric", ZERO), ("flexible", ZERO)]),
     (_yes_no, "yes_no", 200, [("exact_bool", ZERO), ("exact_short", ZERO), ("", DEFAULT_TOL)]),
     (_date, "date", 400, [("exact_short", ZERO), ("", ZERO), ("numeric", ZERO)]),
