@@ -12,7 +12,8 @@ and `UnsafePathError`, `data.hub.HubUnavailable`, `RemoteNotFound` and `Download
 `data.tables.ListingUnavailable`, `sandboxes.base.SandboxFailure` (and `SandboxUnavailable`,
 `docker.RemoteStagingFailed`), `scorers.symbolic.SymbolicUnavailableError`,
 `replay.ReplayFormatError` and `ReplayMissingError`, `inspect_adapter.setup.SandboxOverrideError`,
-`validate.BrokenEnvironment` and `ValidationInputError`.
+`validate.BrokenEnvironment` and `ValidationInputError`, `scorers.grader.UnknownProfileError`,
+`inspect_adapter.regrade.RegradeError`, `results.regrade_lm_eval.LmEvalRegradeError`.
 """
 
 
