@@ -13,7 +13,8 @@ Each specific error also keeps the built-in base it always had (`ValueError`, `R
 `data.tables.ListingUnavailable`, `sandboxes.base.SandboxFailure` (and `SandboxUnavailable`,
 `docker.RemoteStagingFailed`), `scorers.symbolic.SymbolicUnavailableError`,
 `replay.ReplayFormatError` and `ReplayMissingError`, `inspect_adapter.setup.SandboxOverrideError`,
-`validate.BrokenEnvironment` and `ValidationInputError`.
+`validate.BrokenEnvironment` and `ValidationInputError`, `scorers.grader.UnknownProfileError`,
+`inspect_adapter.regrade.RegradeError`, `results.regrade_lm_eval.LmEvalRegradeError`.
 """
 
 

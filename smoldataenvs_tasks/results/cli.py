@@ -86,12 +86,19 @@ def _summary(submission: dict, n_runs: int) -> str:
     ci = p["ci95"]
     interval = f" (95% CI {ci[0]:.3f}–{ci[1]:.3f})" if ci else ""
     value = "n/a" if p["value"] is None else f"{p['value']:.3f}"
-    return (
+    text = (
         f"{submission['model']} on {submission['split']} ({submission['variant']}): pass@1 "
         f"{value}{interval} over {submission['n_graded']} graded of {submission['n_tasks']} "
         f"tasks, {n_runs} run(s); ungraded: {submission['ungraded_by_reason'] or 'none'}; "
         f"{coverage_phrase(submission['coverage'])}"
     )
+    by_grader = submission.get("pass@1_by_grader") or {}
+    if len(by_grader) > 1:
+        text += "\npass@1 by grader profile: " + ", ".join(
+            f"{profile} {'n/a' if e['value'] is None else format(e['value'], '.3f')}"
+            for profile, e in by_grader.items()
+        )
+    return text
 
 
 @click.command("report")

@@ -106,11 +106,14 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
     for sample in _readable(samples, name):
         task_id = str(sample.id)
         smeta = sample.metadata or {}
-        verdict = None
-        for score in (sample.scores or {}).values():
-            verdict = _verdict_from_score_metadata(score.metadata)
-            if verdict is not None:
-                break
+        verdicts = [
+            found
+            for score in (sample.scores or {}).values()
+            if (found := _verdict_from_score_metadata(score.metadata)) is not None
+        ]
+        # The first is the run's own; later ones are `smoldataenvs regrade`'s other profiles.
+        verdict = verdicts[0] if verdicts else None
+        regraded = {v.profile: v for v in verdicts[1:] if verdict and v.profile != verdict.profile}
         if verdict is None:
             if sample.error is None and sample.scores:
                 raise RunLoadError(
@@ -129,7 +132,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
                 reward_mode=str(smeta.get("reward_mode") or ""),
                 tables=tables_key(smeta.get("hf_bucket"), smeta.get("bucket_prefix")),
             )
-        entry.attempts.append(Attempt(int(sample.epoch), verdict))
+        entry.attempts.append(Attempt(int(sample.epoch), verdict, regraded))
     for entry in tasks.values():
         entry.attempts.sort(key=lambda a: a.epoch)
 

@@ -25,7 +25,7 @@ from smoldataenvs_tasks.results.runs import (
     grader_version_of,
     tables_key,
 )
-from smoldataenvs_tasks.scorers.verdict import Verdict
+from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict, versioned
 
 _LM_EVAL_TASK_PREFIX = "smoldataenvs_program_"
 
@@ -120,7 +120,12 @@ def _attempts_from_verdicts(rows: list[dict[str, Any]], where: str) -> dict[str,
             ),
         )
         verdict = _parse_verdict(row["verdict"], f"{where} task {task_id}")
-        entry.attempts.append(Attempt(int(row.get("repeat", 0)) + 1, verdict))
+        # `smoldataenvs regrade` adds the same answer's verdicts under other grader profiles.
+        regraded = {
+            profile: _parse_verdict(raw, f"{where} task {task_id} ({profile})")
+            for profile, raw in (row.get("regraded") or {}).items()
+        }
+        entry.attempts.append(Attempt(int(row.get("repeat", 0)) + 1, verdict, regraded))
     for entry in tasks.values():
         entry.attempts.sort(key=lambda a: a.epoch)
         epochs = [a.epoch for a in entry.attempts]
@@ -228,7 +233,7 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 tables_manifest_digest=stamped["tables_manifest_digest"]
                 or meta.get("tables_manifest_digest"),
                 grader_version=grader_version_of(
-                    meta.get("grader_version"), tasks.values(), results_file.name
+                    _declared_grader_version(meta, tasks), tasks.values(), results_file.name
                 ),
                 # hooks.load_split's default when no --metadata sandbox was given
                 sandbox=stamped["sandbox"] or meta.get("sandbox") or "auto",
@@ -274,6 +279,18 @@ def _coverage_fields(
         "filters": normal_filters(filters),
         "n_selected": int(counts["original"]) if counts.get("original") is not None else None,
     }
+
+
+def _declared_grader_version(meta: dict[str, Any], tasks: dict[str, TaskAttempts]) -> Any:
+    """The YAML's rules version with the profile `--metadata grader=` chose, as the verdicts
+    record it ("1.1.0+strict"); versions from before profiles stand as they are."""
+    version = meta.get("grader_version")
+    if version is None or "+" in str(version):
+        return version
+    recorded = {a.verdict.grader_version for t in tasks.values() for a in t.attempts}
+    if any(str(v).startswith(f"{version}+") for v in recorded):
+        return versioned(str(meta.get("grader") or DEFAULT_PROFILE), str(version))
+    return version
 
 
 def _read_jsonl_first(path: Path) -> dict[str, Any] | None:

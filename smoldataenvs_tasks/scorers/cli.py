@@ -4,6 +4,7 @@
     smoldataenvs grade --file rows.jsonl            # fields: gold, candidate, reward_mode, atol, rtol
     smoldataenvs grade --examples                   # the bundled rows that walk every rung
     smoldataenvs grade --examples --json            # one JSON object per row, then a summary
+    smoldataenvs grade 12 "12 or maybe 17" --grader strict   # the strict profile (docs/scoring.md)
 
 Rows may omit `reward_mode` (""), `atol` and `rtol` (the grader's defaults, 1e-3). A row that is
 not a JSON object, lacks `gold`/`candidate`, or has a tolerance that is not a finite number >= 0
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, GRADER_PROFILES
 
 EXAMPLES_RESOURCE = "grade_examples.jsonl"
 
@@ -111,6 +114,13 @@ def _read_rows(path: Path) -> list[_Row]:
     help="A JSONL file of rows: gold, candidate, reward_mode, atol, rtol.",
 )
 @click.option("--examples", is_flag=True, help="Grade the bundled example rows.")
+@click.option(
+    "--grader",
+    type=click.Choice(GRADER_PROFILES),
+    default=DEFAULT_PROFILE,
+    show_default=True,
+    help="Grader profile: the published grader (default) or strict.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def grade(
     gold: str | None,
@@ -120,6 +130,7 @@ def grade(
     rtol: float,
     file_: Path | None,
     examples: bool,
+    grader: str,
     as_json: bool,
 ) -> None:
     """Grade CANDIDATE against GOLD (or every row of --file / --examples) with the ladder."""
@@ -136,11 +147,13 @@ def grade(
 
     try:
         if gold is not None and candidate is not None:
-            result = grade_one(gold, candidate, reward_mode=reward_mode, abs_tol=atol, rel_tol=rtol)
+            result = grade_one(
+                gold, candidate, reward_mode=reward_mode, abs_tol=atol, rel_tol=rtol, profile=grader
+            )
             if as_json:
-                click.echo(json.dumps({"reward": result.reward, "method": result.method}))
+                click.echo(json.dumps(_as_dict(result)))
             else:
-                click.echo(f"{result.reward:g} {result.method}")
+                click.echo(f"{result.reward:g} {_method(result)}")
             return
 
         path = _examples_path() if examples else file_
@@ -155,19 +168,15 @@ def grade(
                 reward_mode=row.reward_mode,
                 abs_tol=row.atol,
                 rel_tol=row.rtol,
+                profile=grader,
             )
             methods[result.method] += 1
             total += result.reward
             if as_json:
-                click.echo(
-                    json.dumps(
-                        {"line": row.line, "reward": result.reward, "method": result.method},
-                        ensure_ascii=False,
-                    )
-                )
+                click.echo(json.dumps({"line": row.line, **_as_dict(result)}, ensure_ascii=False))
             else:
                 click.echo(
-                    f"{row.line:>4}  {result.reward:g}  {result.method:<20} "
+                    f"{row.line:>4}  {result.reward:g}  {_method(result):<20} "
                     f"{_show(row.gold)} vs {_show(row.candidate)}"
                 )
     except SymbolicUnavailableError as exc:
@@ -181,6 +190,17 @@ def grade(
     click.echo(f"\n{n} rows, mean reward {mean:.3f}")
     for method, count in sorted(methods.items(), key=lambda item: (-item[1], item[0])):
         click.echo(f"  {method:<20} {count}")
+
+
+def _as_dict(result: Any) -> dict[str, Any]:
+    data = {"reward": result.reward, "method": result.method}
+    if result.rule is not None:
+        data["rule"] = result.rule
+    return data
+
+
+def _method(result: Any) -> str:
+    return result.method if result.rule is None else f"{result.method} ({result.rule})"
 
 
 def _show(value: Any) -> str:
