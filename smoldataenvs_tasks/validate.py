@@ -7,7 +7,7 @@ replies (recorded gold programs) run through the same grading path as lm-eval
 (`grading.grade_program_replies`); trajectories with tool calls (the SFT shape) run through the
 Inspect agentic task with the replay model. Exit status: 0 when the reproduction rate over graded
 tasks reaches --min-rate, 1 below it (or when nothing could be graded), 2 when the environment
-itself is broken.
+itself is broken or an input (the replay file, the split) is unusable.
 
     smoldataenvs validate --split sample                       # the bundled gold programs
     smoldataenvs validate --split sample --sandbox docker
@@ -428,7 +428,10 @@ def validate_command(
         click.echo(f"BROKEN ENVIRONMENT: {exc}", err=True)
         sys.exit(2)
     except (ReplayFormatError, SourceError, ValidationInputError) as exc:
-        raise click.ClickException(str(exc)) from None
+        # bad input: one line, exit code 2 (as a broken environment: nothing was certified)
+        error = click.ClickException(str(exc))
+        error.exit_code = 2
+        raise error from None
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:

@@ -53,7 +53,7 @@ from smoldataenvs_tasks.inspect_adapter.setup import prepare_sample, release_sam
 from smoldataenvs_tasks.inspect_adapter.tools import bash_tool, python_tool
 from smoldataenvs_tasks.sandboxes import RESOURCES
 from smoldataenvs_tasks.sandboxes.docker.image import COMPOSE_FILE, REMOTE_COMPOSE_FILE
-from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION
+from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, versioned
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +65,7 @@ K8S_VALUES_FILE = RESOURCES / "values.yaml"
 Variant = Literal["agentic", "program"]
 SandboxKind = Literal["auto", "bwrap", "docker", "docker-remote", "k8s", "local"]
 Protocol = Literal["answer_file", "submit"]
+Grader = Literal["default", "strict"]
 
 
 def _sandbox_spec(resolved: str) -> SandboxEnvironmentSpec:
@@ -150,9 +151,12 @@ def _create_task(
     protocol: Protocol,
     tool_timeout: float,
     mirror_url: str | None = None,
+    grader: Grader = "default",
 ) -> Task:
     if protocol not in ("answer_file", "submit"):
         raise ValueError(f"protocol must be 'answer_file' or 'submit', not {protocol!r}")
+    if grader not in GRADER_PROFILES:
+        raise ValueError(f"grader must be one of {', '.join(GRADER_PROFILES)}, not {grader!r}")
     tool_names = [name for name in as_list(tools) or [] if name] or ["bash"]
     unknown_tools = set(tool_names) - {"bash", "python"}
     if unknown_tools or "bash" not in tool_names:
@@ -186,7 +190,7 @@ def _create_task(
     config = GenerateConfig()
     if variant == "program":
         solver = [system_message(PROGRAM_SYSTEM_PROMPT), generate()]
-        scorer = program_scorer(limits=limits)
+        scorer = program_scorer(limits=limits, grader=grader)
         config = GenerateConfig(temperature=0.0, max_tokens=1024)
         turn_limit = None
     else:
@@ -200,10 +204,10 @@ def _create_task(
                 tools=tool_objects,
                 submit=AgentSubmit(answer_only=True, keep_in_messages=True),
             )
-            scorer = submit_scorer()
+            scorer = submit_scorer(grader=grader)
         else:
             solver = [system_message(system), use_tools(tool_objects), generate(tool_calls="loop")]
-            scorer = answer_file_scorer()
+            scorer = answer_file_scorer(grader=grader)
         turn_limit = max_turns
 
     return Task(
@@ -229,7 +233,8 @@ def _create_task(
             "sandbox": sandbox_kind,
             "program_timeout_s": limits.program_timeout_s,
             "tool_timeout_s": tool_timeout,
-            "grader_version": GRADER_VERSION,
+            "grader": grader,
+            "grader_version": versioned(grader),
             "tables_manifest_digest": tables_manifest_digest(records, source),
             "n_tasks": len(records),
             "split_tasks": split_tasks,
@@ -253,6 +258,7 @@ def smoldataenvs(
     tool_timeout: float = DEFAULT_LIMITS.tool_timeout_s,
     program_timeout: float = DEFAULT_LIMITS.program_timeout_s,
     mirror_url: str | None = None,
+    grader: Grader = "default",
 ) -> Task:
     """The agentic variant: a bash tool in a sandbox, the answer written to /workdir/answer.txt.
 
@@ -274,6 +280,8 @@ def smoldataenvs(
         program_timeout: Unused by this variant; accepted so one -T set serves both tasks.
         mirror_url: For "docker-remote"/"k8s": a mirror served over HTTP the stager reads
             instead of the Hub.
+        grader: The grader profile: "default" (the published grader's rewards) or "strict"
+            (closes its loopholes; docs/scoring.md).
     """
     return _create_task(
         variant="agentic",
@@ -290,6 +298,7 @@ def smoldataenvs(
         protocol=protocol,
         tool_timeout=tool_timeout,
         mirror_url=mirror_url,
+        grader=grader,
     )
 
 
@@ -304,6 +313,7 @@ def smoldataenvs_program(
     sandbox: SandboxKind = "auto",
     program_timeout: float = DEFAULT_LIMITS.program_timeout_s,
     mirror_url: str | None = None,
+    grader: Grader = "default",
 ) -> Task:
     """The single-shot variant: one reply holding one program; its last printed line is graded.
 
@@ -321,6 +331,8 @@ def smoldataenvs_program(
         program_timeout: Seconds the program may run (the dataset authors' runner used 90).
         mirror_url: For "docker-remote"/"k8s": a mirror served over HTTP the stager reads
             instead of the Hub.
+        grader: The grader profile: "default" (the published grader's rewards) or "strict"
+            (closes its loopholes; docs/scoring.md).
     """
     return _create_task(
         variant="program",
@@ -337,4 +349,5 @@ def smoldataenvs_program(
         protocol="answer_file",
         tool_timeout=DEFAULT_LIMITS.tool_timeout_s,
         mirror_url=mirror_url,
+        grader=grader,
     )

@@ -124,8 +124,14 @@ def main() -> None:
     _install_task_dir()
     from lm_eval.__main__ import cli_evaluate
 
+    from smoldataenvs_tasks.errors import SmolDataEnvsError
+
     try:
         cli_evaluate()
+    except SmolDataEnvsError as exc:
+        # our own clear errors (a bad replay file, a missing split) as one line, not a traceback
+        print(f"smoldataenvs-lm-eval: error: {exc}", file=sys.stderr)
+        sys.exit(2)
     finally:
         output_path = _output_path(sys.argv[1:])
         if output_path is not None:

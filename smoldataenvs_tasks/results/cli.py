@@ -46,13 +46,19 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+class BadInput(click.ClickException):
+    """An input that is not a readable run: one line naming the file, exit code 2."""
+
+    exit_code = 2
+
+
 def _load(paths: tuple[str, ...], *, split: str | None, allow_incomplete: bool) -> list[Run]:
     from smoldataenvs_tasks.results.load import load_runs
 
     try:
         runs = load_runs(paths, allow_incomplete=allow_incomplete)
     except RunLoadError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     if split is not None:
         runs = [run for run in runs if run.split == split]
         if not runs:
@@ -80,12 +86,19 @@ def _summary(submission: dict, n_runs: int) -> str:
     ci = p["ci95"]
     interval = f" (95% CI {ci[0]:.3f}–{ci[1]:.3f})" if ci else ""
     value = "n/a" if p["value"] is None else f"{p['value']:.3f}"
-    return (
+    text = (
         f"{submission['model']} on {submission['split']} ({submission['variant']}): pass@1 "
         f"{value}{interval} over {submission['n_graded']} graded of {submission['n_tasks']} "
         f"tasks, {n_runs} run(s); ungraded: {submission['ungraded_by_reason'] or 'none'}; "
         f"{coverage_phrase(submission['coverage'])}"
     )
+    by_grader = submission.get("pass@1_by_grader") or {}
+    if len(by_grader) > 1:
+        text += "\npass@1 by grader profile: " + ", ".join(
+            f"{profile} {'n/a' if e['value'] is None else format(e['value'], '.3f')}"
+            for profile, e in by_grader.items()
+        )
+    return text
 
 
 @click.command("report")
@@ -278,7 +291,7 @@ def _single_run(path: str) -> Run:
     try:
         runs = load_runs([path])
     except RunLoadError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     if len(runs) != 1:
         listing = "\n  ".join(run.label for run in runs)
         raise click.ClickException(

@@ -36,8 +36,9 @@ LEADERBOARD_FORMAT = "smoldataenvs-leaderboard/1"
 
 
 def grader_label(sub: dict[str, Any]) -> str:
-    """What the 'grader' column shows and tables are separated by. Today the grader version
-    string; a grader profile, when submissions record one, joins it here (and only here)."""
+    """What the 'grader' column shows and tables are separated by: the grader version, which
+    names the rules and the profile ("1.1.0+strict"); numbers of two profiles never share a
+    table."""
     return str(sub.get("grader_version"))
 
 

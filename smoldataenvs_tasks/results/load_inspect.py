@@ -7,7 +7,7 @@ Inspect's own log API (`read_eval_log`, `read_eval_log_samples`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,27 @@ class NotASmolDataEnvsLog(RunLoadError):
     """A readable Inspect log of some other eval."""
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _readable(samples: Iterable[Any], name: str) -> Iterator[Any]:
+    """The samples, or one RunLoadError naming the file: a truncated or corrupt log often
+    fails only once its samples are read."""
+    iterator = iter(samples)
+    while True:
+        try:
+            sample = next(iterator)
+        except StopIteration:
+            return
+        except Exception as exc:
+            raise RunLoadError(
+                f"{name}: not a readable Inspect log (truncated or corrupt?): {_first_line(exc)}"
+            ) from None
+        yield sample
+
+
 def _display_name(location: str) -> str:
     return Path(location.removeprefix("file://")).name
 
@@ -51,10 +72,16 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
     from inspect_ai.log import read_eval_log, read_eval_log_samples
 
     name = _display_name(str(log_file))
+    whole = None
     try:
-        header = read_eval_log(str(log_file), header_only=True)
+        if str(log_file).endswith(".json"):
+            # One full read: Inspect's streaming header reader for .json has no nesting bound
+            # (a deeply nested file exhausts memory); its full reader refuses deep nesting.
+            header = whole = read_eval_log(str(log_file))
+        else:
+            header = read_eval_log(str(log_file), header_only=True)
     except Exception as exc:  # Inspect raises several types for unreadable files
-        raise RunLoadError(f"{name}: not a readable Inspect log: {exc}") from None
+        raise RunLoadError(f"{name}: not a readable Inspect log: {_first_line(exc)}") from None
     spec = header.eval
     meta = spec.metadata or {}
     if meta.get("benchmark") != "SmolDataEnvs" and "grader_version" not in meta:
@@ -67,19 +94,26 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         )
 
     tasks: dict[str, TaskAttempts] = {}
-    samples: Iterable[Any] = read_eval_log_samples(
-        str(log_file),
-        all_samples_required=not allow_incomplete,
-        exclude_fields=_SKIP_SAMPLE_FIELDS,
+    samples: Iterable[Any] = (
+        whole.samples or []
+        if whole is not None
+        else read_eval_log_samples(
+            str(log_file),
+            all_samples_required=not allow_incomplete,
+            exclude_fields=_SKIP_SAMPLE_FIELDS,
+        )
     )
-    for sample in samples:
+    for sample in _readable(samples, name):
         task_id = str(sample.id)
         smeta = sample.metadata or {}
-        verdict = None
-        for score in (sample.scores or {}).values():
-            verdict = _verdict_from_score_metadata(score.metadata)
-            if verdict is not None:
-                break
+        verdicts = [
+            found
+            for score in (sample.scores or {}).values()
+            if (found := _verdict_from_score_metadata(score.metadata)) is not None
+        ]
+        # The first is the run's own; later ones are `smoldataenvs regrade`'s other profiles.
+        verdict = verdicts[0] if verdicts else None
+        regraded = {v.profile: v for v in verdicts[1:] if verdict and v.profile != verdict.profile}
         if verdict is None:
             if sample.error is None and sample.scores:
                 raise RunLoadError(
@@ -98,7 +132,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
                 reward_mode=str(smeta.get("reward_mode") or ""),
                 tables=tables_key(smeta.get("hf_bucket"), smeta.get("bucket_prefix")),
             )
-        entry.attempts.append(Attempt(int(sample.epoch), verdict))
+        entry.attempts.append(Attempt(int(sample.epoch), verdict, regraded))
     for entry in tasks.values():
         entry.attempts.sort(key=lambda a: a.epoch)
 

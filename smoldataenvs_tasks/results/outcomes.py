@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smoldataenvs_tasks.results.runs import Run, RunLoadError
-from smoldataenvs_tasks.scorers.verdict import Category
+from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Category
 
 PREDICTION_CHARS = 200
 
@@ -30,6 +30,9 @@ class AttemptOutcome:
     detail: str | None
     method: str
     prediction: str | None  # cut at PREDICTION_CHARS
+    # The reward under each grader profile the run holds a verdict for (its own, and any
+    # `smoldataenvs regrade` added), so pass@1 by profile is recomputable from the file alone.
+    by_grader: Mapping[str, float | None] = field(default_factory=dict)
 
     def to_entry(self) -> dict[str, Any]:
         return {
@@ -40,6 +43,7 @@ class AttemptOutcome:
             "detail": self.detail,
             "method": self.method,
             "prediction": self.prediction,
+            "by_grader": dict(sorted(self.by_grader.items())),
         }
 
 
@@ -123,6 +127,11 @@ def outcomes_from_runs(
                         detail=verdict.detail,
                         method=verdict.method,
                         prediction=_cut(verdict.prediction),
+                        by_grader={
+                            profile: graded.reward
+                            for profile in GRADER_PROFILES
+                            if (graded := attempt.under(profile)) is not None
+                        },
                     )
                 )
     return [tasks[task_id] for task_id in sorted(tasks)]
@@ -145,6 +154,10 @@ def outcomes_from_entries(entries: Sequence[Mapping[str, Any]]) -> list[TaskOutc
                     detail=a.get("detail"),
                     method=str(a.get("method")),
                     prediction=a.get("prediction"),
+                    by_grader={
+                        str(profile): None if reward is None else float(reward)
+                        for profile, reward in (a.get("by_grader") or {}).items()
+                    },
                 )
                 for a in entry["attempts"]
             ]

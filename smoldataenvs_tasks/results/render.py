@@ -78,6 +78,9 @@ def render_markdown(sub: dict[str, Any]) -> str:
     out += ["## Setup", "", *_table(["", ""], setup), ""]
 
     rows = [["all", *_estimate_cells(pass1)]]
+    by_grader = sub.get("pass@1_by_grader") or {}
+    if len(by_grader) > 1:  # a regraded run: the same answers under each grader profile
+        rows += [[f"grader: {k}", *_estimate_cells(v)] for k, v in by_grader.items()]
     rows += [[f"tier: {k}", *_estimate_cells(v)] for k, v in sub["pass@1_by_tier"].items()]
     rows += [[f"mode: {k}", *_estimate_cells(v)] for k, v in sub["pass@1_by_reward_mode"].items()]
     out += ["## pass@1", "", *_table(["", "pass@1", "95% CI", "tasks"], rows), ""]

@@ -30,6 +30,14 @@ class IncompatibleRunsError(SmolDataEnvsError, ValueError):
 class Attempt:
     epoch: int  # 1-based: Inspect's epoch, or lm-eval's repeat + 1
     verdict: Verdict
+    # The same answer's verdicts under the other grader profiles (`smoldataenvs regrade`).
+    regraded: dict[str, Verdict] = field(default_factory=dict)
+
+    def under(self, profile: str) -> Verdict | None:
+        """This attempt's verdict under the grader `profile`, when the run holds one."""
+        if self.verdict.profile == profile:
+            return self.verdict
+        return self.regraded.get(profile)
 
 
 @dataclass

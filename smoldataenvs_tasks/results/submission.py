@@ -46,9 +46,10 @@ from smoldataenvs_tasks.results.stats import (
     pass_at_k,
     pass_k_values,
 )
-from smoldataenvs_tasks.scorers.verdict import Category
+from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Category, profile_of_version
 
-# 2: coverage (split size, filters, limit, complete), model_ids, diagnostics, table_in_train.
+# 2: coverage (split size, filters, limit, complete), model_ids, diagnostics, table_in_train,
+# grader_profile, pass@1 by grader profile (each attempt's reward per profile in `by_grader`).
 SUBMISSION_FORMAT = "smoldataenvs-submission/2"
 UNSPECIFIED_MODE = reward_mode_label("")  # the empty reward_mode, as lm-eval's metrics name it
 NOT_IN_EVERY_RUN = "not_in_every_run"
@@ -69,6 +70,7 @@ HEADER_FIELDS = (
     "dataset_revision",
     "tables_manifest_digest",
     "grader_version",
+    "grader_profile",
     "sandbox",
     "epochs",
     "train_tables",
@@ -192,6 +194,26 @@ def _pass_k(tasks: Sequence[TaskOutcomes]) -> dict[str, Any]:
     return out
 
 
+def _by_grader(tasks: Sequence[TaskOutcomes]) -> dict[str, Any]:
+    """pass@1 under each grader profile every attempt has a verdict for (a run graded under
+    one profile and regraded under another has both; `smoldataenvs regrade`)."""
+    attempts = [a for task in tasks for a in task.attempts]
+    if not attempts:
+        return {}
+    profiles = [p for p in GRADER_PROFILES if all(p in a.by_grader for a in attempts)]
+    out: dict[str, Any] = {}
+    for profile in profiles:
+        values = []
+        for task in tasks:
+            rewards = [
+                reward for a in task.attempts if (reward := a.by_grader[profile]) is not None
+            ]
+            if rewards:
+                values.append(sum(rewards) / len(rewards))
+        out[profile] = bootstrap_ci(values).to_dict()
+    return out
+
+
 def _failures(tasks: Sequence[TaskOutcomes]) -> dict[str, Any]:
     by_category = Counter({category.value: 0 for category in Category})
     crashes: Counter[str] = Counter()
@@ -268,6 +290,7 @@ def assemble(
                 lambda t: mode_label(t.reward_mode),
                 [mode_label(m) for m in KNOWN_REWARD_MODES],
             ),
+            "pass@1_by_grader": _by_grader(included),
             "pass@k": _pass_k(included),
             "seeds": seeds,
             "failures": _failures(tasks),
@@ -302,6 +325,7 @@ def header_from_runs(
         "dataset_revision": first.dataset_revision,
         "tables_manifest_digest": _one_or_many(run.tables_manifest_digest for run in runs),
         "grader_version": first.grader_version,
+        "grader_profile": profile_of_version(first.grader_version),
         "sandbox": _one_or_many(run.sandbox for run in runs),
         "epochs": _one_or_many(run.epochs for run in runs),
         "train_tables": dict(train_tables),

@@ -64,6 +64,7 @@ def run_inspect(
     fail_on_error: bool = True,
     limit: int | None = None,
     sample_id: str | list[str] | None = None,
+    grader: str = "default",
     **task_args: str,
 ) -> Path:
     """One Inspect eval of the program task on the sample split; `limit`, `sample_id` and the
@@ -74,7 +75,7 @@ def run_inspect(
     from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
 
     logs = inspect_eval(
-        smoldataenvs_program(**{"split": "sample", **task_args}),
+        smoldataenvs_program(**{"split": "sample", "grader": grader, **task_args}),
         model=f"replay/{label}",
         model_args={"path": str(replay)},
         log_dir=str(log_dir),

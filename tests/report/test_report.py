@@ -95,7 +95,10 @@ def test_submission_of_an_inspect_run_has_every_field_right(
     assert sub["dataset"] == "FineEnvs/SmolDataEnvs"
     assert sub["dataset_revision"] == DataSource.sample().revision
     assert re.fullmatch(r"[0-9a-f]{64}", sub["tables_manifest_digest"])
-    assert sub["grader_version"] == GRADER_VERSION
+    assert sub["grader_version"] == f"{GRADER_VERSION}+default"
+    assert sub["grader_profile"] == "default"
+    # One profile's verdicts only: pass@1 under it is the headline's.
+    assert sub["pass@1_by_grader"] == {"default": sub["pass@1"]}
     assert sub["sandbox"] == sandbox_kind
     assert sub["epochs"] == 1
     assert sub["n_runs"] == 1 and len(sub["runs"]) == 1

@@ -20,6 +20,7 @@ if str(_ROOT) not in sys.path:
 
 from smoldataenvs_tasks.sandboxes.base import SandboxSession  # noqa: E402
 from smoldataenvs_tasks.sandboxes.session import open_session  # noqa: E402
+from tests.fakehub_fixtures import data_env, fake_hub, hub_scenario  # noqa: E402, F401
 from tests.sandboxes.helpers import SMALL_LIMITS, make_stage, require_kind  # noqa: E402
 
 KINDS = [
