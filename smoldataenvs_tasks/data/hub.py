@@ -27,11 +27,12 @@ import email.utils
 import math
 import os
 import re
+import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from huggingface_hub import HfApi, constants, hf_hub_download, try_to_load_from_cache
 from huggingface_hub.errors import (
@@ -160,6 +161,27 @@ def hub_offline() -> bool:
     return constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").lower() in _TRUE
 
 
+def hub_unreachable() -> str | None:
+    """Why the Hub's host cannot be reached at all (its name does not resolve), else None.
+
+    Checked before any download, so an offline machine fails at once with the fix instead of
+    sleeping through huggingface_hub's retries (25 s per file, printed twice each).
+    """
+    parsed = urlsplit(hub_endpoint())
+    host = parsed.hostname
+    if not host or host in _RESOLVED:
+        return None
+    try:
+        socket.getaddrinfo(host, parsed.port or (443 if parsed.scheme == "https" else 80))
+    except (socket.gaierror, UnicodeError) as exc:
+        return f"{host} does not resolve ({getattr(exc, 'strerror', None) or exc})"
+    _RESOLVED.add(host)  # only success is remembered: a network may come back
+    return None
+
+
+_RESOLVED: set[str] = set()
+
+
 def _download_timeout() -> float:
     return float(os.environ.get("HF_HUB_DOWNLOAD_TIMEOUT", constants.HF_HUB_DOWNLOAD_TIMEOUT))
 
@@ -179,12 +201,17 @@ def download_dataset_file(
     an agent registry from the Hub.
     """
     local_only = offline or hub_offline()
+    unreachable = None if local_only else hub_unreachable()
+    if unreachable is not None:
+        local_only = True
     if local_only or _COMMIT_HASH.fullmatch(revision):
         cached = try_to_load_from_cache(
             repo_id, filename, cache_dir=str(cache_dir), revision=revision, repo_type="dataset"
         )
         if isinstance(cached, str):
             return Path(cached)
+    if unreachable is not None:
+        raise HubUnavailable(_unavailable(repo_id, filename, revision, False, unreachable))
     try:
         path = hf_hub_download(
             repo_id,
@@ -209,12 +236,24 @@ def download_dataset_file(
     return Path(path)
 
 
-def _unavailable(repo_id: str, filename: str, revision: str, offline: bool) -> str:
-    why = "offline mode is on" if offline else f"the Hub at {hub_endpoint()} cannot be reached"
+def _unavailable(
+    repo_id: str, filename: str, revision: str, offline: bool, reason: str | None = None
+) -> str:
+    if offline:
+        why = "offline mode is on"
+    else:
+        why = f"the Hub at {hub_endpoint()} cannot be reached" + (f": {reason}" if reason else "")
+    split = _SPLIT_FILE.fullmatch(filename)
+    name = split.group(1) if split else "<split>"
     return (
-        f"{repo_id}@{revision[:12]}: {filename} is not in the cache and {why}. Fetch it once "
-        "with network (`smoldataenvs prefetch`), or point SMOLDATAENVS_MIRROR at a mirror."
+        f"{repo_id}@{revision[:12]}: {filename} is not in the cache and {why}. On a machine with "
+        f"network, run `smoldataenvs prefetch --split {name}` (then bring its cache directory, "
+        f"SMOLDATAENVS_CACHE, here), or `smoldataenvs mirror --split {name} DIR` and pass "
+        "`-T mirror=DIR` (lm-eval: `--metadata mirror=DIR`; or SMOLDATAENVS_MIRROR=DIR)."
     )
+
+
+_SPLIT_FILE = re.compile(r"data/(\w+)-00000-of-00001\.parquet")
 
 
 def list_prefix(bucket: str, prefix: str) -> list[RemoteEntry]:
@@ -225,6 +264,13 @@ def list_prefix(bucket: str, prefix: str) -> list[RemoteEntry]:
     """
     if hub_offline():
         raise HubUnavailable(f"cannot list {bucket}/{prefix}: offline mode is on")
+    unreachable = hub_unreachable()
+    if unreachable is not None:
+        raise HubUnavailable(
+            f"cannot list {bucket}/{prefix}: the Hub at {hub_endpoint()} cannot be reached "
+            f"({unreachable}); on a machine with network run `smoldataenvs prefetch`, or use a "
+            "mirror (`smoldataenvs mirror`, then -T mirror=DIR)"
+        )
     api = HfApi(endpoint=hub_endpoint())
     head = f"{prefix}/"
     entries: list[RemoteEntry] = []

@@ -20,11 +20,14 @@ from functools import partial
 import anyio
 from inspect_ai.model import ChatMessageAssistant
 from inspect_ai.scorer import (
+    Metric,
+    SampleScore,
     Score,
     Scorer,
     Target,
     accuracy,
     grouped,
+    metric,
     scorer,
     stderr,
 )
@@ -50,9 +53,23 @@ from smoldataenvs_tasks.pipeline import decide_program_reply, table_verdict, uns
 from smoldataenvs_tasks.scorers.decide import regrade_verdict, verdict_for_answer_file
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, UngradedReason, Verdict
 
+
+@metric
+def graded() -> Metric:
+    """How many samples were graded. Ungraded ones (an invalid row, a table that cannot be had,
+    a broken sandbox) are left out of accuracy, so 'accuracy 1.000, graded 9' over 10 samples
+    says one was not counted, and `inspect view` shows why in its score explanation."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return float(len(scores))
+
+    return compute
+
+
 SCORER_METRICS = [
     accuracy(),
     stderr(),
+    graded(),
     grouped(accuracy(), "difficulty_tier", all=False, name_template="tier_{group_name}"),
     grouped(accuracy(), "reward_mode", all=False, name_template="mode_{group_name}"),
 ]
@@ -61,10 +78,12 @@ SCORER_METRICS = [
 def verdict_to_score(verdict: Verdict, extra: dict | None = None) -> Score:
     metadata = {**verdict.to_dict(), **(extra or {})}
     if verdict.reward is None:
+        # The viewer shows a NaN score as blank: say where it looks (answer, explanation) why.
+        why = f"ungraded ({verdict.detail or 'unknown'})"
         return Score.unscored(
             reason=verdict.detail or "ungraded",
-            answer=verdict.prediction,
-            explanation=verdict.reason,
+            answer=verdict.prediction or why,
+            explanation=f"{why}: {verdict.reason}. Not counted in accuracy (pass@1).",
             metadata=metadata,
         )
     return Score(

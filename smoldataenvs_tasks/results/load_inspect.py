@@ -170,7 +170,20 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         limit=list(limit) if isinstance(limit, tuple) else limit,
         sample_ids=[str(s) for s in sample_ids] if sample_ids else None,
         finished=header.status == "success",
+        sampling=_sampling(header),
     )
+
+
+def _sampling(header: Any) -> dict[str, Any]:
+    temperature = header.plan.config.temperature if header.plan else None
+    reducers = sorted(
+        {
+            score.reducer
+            for score in (header.results.scores if header.results else [])
+            if score.reducer
+        }
+    )
+    return {"temperature": temperature, "reducers": reducers or None}
 
 
 def _int_or_none(value: Any) -> int | None:

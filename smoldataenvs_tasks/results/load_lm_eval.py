@@ -243,6 +243,10 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 created=created,
                 package_versions={"lm_eval": str(results.get("lm_eval_version"))},
                 limit=_limit(run_config.get("limit")),
+                sampling={
+                    "temperature": (config.get("generation_kwargs") or {}).get("temperature"),
+                    "reducers": None,
+                },
                 **coverage,
             )
         )

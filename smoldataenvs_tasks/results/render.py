@@ -72,6 +72,7 @@ def render_markdown(sub: dict[str, Any]) -> str:
         ["grader version", _text(sub["grader_version"])],
         ["sandbox", _text(sub["sandbox"])],
         ["epochs per run", _text(sub["epochs"])],
+        ["sampling", _sampling_text(sub.get("sampling") or {})],
         ["runs", str(sub["n_runs"])],
         ["submission sha256", f"`{sub['sha256']}`"],
     ]
@@ -276,3 +277,13 @@ def render_png(sub: dict[str, Any], path: Path) -> Path:
     path = Path(path)
     figure.savefig(path, format="png")
     return path
+
+
+def _sampling_text(sampling: dict) -> str:
+    temperature = sampling.get("temperature")
+    text = (
+        "the model's default temperature" if temperature is None else f"temperature {temperature}"
+    )
+    if sampling.get("reducers"):
+        text += f"; Inspect epoch reducers {', '.join(sampling['reducers'])}"
+    return text

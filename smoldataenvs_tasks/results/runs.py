@@ -95,6 +95,10 @@ class Run:
     limit: int | float | list[int] | None = None
     sample_ids: list[str] | None = None
     finished: bool = True
+    # How the attempts were sampled: `temperature` (None: the model's default) and, for Inspect,
+    # the epoch `reducers` the log shows (pass_at_k from -T pass_k=k); pass@k is only comparable
+    # across runs that sampled alike.
+    sampling: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:

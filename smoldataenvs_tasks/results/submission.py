@@ -49,7 +49,8 @@ from smoldataenvs_tasks.results.stats import (
 from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Category, profile_of_version
 
 # 2: coverage (split size, filters, limit, complete), model_ids, diagnostics, table_in_train,
-# grader_profile, pass@1 by grader profile (each attempt's reward per profile in `by_grader`).
+# grader_profile, pass@1 by grader profile (each attempt's reward per profile in `by_grader`),
+# sampling (temperature, Inspect's epoch reducers).
 SUBMISSION_FORMAT = "smoldataenvs-submission/2"
 UNSPECIFIED_MODE = reward_mode_label("")  # the empty reward_mode, as lm-eval's metrics name it
 NOT_IN_EVERY_RUN = "not_in_every_run"
@@ -73,6 +74,7 @@ HEADER_FIELDS = (
     "grader_profile",
     "sandbox",
     "epochs",
+    "sampling",
     "train_tables",
 )
 RUN_FIELDS = (
@@ -328,7 +330,18 @@ def header_from_runs(
         "grader_profile": profile_of_version(first.grader_version),
         "sandbox": _one_or_many(run.sandbox for run in runs),
         "epochs": _one_or_many(run.epochs for run in runs),
+        "sampling": _sampling(runs),
         "train_tables": dict(train_tables),
+    }
+
+
+def _sampling(runs: Sequence[Run]) -> dict[str, Any]:
+    """How the attempts were sampled, labelled as the frameworks name it: the temperature and
+    Inspect's epoch reducers (e.g. pass_at_4 from -T pass_k=4)."""
+    reducers = sorted({r for run in runs for r in run.sampling.get("reducers") or []})
+    return {
+        "temperature": _one_or_many(run.sampling.get("temperature") for run in runs),
+        "reducers": reducers or None,
     }
 
 
