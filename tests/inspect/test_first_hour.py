@@ -151,3 +151,15 @@ def test_an_ungraded_sample_says_why_and_graded_counts_the_rest(tmp_path):
     assert score.answer == "ungraded (table_unavailable)"
     assert score.explanation.startswith("ungraded (table_unavailable): returns.csv")
     assert "Not counted in accuracy" in score.explanation
+
+
+def test_the_python_api_imports_the_tasks_lazily():
+    probe = (
+        "import sys, smoldataenvs_tasks\n"
+        "assert 'inspect_ai' not in sys.modules, 'import smoldataenvs_tasks must stay light'\n"
+        "from smoldataenvs_tasks import smoldataenvs, smoldataenvs_program\n"
+        "print(smoldataenvs_program.__name__, smoldataenvs.__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["smoldataenvs_program", "smoldataenvs"]
