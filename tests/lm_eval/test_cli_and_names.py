@@ -74,4 +74,5 @@ def test_the_groups_are_the_headline_split_and_no_tag_mixes_splits():
     assert _yaml("smoldataenvs_program.yaml")["task"] == ["smoldataenvs_program_test"]
     assert _yaml("smoldataenvs_program_pass4.yaml")["task"] == ["smoldataenvs_program_test_pass4"]
     for path in (TASKS_DIR / "smoldataenvs").iterdir():
-        assert "tag" not in _yaml(path.name), path.name
+        if path.suffix != ".md":
+            assert "tag" not in _yaml(path.name), path.name

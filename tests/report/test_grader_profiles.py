@@ -83,10 +83,11 @@ def test_inspect_task_argument_grader_strict_grades_and_records_strictly(
 
 
 def test_inspect_task_refuses_an_unknown_grader() -> None:
+    from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
     from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs, smoldataenvs_program
 
     for task in (smoldataenvs, smoldataenvs_program):
-        with pytest.raises(ValueError, match="grader must be one of default, strict"):
+        with pytest.raises(PrerequisiteError, match="grader=lenient is not valid: choose default"):
             task(split="sample", grader="lenient")
 
 

@@ -145,10 +145,13 @@ def test_a_mirror_parquet_with_an_edited_gold_is_refused(mirror, tmp_path):
     pq.write_table(pa.Table.from_pylist(rows), parquet)
     with pytest.raises(SourceError, match=r"sha256 differs from the one manifest\.json records"):
         load_tasks(SPLIT, mirror=str(mirror))
+    from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
     from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
 
-    with pytest.raises(SourceError, match="rows were edited"):
+    # the task says it in one line (Inspect's PrerequisiteError), the data layer's error beneath
+    with pytest.raises(PrerequisiteError, match="rows were edited") as caught:
         smoldataenvs_program(split=SPLIT, mirror=str(mirror), sandbox="local")
+    assert isinstance(caught.value.__cause__, SourceError)
     result = invoke("mirror", "--verify", str(mirror))
     assert result.exit_code == 1
     assert f"{split_parquet_path(SPLIT)}: " in result.output
