@@ -1,5 +1,12 @@
 """SmolDataEnvs as native Inspect AI and lm-evaluation-harness tasks.
 
+The Inspect tasks, for Python:
+
+    from inspect_ai import eval
+    from smoldataenvs_tasks import smoldataenvs_program
+    eval(smoldataenvs_program(split="sample"), model="replay/gold",
+         model_args={"path": "smoldataenvs_tasks/sample/replays/gold_program.jsonl"})
+
 `grade` is a drop-in for the dataset's own `grader.grade`:
 
     >>> from smoldataenvs_tasks import grade
@@ -7,7 +14,28 @@
     1.0
 """
 
+from typing import Any
+
 from smoldataenvs_tasks.scorers.grader import GradeResult, grade
 from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION, Category, Verdict
 
-__all__ = ["GRADER_VERSION", "Category", "GradeResult", "Verdict", "grade"]
+__all__ = [
+    "GRADER_VERSION",
+    "Category",
+    "GradeResult",
+    "Verdict",
+    "grade",
+    "smoldataenvs",
+    "smoldataenvs_program",
+]
+
+_INSPECT_TASKS = ("smoldataenvs", "smoldataenvs_program")
+
+
+def __getattr__(name: str) -> Any:
+    # The tasks import Inspect: only when asked for, so `smoldataenvs grade` and lm-eval stay light.
+    if name in _INSPECT_TASKS:
+        from smoldataenvs_tasks.inspect_adapter import tasks
+
+        return getattr(tasks, name)
+    raise AttributeError(f"module 'smoldataenvs_tasks' has no attribute {name!r}")

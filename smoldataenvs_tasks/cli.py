@@ -1,4 +1,5 @@
-"""`smoldataenvs` command line: grade, prefetch, mirror, cache, sandbox, report, validate, compare.
+"""`smoldataenvs` command line: grade, prefetch, mirror, cache, sandbox, report, regrade, verify,
+leaderboard, validate, compare.
 
 Subcommands live beside the code they drive and are imported only when invoked, so
 `smoldataenvs grade` does not pay for importing Inspect or lm-eval.
@@ -7,6 +8,7 @@ Subcommands live beside the code they drive and are imported only when invoked, 
     smoldataenvs prefetch --split test --tier hard --max-file-mb 500
     smoldataenvs mirror --split test --split eval ./smoldata-mirror
     smoldataenvs report logs/ --out report/
+    smoldataenvs regrade logs/x.eval --grader strict
 """
 
 from __future__ import annotations
@@ -30,6 +32,18 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "compare": (
         "smoldataenvs_tasks.results.cli:compare_command",
         "Per-task agreement of two runs.",
+    ),
+    "verify": (
+        "smoldataenvs_tasks.results.cli:verify_command",
+        "Check a submission.json (hash, figures, pins, logs).",
+    ),
+    "leaderboard": (
+        "smoldataenvs_tasks.results.cli:leaderboard_command",
+        "Rank verified submissions: md, html, json.",
+    ),
+    "regrade": (
+        "smoldataenvs_tasks.regrade:regrade_command",
+        "Re-grade a run's answers under another grader profile.",
     ),
     "lm-eval-path": (
         "smoldataenvs_tasks.lm_eval.paths:lm_eval_path_command",

@@ -7,12 +7,14 @@
 
 Each specific error also keeps the built-in base it always had (`ValueError`, `RuntimeError`,
 `LookupError`), so existing `except ValueError:` code still catches it. Where they live:
-`data.rows.RowValidationError`, `data.source.SourceError`, `data.cache.CacheIntegrityError`
-and `UnsafePathError`, `data.hub.HubUnavailable`, `RemoteNotFound` and `DownloadError`,
+`data.rows.RowValidationError`, `data.source.SourceError`, `data.cache.CacheIntegrityError`,
+`data.integrity.UnsafePathError` and `TableCorruptError`, `data.hub.HubUnavailable`, `RemoteNotFound`,
+`DownloadError` and `SizeMismatch`,
 `data.tables.ListingUnavailable`, `sandboxes.base.SandboxFailure` (and `SandboxUnavailable`,
 `docker.RemoteStagingFailed`), `scorers.symbolic.SymbolicUnavailableError`,
 `replay.ReplayFormatError` and `ReplayMissingError`, `inspect_adapter.setup.SandboxOverrideError`,
-`validate.BrokenEnvironment` and `ValidationInputError`.
+`validate.BrokenEnvironment` and `ValidationInputError`, `scorers.grader.UnknownProfileError`,
+`inspect_adapter.regrade.RegradeError`, `results.regrade_lm_eval.LmEvalRegradeError`.
 """
 
 

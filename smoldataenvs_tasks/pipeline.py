@@ -30,7 +30,12 @@ from smoldataenvs_tasks.sandboxes.runner import ProgramHost, program_timeout, ru
 from smoldataenvs_tasks.scorers.answers import extract_program
 from smoldataenvs_tasks.scorers.decide import verdict_before_running, verdict_for_program_outcome
 from smoldataenvs_tasks.scorers.outcome import program_outcome
-from smoldataenvs_tasks.scorers.verdict import ProgramOutcome, UngradedReason, Verdict
+from smoldataenvs_tasks.scorers.verdict import (
+    DEFAULT_PROFILE,
+    ProgramOutcome,
+    UngradedReason,
+    Verdict,
+)
 
 
 async def run_program_outcome(
@@ -58,14 +63,16 @@ async def decide_program_reply(
     program_path: str = PROGRAM_PATH,
     cwd: str | None = None,
     gate: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+    profile: str = DEFAULT_PROFILE,
 ) -> Verdict:
-    """The Verdict for one single-shot reply, its program run on `host` (a ready sandbox).
+    """The Verdict for one single-shot reply, its program run on `host` (a ready sandbox),
+    under the grader `profile`.
 
     `gate`, when given, is entered around the run only (e.g. a limit on programs running at
     once): the program's time limit starts once it holds the gate.
     """
     extracted = extract_program(completion)
-    verdict = verdict_before_running(extracted)
+    verdict = verdict_before_running(extracted, profile=profile)
     if verdict is not None:
         return verdict
     relocated = (
@@ -82,7 +89,7 @@ async def decide_program_reply(
                 host, extracted.code or "", limits=limits, **relocated
             )
     except SandboxFailure as exc:
-        return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc))
+        return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc), profile)
     # The symbolic rung may wait seconds on a worker: keep the event loop free meanwhile.
     return await asyncio.to_thread(
         verdict_for_program_outcome,
@@ -91,7 +98,26 @@ async def decide_program_reply(
         reward_mode=record.reward_mode,
         atol=record.atol,
         rtol=record.rtol,
+        profile=profile,
     )
+
+
+def unscorable_verdict(record: TaskRecord, profile: str = DEFAULT_PROFILE) -> Verdict | None:
+    """The verdict of a task no reply can change: ungraded `invalid_row` for an unusable row."""
+    if record.invalid_row is not None:
+        return Verdict.ungraded(UngradedReason.INVALID_ROW, record.invalid_row, profile)
+    return None
+
+
+def table_verdict(
+    error: str | None, *, corrupt: bool = False, profile: str = DEFAULT_PROFILE
+) -> Verdict | None:
+    """Ungraded when the task's tables cannot be had (`table_unavailable`) or are not the
+    recorded bytes (`table_corrupt`); None when there is no table error."""
+    if error is None:
+        return None
+    reason = UngradedReason.TABLE_CORRUPT if corrupt else UngradedReason.TABLE_UNAVAILABLE
+    return Verdict.ungraded(reason, str(error), profile)
 
 
 @dataclass(frozen=True)
@@ -132,33 +158,47 @@ async def grade_program_reply(
     mirror: str | None = None,
     revision: str | None = None,
     limits: SandboxLimits = DEFAULT_LIMITS,
+    profile: str = DEFAULT_PROFILE,
 ) -> Verdict:
     """Fetch the task's tables, open a fresh sandbox, run the reply's program, close it."""
-    from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables
+    from smoldataenvs_tasks.data.integrity import TableCorruptError
+    from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables, verify_tables
     from smoldataenvs_tasks.data.tables import resolve_tables
     from smoldataenvs_tasks.sandboxes.session import open_session
 
-    # Tables first, as Inspect's setup step does: a task nobody can grade is ungraded whatever
-    # the reply, so both frameworks give it the same verdict.
+    # The row and its tables first, as Inspect's setup step does: a task nobody can grade is
+    # ungraded whatever the reply, so both frameworks give it the same verdict.
+    early = unscorable_verdict(reply.record, profile)
+    if early is not None:
+        return early
     table_set = await asyncio.to_thread(
         resolve_tables, reply.record, mirror=mirror, revision=revision
     )
-    if not table_set.available:
-        return Verdict.ungraded(UngradedReason.TABLE_UNAVAILABLE, str(table_set.error))
+    early = table_verdict(table_set.error, corrupt=table_set.corrupt, profile=profile)
+    if early is not None:
+        return early
+    try:
+        # before any early verdict: Inspect stages (and so checks) the tables before generating
+        await asyncio.to_thread(verify_tables, table_set)
+    except TableCorruptError as exc:
+        return Verdict.ungraded(UngradedReason.TABLE_CORRUPT, str(exc), profile)
     # Replies that never reach a sandbox are decided without starting one.
-    early = verdict_before_running(extract_program(reply.completion))
+    early = verdict_before_running(extract_program(reply.completion), profile=profile)
     if early is not None:
         return early
     stage_dir = new_stage_dir()
     try:
-        await asyncio.to_thread(stage_tables, table_set, stage_dir)
+        try:
+            await asyncio.to_thread(stage_tables, table_set, stage_dir)
+        except TableCorruptError as exc:  # changed since verify_tables read it
+            return Verdict.ungraded(UngradedReason.TABLE_CORRUPT, str(exc), profile)
         try:
             session = await open_session(sandbox, stage_dir, limits=limits)
         except SandboxFailure as exc:
-            return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc))
+            return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc), profile)
         try:
             return await decide_program_reply(
-                reply.completion, reply.record, session, limits=limits
+                reply.completion, reply.record, session, limits=limits, profile=profile
             )
         finally:
             await session.close()
@@ -174,13 +214,19 @@ async def grade_program_replies_async(
     revision: str | None = None,
     limits: SandboxLimits = DEFAULT_LIMITS,
     concurrency: int | None = None,
+    profile: str = DEFAULT_PROFILE,
 ) -> list[Verdict]:
     gate = asyncio.Semaphore(concurrency or default_concurrency())
 
     async def one(reply: ProgramReply) -> Verdict:
         async with gate:
             return await grade_program_reply(
-                reply, sandbox=sandbox, mirror=mirror, revision=revision, limits=limits
+                reply,
+                sandbox=sandbox,
+                mirror=mirror,
+                revision=revision,
+                limits=limits,
+                profile=profile,
             )
 
     return list(await asyncio.gather(*(one(reply) for reply in replies)))

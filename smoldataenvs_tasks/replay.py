@@ -134,6 +134,11 @@ class ReplayBook:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ReplayFormatError(f"cannot read replay file {path}: {exc}") from None
+        except UnicodeDecodeError as exc:
+            line = path.read_bytes()[: exc.start].count(b"\n") + 1
+            raise ReplayFormatError(
+                f"{path}:{line}: not UTF-8 text (byte {exc.start}); a replay file is JSONL"
+            ) from None
         return cls.from_lines(text.splitlines(), source=str(path))
 
     @classmethod
@@ -147,6 +152,8 @@ class ReplayBook:
                 data = json.loads(raw)
             except json.JSONDecodeError as exc:
                 raise ReplayFormatError(f"{where}: not JSON: {exc}") from None
+            except RecursionError:
+                raise ReplayFormatError(f"{where}: JSON nested too deeply") from None
             book.add(parse_row(data, where, number))
         if not book.by_task and not book.by_first_user:
             raise ReplayFormatError(f"{source}: no rows")

@@ -7,7 +7,7 @@ replies (recorded gold programs) run through the same grading path as lm-eval
 (`grading.grade_program_replies`); trajectories with tool calls (the SFT shape) run through the
 Inspect agentic task with the replay model. Exit status: 0 when the reproduction rate over graded
 tasks reaches --min-rate, 1 below it (or when nothing could be graded), 2 when the environment
-itself is broken.
+itself is broken or an input (the replay file, the split) is unusable.
 
     smoldataenvs validate --split sample                       # the bundled gold programs
     smoldataenvs validate --split sample --sandbox docker
@@ -276,9 +276,16 @@ def validate_split(
     probe: bool = True,
 ) -> ValidationResult:
     """Replay `replay` (default: the bundled gold programs) over `split` in `sandbox`."""
-    from smoldataenvs_tasks.data.source import load_tasks
+    from smoldataenvs_tasks.data.source import DataSource
     from smoldataenvs_tasks.sandboxes.session import resolve_kind
 
+    # The split first: a typo must not be reported as a missing replay file.
+    source = DataSource.resolve(split, mirror=mirror, revision=revision)
+    if split not in source.available_splits():
+        raise SourceError(
+            f"unknown split {split!r}: {source.describe()} has "
+            f"{', '.join(source.available_splits()) or 'no splits'}"
+        )
     if replay is None:
         if split != SAMPLE_SPLIT:
             raise ValidationInputError(
@@ -296,7 +303,7 @@ def validate_split(
         min_rate=min_rate,
     )
     pairs: list[tuple[TaskRecord, ReplayRow]] = []
-    for record in load_tasks(split, mirror=mirror, revision=revision):
+    for record in source.load_tasks(split):
         row = _row_for(book, record, agentic)
         if row is None:
             result.no_replay.append(record.task_id)
@@ -421,7 +428,10 @@ def validate_command(
         click.echo(f"BROKEN ENVIRONMENT: {exc}", err=True)
         sys.exit(2)
     except (ReplayFormatError, SourceError, ValidationInputError) as exc:
-        raise click.ClickException(str(exc)) from None
+        # bad input: one line, exit code 2 (as a broken environment: nothing was certified)
+        error = click.ClickException(str(exc))
+        error.exit_code = 2
+        raise error from None
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:

@@ -10,10 +10,14 @@ here:
     HEAD|GET /buckets/{owner}/{name}/resolve/{path}                  bucket files (Range aware)
 
 Faults are injected per route (the decoded URL path, see `bucket_route`/`dataset_route`): an HTTP
-status N times or forever (`fail`), a connection cut after K body bytes (`cut`), a slow body
-(`throttle`). A request gets the first fault, in the order added, that still has a budget; so
+status N times or forever (`fail`, with extra headers such as `Retry-After`; `rate_limit` is a
+429 with one), a connection cut after K body bytes (`cut`), a slow body (`throttle`: a trickle).
+A request gets the first fault, in the order added, that still has a budget; so
 `cut(route, 100, times=1)` then `fail(route, 502)` cuts once, then answers 502 forever. Every
-request is logged (`requests`, `count`).
+request is logged (`requests`, `count`). Beyond faults, the hub can lie in its listing
+(`declare_size`: the listing's size is not what is served), change a file after it was listed
+(`add_bucket_file` again, or `mutate_after_listing`: a new version of the file on every listing),
+and ignore Range requests (`ignore_range`, answering 200 with the whole file).
 
     from tests.fakehub import FakeHub
     with FakeHub() as hub:
@@ -23,7 +27,7 @@ request is logged (`requests`, `count`).
         ...
         assert hub.count("GET", hub.bucket_route("owner/bucket", "owner__data/orders.csv")) == 3
 
-One module of ~600 lines on purpose: the routes, the fault injection and the request log share one
+One module of ~650 lines on purpose: the routes, the fault injection and the request log share one
 server's state and one lock, and a test reads them together.
 """
 
@@ -85,6 +89,7 @@ class Fault:
     status: int | None = None
     cut_after: int | None = None
     throttle: tuple[int, float] | None = None  # (chunk bytes, pause seconds)
+    headers: Mapping[str, str] = field(default_factory=dict)  # sent with `status`
 
     def take(self) -> bool:
         if self.remaining is None:
@@ -100,6 +105,7 @@ class _BucketFile:
     data: bytes
     xet_hash: str | None
     sha256: str
+    declared_size: int | None = None  # what the listing says, when it lies
 
 
 @dataclass
@@ -158,6 +164,7 @@ class FakeHub:
         self._buckets: dict[str, dict[str, _BucketFile]] = {}
         self._faults: list[Fault] = []
         self._log: list[RequestRecord] = []
+        self._mutating: set[tuple[str, str]] = set()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.port: int | None = None
@@ -244,6 +251,17 @@ class FakeHub:
                 relative = path.relative_to(directory).as_posix()
                 self.add_bucket_file(bucket, f"{under}{relative}", path.read_bytes())
 
+    def declare_size(self, bucket: str, path: str, size: int) -> None:
+        """Make the listing report `size` for the file while the real bytes are served."""
+        with self._lock:
+            self._buckets[bucket][path].declared_size = size
+
+    def mutate_after_listing(self, bucket: str, path: str) -> None:
+        """Each listing that includes the file appends a line to it afterwards: the listing a
+        client just read is always one version behind (a bucket file rewritten continuously)."""
+        with self._lock:
+            self._mutating.add((bucket, path))
+
     def remove_bucket_file(self, bucket: str, path: str) -> None:
         with self._lock:
             self._buckets.get(bucket, {}).pop(path, None)
@@ -272,9 +290,17 @@ class FakeHub:
         *,
         times: int | None = None,
         methods: Iterable[str] = ("GET",),
+        headers: Mapping[str, str] | None = None,
     ) -> Fault:
-        """Answer `status` to the next `times` requests on `route` (forever if None)."""
-        return self._add_fault(Fault(route, frozenset(methods), times, status=status))
+        """Answer `status` (with `headers`) to the next `times` requests on `route` (forever if
+        None)."""
+        return self._add_fault(
+            Fault(route, frozenset(methods), times, status=status, headers=dict(headers or {}))
+        )
+
+    def rate_limit(self, route: str, retry_after: str, *, times: int | None = 1) -> Fault:
+        """429 Too Many Requests with `Retry-After: retry_after` (seconds or an HTTP date)."""
+        return self.fail(route, 429, times=times, headers={"Retry-After": retry_after})
 
     def cut(self, route: str, after_bytes: int, *, times: int | None = 1) -> Fault:
         """Send the headers and `after_bytes` of the body, then drop the connection."""
@@ -340,6 +366,7 @@ class FakeHub:
         match = prefix.rstrip("/") if self.sloppy_tree_prefix else prefix
         entries: list[dict[str, Any]] = []
         directories: set[str] = set()
+        listed: list[str] = []
         for path, entry in items:
             if not path.startswith(match):
                 continue
@@ -347,11 +374,13 @@ class FakeHub:
             if not recursive and "/" in rest.strip("/"):
                 directories.add(path[: len(path) - len(rest)] + rest.strip("/").split("/")[0])
                 continue
+            listed.append(path)
+            size = entry.declared_size if entry.declared_size is not None else len(entry.data)
             entries.append(
                 {
                     "type": "file",
                     "path": path,
-                    "size": len(entry.data),
+                    "size": size,
                     "xetHash": entry.xet_hash or entry.sha256,
                     "mtime": _EPOCH,
                     "uploadedAt": _EPOCH,
@@ -360,6 +389,10 @@ class FakeHub:
         entries.extend(
             {"type": "directory", "path": d, "uploadedAt": _EPOCH} for d in sorted(directories)
         )
+        with self._lock:
+            changing = {p: files[p].data for p in listed if (bucket, p) in self._mutating}
+        for path, old in changing.items():
+            self.add_bucket_file(bucket, path, old + b"changed after listing\n")
         return entries
 
 
@@ -401,7 +434,7 @@ class _Handler(BaseHTTPRequestHandler):
         fault = hub._take_fault(method, path)
         if fault is not None and fault.status is not None:
             code = "EntryNotFound" if fault.status == 404 else None
-            self._send_error(record, fault.status, code, method)
+            self._send_error(record, fault.status, code, method, fault.headers)
             return
         cut = fault.cut_after if fault is not None else None
         throttle = fault.throttle if fault is not None else None
@@ -422,13 +455,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _send_error(
-        self, record: RequestRecord, status: int, code: str | None, method: str
+        self,
+        record: RequestRecord,
+        status: int,
+        code: str | None,
+        method: str,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         body = json.dumps({"error": f"fake hub: {status}"}).encode()
         record.status = status
         self.send_response(status)
         if code:
             self.send_header("X-Error-Code", code)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -17,7 +17,12 @@ hf_xet; SMOLDATAENVS_VERIFY_XET=0 turns that check off), and renamed into place;
 recorded in the manifest. A killed download leaves the `.part`, which the next fetch resumes with
 a Range request.
 
+Nothing here follows a symbolic link below the cache root (`data/integrity.py`): a link where a
+table should be is not a table (`lookup` misses, `fetch` replaces it). `verify` re-reads every
+recorded file against its sha256.
+
     smoldataenvs cache info
+    smoldataenvs cache verify
     smoldataenvs cache clear --stage --yes
 """
 
@@ -34,16 +39,23 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import filelock
 
 from smoldataenvs_tasks._host import cache_root
+from smoldataenvs_tasks.data.integrity import (
+    SHA256_HEX,
+    UnsafePathError,
+    check_recorded_file,
+    regular_beneath,
+    safe_relpath,
+    sha256_file,
+)
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 
 MB = 1_000_000  # --max-file-mb counts decimal megabytes, like the sizes the Hub shows
-_HASH_CHUNK = 4 * 1024 * 1024
 _MANIFEST_FORMAT = 1
 
 _THREAD_LOCKS: dict[str, threading.Lock] = {}
@@ -57,24 +69,8 @@ class CacheIntegrityError(SmolDataEnvsError, RuntimeError):
     """Downloaded bytes disagree with the bucket listing (size or hash), twice in a row."""
 
 
-class UnsafePathError(SmolDataEnvsError, ValueError):
-    """A path from a listing or a row that would land outside its cache directory."""
-
-
 def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-
-
-def safe_relpath(relpath: str) -> PurePosixPath:
-    """A relative POSIX path whose every part is a plain name (no '..', no absolute, no NUL)."""
-    if not isinstance(relpath, str) or not relpath:
-        raise UnsafePathError(f"empty path {relpath!r}")
-    if "\\" in relpath or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in relpath):
-        raise UnsafePathError(f"path {relpath!r} contains a backslash or control characters")
-    path = PurePosixPath(relpath)
-    if path.is_absolute() or any(part in ("", ".", "..") for part in relpath.split("/")):
-        raise UnsafePathError(f"path {relpath!r} is not a plain relative path")
-    return path
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
@@ -96,14 +92,6 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
 
 def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_bytes(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def xet_hash_file(path: Path) -> str | None:
@@ -260,9 +248,12 @@ class ContentCache:
         unless the manifest lost track of a file that is on disk."""
         path = self.file_path(bucket, prefix, entry.path)
         try:
-            size = path.stat().st_size
-        except FileNotFoundError:
+            info = regular_beneath(self.prefix_dir(bucket, prefix) / "files", entry.path)
+        except UnsafePathError:
+            return None  # a link or a special file is no table: fetch replaces it
+        if info is None:
             return None
+        size = info.st_size
         if entry.size is not None and size != entry.size:
             return None
         recorded = ((self.load_manifest(bucket, prefix) or {}).get("files") or {}).get(entry.path)
@@ -290,7 +281,9 @@ class ContentCache:
             if hit is not None:
                 return hit
             final = self.file_path(bucket, prefix, entry.path)
-            final.parent.mkdir(parents=True, exist_ok=True)
+            self._make_parents(bucket, prefix, entry.path)
+            if final.is_symlink() or (final.exists() and not final.is_file()):
+                final.unlink()  # never read or hash through a link planted in the cache
             if final.exists():
                 adopted = self._adopt_unrecorded(bucket, prefix, entry, final)
                 if adopted is not None:
@@ -314,8 +307,18 @@ class ContentCache:
                 part.unlink(missing_ok=True)  # never resume from bytes known to be wrong
                 if attempt == 2:
                     part_meta.unlink(missing_ok=True)
-                    raise CacheIntegrityError(f"{entry.path}: {problem}")
+                    raise CacheIntegrityError(f"{problem} (twice; the bytes were discarded)")
         raise AssertionError("unreachable")
+
+    def _make_parents(self, bucket: str, prefix: str, relpath: str) -> None:
+        """The directories of `relpath` under the prefix's files dir, none of them a link."""
+        current = self.prefix_dir(bucket, prefix) / "files"
+        current.mkdir(parents=True, exist_ok=True)
+        for part in safe_relpath(relpath).parts[:-1]:
+            current = current / part
+            if current.is_symlink() or (current.exists() and not current.is_dir()):
+                current.unlink()
+            current.mkdir(exist_ok=True)
 
     def _adopt_unrecorded(
         self, bucket: str, prefix: str, entry: RemoteEntry, final: Path
@@ -326,6 +329,58 @@ class ContentCache:
         sha256 = sha256_file(final)
         self._record_file(bucket, prefix, entry, sha256)
         return CachedFile(final, entry.path, final.stat().st_size, sha256)
+
+    # -- verification (smoldataenvs cache verify) --------------------------------------------
+    def verify(self, *, delete: bool = False) -> tuple[int, list[str]]:
+        """Re-read every recorded table (and every dataset file the Hub cache names by its
+        sha256) and compare it with its record: (files checked, problems). With `delete`, a bad
+        table and its record are removed, so the next fetch downloads it again."""
+        checked = 0
+        problems: list[str] = []
+        for manifest_path in sorted(self.buckets_dir.glob("*/*/*/manifest.json")):
+            prefix_dir = manifest_path.parent
+            owner, name, prefix = prefix_dir.relative_to(self.buckets_dir).parts
+            bucket = f"{owner}/{name}"
+            recorded = (self.load_manifest(bucket, prefix) or {}).get("files") or {}
+            bad: list[str] = []
+            for relpath, info in sorted(recorded.items()):
+                checked += 1
+                problem = check_recorded_file(prefix_dir / "files", relpath, info)
+                if problem is not None:
+                    problems.append(f"{bucket}/{prefix}/{relpath}: {problem}")
+                    bad.append(relpath)
+            if delete and bad:
+                self._forget(bucket, prefix, bad)
+        for blob in sorted(self.hub_dir.glob("*/blobs/*")):
+            if not SHA256_HEX.fullmatch(blob.name):
+                continue  # small files are named by their git hash, not their sha256
+            checked += 1
+            try:
+                actual = sha256_file(blob) if not blob.is_symlink() else None
+            except OSError as exc:
+                actual, problem = None, f"unreadable ({exc.strerror or exc})"
+            else:
+                problem = "a symbolic link" if actual is None else None
+            if actual is not None and actual != blob.name:
+                problem = "sha256 differs from its name (the Hub's hash of the file)"
+            if problem is not None:
+                problems.append(f"{blob.relative_to(self.root)}: {problem}")
+                if delete:
+                    blob.unlink(missing_ok=True)
+        return checked, problems
+
+    def _forget(self, bucket: str, prefix: str, relpaths: list[str]) -> None:
+        files_dir = self.prefix_dir(bucket, prefix) / "files"
+        for relpath in relpaths:
+            with self._lock(bucket, prefix, relpath):
+                with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                    (files_dir / safe_relpath(relpath)).unlink()
+
+        def change(data: dict) -> None:
+            for relpath in relpaths:
+                data["files"].pop(relpath, None)
+
+        self._update_manifest(bucket, prefix, change)
 
     # -- skipped tables (prefetch --max-file-mb) ---------------------------------------------
     @property

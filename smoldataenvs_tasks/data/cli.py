@@ -1,9 +1,14 @@
-"""`smoldataenvs prefetch`, `smoldataenvs mirror` and `smoldataenvs cache info|clear`.
+"""`smoldataenvs prefetch`, `smoldataenvs mirror` and `smoldataenvs cache info|verify|clear`.
 
 smoldataenvs prefetch --split test --tier hard --max-file-mb 500 --jobs 8
 smoldataenvs mirror --split test --split eval ./smoldata-mirror
+smoldataenvs mirror --verify ./smoldata-mirror
 smoldataenvs cache info
+smoldataenvs cache verify
 smoldataenvs cache clear --stage --yes
+
+Exit codes: 0 when everything asked for is there (and intact); 1 when something could not be had
+(`prefetch`: a task lacks tables) or is damaged (`--verify`, `cache verify`); 2 for bad input.
 """
 
 from __future__ import annotations
@@ -16,6 +21,12 @@ import click
 
 from smoldataenvs_tasks.data.cache import MB, ContentCache
 from smoldataenvs_tasks.data.tables import format_mb
+
+
+class BadInput(click.ClickException):
+    """Bad input (an unknown split, a directory that is no mirror): one line, exit code 2."""
+
+    exit_code = 2
 
 
 def _joined(values: Sequence[str]) -> list[str] | None:
@@ -100,7 +111,7 @@ def prefetch(
                 task_ids=_joined(task_ids),
             )
         except (SourceError, ValueError) as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise BadInput(str(exc)) from exc
         show = not as_json and sys.stderr.isatty()
         progress = RichProgress() if show else NullProgress()
         with progress:
@@ -114,6 +125,7 @@ def prefetch(
             )
         results[split] = (source, summary)
 
+    lacking = sum(len(summary.missing) for _, summary in results.values())
     if as_json:
         click.echo(
             json.dumps(
@@ -124,6 +136,8 @@ def prefetch(
                 indent=1,
             )
         )
+        if lacking:
+            sys.exit(1)
         return
     for split, (source, summary) in results.items():
         click.echo(f"split {split} from {source.describe()}")
@@ -139,6 +153,10 @@ def prefetch(
             f"{format_mb(summary.bytes_ready)} ready across {summary.prefixes} prefixes"
         )
     click.echo(f"cache: {ContentCache().root}")
+    if lacking:
+        # scripts must not go on to an eval that would leave these tasks ungraded
+        click.echo(f"{lacking} task(s) lack tables (listed above)", err=True)
+        sys.exit(1)
 
 
 @click.command()
@@ -146,7 +164,6 @@ def prefetch(
     "--split",
     "splits",
     multiple=True,
-    required=True,
     help="train, test, eval (or sample alone); repeat for several.",
 )
 @click.option("--revision", default=None, help="Dataset revision (default: the pinned one).")
@@ -168,6 +185,12 @@ def prefetch(
     is_flag=True,
     help="Hard-link files from the cache instead of copying (same filesystem only).",
 )
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Write nothing: re-read every file of DIRECTORY against its manifest.json "
+    "(exit 1 when any differs).",
+)
 @click.argument("directory", type=click.Path(file_okay=False))
 def mirror(
     splits: tuple[str, ...],
@@ -176,6 +199,7 @@ def mirror(
     max_file_mb: float | None,
     jobs: int,
     link: bool,
+    verify: bool,
     directory: str,
 ) -> None:
     """Write an air-gapped mirror of SPLITs (rows, tables, manifest.json) into DIRECTORY."""
@@ -183,6 +207,11 @@ def mirror(
     from smoldataenvs_tasks.data.prefetch import NullProgress, RichProgress
     from smoldataenvs_tasks.data.source import SourceError
 
+    if verify:
+        _verify_mirror(directory)
+        return
+    if not splits:
+        raise click.UsageError("name at least one --split (or pass --verify to check DIRECTORY)")
     progress = RichProgress() if sys.stderr.isatty() else NullProgress()
     try:
         with progress:
@@ -197,7 +226,7 @@ def mirror(
                 progress=progress,
             )
     except (SourceError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise BadInput(str(exc)) from exc
     click.echo(f"mirror {summary.root} (revision {summary.revision})")
     for split, count in summary.splits.items():
         click.echo(f"  {split}: {count} tasks")
@@ -205,6 +234,29 @@ def mirror(
     _print_problems("tables missing (these tasks will be ungraded)", summary.missing)
     _print_problems("left out by --max-file-mb", summary.skipped)
     click.echo(f"use it with: SMOLDATAENVS_MIRROR={summary.root}  (or -T mirror=..., --mirror ...)")
+
+
+def _verify_mirror(directory: str) -> None:
+    from smoldataenvs_tasks.data.layout import read_manifest
+    from smoldataenvs_tasks.data.mirror import verify_mirror
+    from smoldataenvs_tasks.data.source import SourceError
+
+    try:
+        manifest = read_manifest(directory)
+        problems = verify_mirror(directory)
+    except SourceError as exc:
+        raise BadInput(str(exc)) from None
+    checked = len(manifest.get("files") or {}) + len(manifest.get("splits") or {})
+    _report_check(f"mirror {directory}", checked, problems, "")
+
+
+def _report_check(what: str, checked: int, problems: list[str], hint: str) -> None:
+    for problem in problems:
+        click.echo(f"  {problem}")
+    if problems:
+        click.echo(f"{what}: {len(problems)} problem(s) in {checked} file(s) checked{hint}")
+        sys.exit(1)
+    click.echo(f"{what}: {checked} file(s) checked, all intact")
 
 
 @click.group()
@@ -233,6 +285,24 @@ def cache_info(as_json: bool) -> None:
     click.echo(f"dataset files: {info['hub_files']}, {format_mb(info['hub_bytes'])}")
     click.echo(f"stage dirs: {info['stage_dirs']}")
     click.echo(f"tables skipped by --max-file-mb: {info['skipped_tables']}")
+
+
+@cache.command("verify")
+@click.option(
+    "--delete",
+    is_flag=True,
+    help="Remove every damaged file (and its record), so the next fetch downloads it again.",
+)
+def cache_verify(delete: bool) -> None:
+    """Re-read every cached table and dataset file against its recorded sha256."""
+    store = ContentCache()
+    checked, problems = store.verify(delete=delete)
+    hint = (
+        "; removed, the next fetch downloads them again"
+        if delete
+        else "; `smoldataenvs cache verify --delete` removes them"
+    )
+    _report_check(f"cache {store.root}", checked, problems, hint)
 
 
 @cache.command("clear")

@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks._pins import split_parquet_path
-from smoldataenvs_tasks.data.cache import atomic_write_json, sha256_file
+from smoldataenvs_tasks.data.cache import atomic_write_json
+from smoldataenvs_tasks.data.integrity import (
+    UnsafePathError,
+    content_sha256,
+    regular_beneath,
+    sha256_file,
+)
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 
 MANIFEST = "manifest.json"
@@ -82,6 +88,28 @@ def write_manifest(
     }
     atomic_write_json(Path(root) / MANIFEST, manifest)
     return manifest
+
+
+def verified_split(root: Path, split: str, manifest: Mapping[str, Any]) -> Path:
+    """The split's parquet under `root`, refused (SourceError) when it is not a regular file
+    inside the mirror or its bytes differ from the sha256 the manifest records for it: every
+    gold answer of the split is in it. Hashed once per file version in this process."""
+    relpath = split_parquet_path(split)
+    path = root / relpath
+    try:
+        found = regular_beneath(root, relpath)
+    except UnsafePathError as exc:
+        raise SourceError(f"{relpath} of the mirror {root} is refused: {exc}") from None
+    if found is None:
+        raise SourceError(f"{path} does not exist")
+    entry = (manifest.get("splits") or {}).get(split) or {}
+    expected = entry.get("sha256") if isinstance(entry, Mapping) else None
+    if expected and content_sha256(path) != expected:
+        raise SourceError(
+            f"{path}: its sha256 differs from the one manifest.json records (the rows were "
+            f"edited or are corrupt); `smoldataenvs mirror --verify {root}` checks every file"
+        )
+    return path
 
 
 def read_manifest(root: str | os.PathLike[str]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ Every entry point then reads it with zero network: `-T mirror=DIR`, `--mirror DI
 `SMOLDATAENVS_MIRROR=DIR`.
 
     smoldataenvs mirror --split test --split eval ./smoldata-mirror
+    smoldataenvs mirror --verify ./smoldata-mirror      # re-reads every file against manifest.json
     SMOLDATAENVS_MIRROR=./smoldata-mirror smoldataenvs prefetch --split test   # checks it
 """
 
@@ -26,7 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks._pins import SAMPLE_SPLIT, split_parquet_path
-from smoldataenvs_tasks.data.cache import sha256_file, utc_now
+from smoldataenvs_tasks.data.cache import utc_now
+from smoldataenvs_tasks.data.integrity import (
+    TableCorruptError,
+    UnsafePathError,
+    check_recorded_file,
+)
 from smoldataenvs_tasks.data.layout import (
     MANIFEST,
     SourceError,
@@ -37,6 +43,7 @@ from smoldataenvs_tasks.data.layout import (
 )
 from smoldataenvs_tasks.data.prefetch import ProgressSink, prefetch_tasks
 from smoldataenvs_tasks.data.source import DataSource
+from smoldataenvs_tasks.data.staging import verify_tables
 from smoldataenvs_tasks.data.tables import resolve_tables
 
 _SNAPSHOT_COMMIT = re.compile(r"/snapshots/([0-9a-f]{40})/")
@@ -135,11 +142,17 @@ def write_mirror(
                 missing_info[task.task_id] = table_set.error
                 summary.missing[task.task_id] = table_set.error
                 continue
+            try:
+                # the bytes copied are the bytes their record vouches for, and no link's target
+                digests = verify_tables(table_set)
+            except TableCorruptError as exc:
+                missing_info[task.task_id] = summary.missing[task.task_id] = str(exc)
+                continue
             missing_info.pop(task.task_id, None)
             for table in table_set.files:
                 key = table_key(task.hf_bucket, *table.remote_path.split("/", 1))
                 target = root / key
-                sha256 = table.sha256 or sha256_file(table.path)
+                sha256 = digests[table.name]
                 recorded = manifest_files.get(key)
                 if not (
                     recorded
@@ -187,18 +200,28 @@ def _revision_of(source: DataSource, parquet: Path) -> str | None:
 
 
 def verify_mirror(root: str | os.PathLike[str]) -> list[str]:
-    """Problems found by re-hashing every file a mirror's manifest lists ([] when intact)."""
+    """Problems found by re-reading every file a mirror's manifest lists ([] when intact).
+    A symbolic link anywhere under `buckets/` or `data/` is a problem too: readers refuse them."""
     base = Path(root)
     manifest = read_manifest(base)
     problems: list[str] = []
-    entries = {**{info["path"]: info for info in (manifest.get("splits") or {}).values()}}
+    entries: dict[str, Any] = {}
+    for split, info in (manifest.get("splits") or {}).items():
+        if isinstance(info, dict):
+            entries[info.get("path") or split_parquet_path(split)] = info
     entries.update(manifest.get("files") or {})
     for key, info in sorted(entries.items()):
-        path = base / key
-        if not path.is_file():
-            problems.append(f"{key}: missing")
-        elif path.stat().st_size != info.get("size"):
-            problems.append(f"{key}: size {path.stat().st_size} != {info.get('size')}")
-        elif info.get("sha256") and sha256_file(path) != info["sha256"]:
-            problems.append(f"{key}: sha256 differs from the manifest")
+        try:
+            problem = check_recorded_file(base, key, info if isinstance(info, dict) else {})
+        except UnsafePathError as exc:  # a key that is not a plain relative path
+            problem = str(exc)
+        if problem is not None:
+            problems.append(f"{key}: {problem}")
+    for top in ("buckets", "data"):
+        for dirpath, dirnames, filenames in os.walk(base / top):
+            for name in sorted(dirnames + filenames):
+                path = Path(dirpath) / name
+                key = path.relative_to(base).as_posix()
+                if path.is_symlink() and key not in entries:
+                    problems.append(f"{key}: a symbolic link (mirrors hold regular files only)")
     return problems

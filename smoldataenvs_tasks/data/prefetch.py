@@ -5,6 +5,10 @@ Tables over `--max-file-mb` are not downloaded; they are recorded in `<cache>/sk
 later eval reports their tasks as ungraded with that reason instead of fetching them on demand
 (numbers stay honest). A later prefetch without the cap fetches them and drops the record.
 
+`bytes_downloaded` counts the files this run fetched and accepted (bytes a failed or rejected
+download brought count nowhere), and a task whose tables could not be had is in `missing`: the
+command line then exits 1.
+
     smoldataenvs prefetch --split test --tier hard --max-file-mb 500 --jobs 8
 """
 
@@ -73,7 +77,7 @@ class PrefetchSummary:
     files: int = 0  # distinct files the ready-or-fetched tasks need
     files_downloaded: int = 0
     files_cached: int = 0  # already in the cache before this run
-    bytes_downloaded: int = 0
+    bytes_downloaded: int = 0  # size of the files this run downloaded and accepted
     bytes_ready: int = 0  # size of every distinct table now available
     skipped_files: dict[FileKey, int] = field(default_factory=dict)  # -> size
 
@@ -130,6 +134,9 @@ def prefetch_tasks(
     task_files: dict[str, list[FileKey]] = {}
     allowed: set[FileKey] = set()
     for task in tasks:
+        if task.invalid_row is not None:
+            summary.missing[task.task_id] = f"invalid row: {task.invalid_row}"
+            continue
         if not task.bucket_prefix:
             summary.missing[task.task_id] = "the row has no bucket_prefix, so no tables"
             continue
@@ -181,22 +188,26 @@ def prefetch_tasks(
     progress.start_downloads(len(to_fetch), sum(e.size or 0 for e in to_fetch.values()))
     counter_lock = threading.Lock()
 
-    def count_bytes(count: int) -> None:
-        with counter_lock:
-            summary.bytes_downloaded += count
-        progress.add_bytes(count)
-
     def fetch_one(item: tuple[FileKey, RemoteEntry]) -> None:
         key, entry = item
+        arrived = 0  # shown live; taken back from the bar if the file is not accepted
+
+        def count_bytes(count: int) -> None:
+            nonlocal arrived
+            arrived += count
+            progress.add_bytes(count)
+
         try:
             cached = fetch_entry(cache, key[0], key[1], entry, on_bytes=count_bytes)
             with counter_lock:
                 if cached.downloaded:
                     summary.files_downloaded += 1
+                    summary.bytes_downloaded += cached.size
                 else:  # another process fetched it while we waited for its lock
                     summary.files_cached += 1
         except Exception as exc:
             failed[key] = fetch_error(entry.name, exc)
+            progress.add_bytes(-arrived)
         progress.file_done()
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

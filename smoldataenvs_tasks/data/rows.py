@@ -5,6 +5,11 @@ through `TaskRecord.from_doc`, which refuses values that could escape a director
 later used as paths (`hf_bucket`, `bucket_prefix`, file names) and tolerances that would make the
 grader meaningless. Columns the dataset may add later are kept in `extra`.
 
+A split is read with `record_or_invalid`: a row that fails validation becomes an *invalid*
+record (`invalid_row` says why) that keeps its task id, question and tier but none of its path
+values, so no bad value can reach a path and the row costs only itself: both frameworks grade it
+ungraded `invalid_row` (docs/design.md "The verdict").
+
     >>> r = TaskRecord.from_doc({"task_id": "a/1.ipynb_qa_1", "question": "q?", "answer": "3",
     ...                          "reward_mode": "numeric", "files": ["t.csv"]})
     >>> r.files, r.to_doc()["files"]
@@ -39,6 +44,7 @@ CORE_COLUMNS = (
     "bucket_prefix",
     "kaggle_dataset",
     "instruction",
+    "invalid_row",
 )
 
 # A Hub id component: what the Hub itself accepts, and never "." or ".." (must start alnum).
@@ -58,6 +64,10 @@ class RowValidationError(SmolDataEnvsError, ValueError):
 
 class UnknownRewardModeWarning(UserWarning):
     """A reward_mode outside the known set: the generic ladder grades it (docs/design.md)."""
+
+
+class InvalidRowWarning(UserWarning):
+    """A split holds rows that fail validation: each is an ungraded `invalid_row` sample."""
 
 
 def json_safe(value: Any) -> Any:
@@ -199,6 +209,33 @@ class TaskRecord:
     instruction: str | None = None
     # Any other column of the row, JSON-safe. Not part of the hash (dicts are not hashable).
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    # Why the row is unusable (None for a valid row). An invalid record has no tables and no
+    # gold: every consumer ends it as ungraded `invalid_row` before anything else.
+    invalid_row: str | None = None
+
+    @classmethod
+    def invalid(
+        cls, task_id: str, problem: str, doc: Mapping[str, Any] | None = None
+    ) -> TaskRecord:
+        """The stand-in for a row that failed validation: only its plain text columns survive
+        (for prompts, filters and reports); nothing that could become a path or a grade does."""
+        doc = doc or {}
+
+        def text(column: str) -> str:
+            value = doc.get(column)
+            return value if isinstance(value, str) else ""
+
+        return cls(
+            task_id=task_id,
+            question=text("question"),
+            answer="",
+            reward_mode=text("reward_mode").strip(),
+            difficulty_tier=text("difficulty_tier"),
+            extra={
+                str(key): json_safe(value) for key, value in doc.items() if key not in CORE_COLUMNS
+            },
+            invalid_row=problem,
+        )
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -223,6 +260,7 @@ class TaskRecord:
             bucket_prefix=self.bucket_prefix,
             kaggle_dataset=self.kaggle_dataset,
             instruction=self.instruction,
+            invalid_row=self.invalid_row,
         )
         return doc
 
@@ -237,6 +275,10 @@ class TaskRecord:
         if _is_missing(raw_id) or (isinstance(raw_id, str) and not raw_id.strip()):
             raise RowValidationError(None, "a row has no task_id")
         task_id = str(json_safe(raw_id))
+        invalid_row = doc.get("invalid_row")
+        if isinstance(invalid_row, str) and invalid_row:
+            # a record's own to_doc() (an Inspect sample's metadata, an lm-eval doc) coming back
+            return cls.invalid(task_id, invalid_row, doc)
         reward_mode = _text(task_id, doc.get("reward_mode"), "reward_mode", required=False) or ""
         bucket = doc.get("hf_bucket")
         prefix = doc.get("bucket_prefix")
@@ -272,12 +314,33 @@ class TaskRecord:
         return record
 
 
+def record_or_invalid(doc: Mapping[str, Any], position: int) -> TaskRecord:
+    """The row's record, or its invalid stand-in naming what is wrong (never raises for a row).
+
+    `position` (1-based row number) names a row whose task id is missing or unusable:
+    its stand-in's id is `<row N>`, which no real task id looks like.
+    """
+    try:
+        return TaskRecord.from_doc(doc, warn_unknown_mode=False)
+    except RowValidationError as exc:
+        raw_id = doc.get("task_id") if isinstance(doc, Mapping) else None
+        usable = isinstance(raw_id, str) and raw_id.strip() and not _CONTROL_CHARS.search(raw_id)
+        task_id = raw_id if usable else f"<row {position}>"
+        return TaskRecord.invalid(task_id, str(exc), doc if isinstance(doc, Mapping) else None)
+
+
 def _validate(record: TaskRecord) -> None:
     task_id = record.task_id
     if not isinstance(task_id, str) or not task_id.strip():
         raise RowValidationError(None, "task_id must be non-empty text")
     if _CONTROL_CHARS.search(task_id):
         raise RowValidationError(task_id, "task_id contains NUL or control characters")
+    if record.invalid_row is not None:
+        # nothing of an invalid row may ever become a path
+        if not isinstance(record.invalid_row, str) or not record.invalid_row:
+            raise RowValidationError(task_id, "invalid_row must be the reason, as text")
+        if record.files or record.bucket_prefix:
+            raise RowValidationError(task_id, "an invalid row carries no files and no prefix")
     for column in ("question", "answer", "reward_mode", "difficulty_tier"):
         if not isinstance(getattr(record, column), str):
             raise RowValidationError(task_id, f"{column} must be text")

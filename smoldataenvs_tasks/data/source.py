@@ -30,8 +30,13 @@ from smoldataenvs_tasks._pins import (
     TIERS,
     split_parquet_path,
 )
-from smoldataenvs_tasks.data.layout import SourceError, read_manifest
-from smoldataenvs_tasks.data.rows import RowValidationError, TaskRecord, UnknownRewardModeWarning
+from smoldataenvs_tasks.data.layout import SourceError, read_manifest, verified_split
+from smoldataenvs_tasks.data.rows import (
+    InvalidRowWarning,
+    TaskRecord,
+    UnknownRewardModeWarning,
+    record_or_invalid,
+)
 
 ENV_MIRROR = "SMOLDATAENVS_MIRROR"
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample"
@@ -136,7 +141,7 @@ class DataSource:
                 raise SourceError(f"unknown split {split!r}: the Hub has {', '.join(HUB_SPLITS)}")
             assert self.revision is not None
             try:
-                return hub.download_dataset_file(
+                path = hub.download_dataset_file(
                     split_parquet_path(split),
                     revision=self.revision,
                     cache_dir=ContentCache().hub_dir,
@@ -145,12 +150,14 @@ class DataSource:
                 )
             except (hub.HubUnavailable, hub.RemoteNotFound) as exc:
                 raise SourceError(str(exc)) from exc
+            _check_hub_blob(path)
+            return path
         assert self.root is not None
         path = self.root / split_parquet_path(split)
-        if not path.is_file():
+        if not path.is_file() and not path.is_symlink():
             have = ", ".join(self.available_splits()) or "none"
             raise SourceError(f"{self.describe()} has no split {split!r} (it has: {have})")
-        return path
+        return verified_split(self.root, split, self.manifest())
 
     def load_tasks(
         self,
@@ -168,30 +175,72 @@ class DataSource:
 
 @functools.lru_cache(maxsize=16)
 def _read_records(path: str, mtime_ns: int, size: int, split: str) -> tuple[TaskRecord, ...]:
+    """Every row of the split as a record; a row that fails validation (or shares its task id
+    with another row) becomes an invalid record in its place, so it costs only itself."""
     import pyarrow.parquet as pq
 
     rows = pq.read_table(path).to_pylist()
     records: list[TaskRecord] = []
-    seen: set[str] = set()
+    positions: dict[str, list[int]] = {}
+    for position, row in enumerate(rows, start=1):
+        record = record_or_invalid(row, position)
+        positions.setdefault(record.task_id, []).append(position)
+        records.append(record)
+    # A task id on several rows: which gold is meant is unknown, so none of them is graded. One
+    # invalid record stands for all of them, where the first was (sample ids stay unique).
+    kept: list[TaskRecord] = []
+    for record in records:
+        where = positions[record.task_id]
+        if len(where) == 1:
+            kept.append(record)
+        elif where:
+            rows_text = ", ".join(str(p) for p in where)
+            problem = (
+                f"task {record.task_id!r}: duplicate task_id in split {split!r} "
+                f"(rows {rows_text}); none of them is graded"
+            )
+            kept.append(TaskRecord.invalid(record.task_id, problem, rows[where[0] - 1]))
+            where.clear()
+    _warn_about(kept, split)
+    return tuple(kept)
+
+
+def _warn_about(records: Sequence[TaskRecord], split: str) -> None:
+    """One warning per unknown reward mode and one for all invalid rows, not one per row."""
     unknown: Counter[str] = Counter()
     first_unknown: dict[str, str] = {}
-    for row in rows:
-        record = TaskRecord.from_doc(row, warn_unknown_mode=False)
-        if record.task_id in seen:
-            raise RowValidationError(record.task_id, f"duplicate task_id in split {split!r}")
-        seen.add(record.task_id)
-        if not record.known_reward_mode:
+    invalid = [record for record in records if record.invalid_row is not None]
+    for record in records:
+        if record.invalid_row is None and not record.known_reward_mode:
             unknown[record.reward_mode] += 1
             first_unknown.setdefault(record.reward_mode, record.task_id)
-        records.append(record)
     for mode, count in unknown.items():
         warnings.warn(
             f"{count} task(s) in split {split!r} have unknown reward_mode {mode!r} "
             f"(first: {first_unknown[mode]!r}); the generic grader ladder grades them",
             UnknownRewardModeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
-    return tuple(records)
+    if invalid:
+        warnings.warn(
+            f"{len(invalid)} row(s) of split {split!r} are invalid and will be ungraded "
+            f"(invalid_row); first: {invalid[0].invalid_row}",
+            InvalidRowWarning,
+            stacklevel=4,
+        )
+
+
+def _check_hub_blob(path: Path) -> None:
+    """The Hub cache stores a large file as a blob named by its sha256: a blob whose bytes no
+    longer match its name was edited after download, and its rows are not the dataset's."""
+    from smoldataenvs_tasks.data.integrity import SHA256_HEX, content_sha256
+
+    blob = path.resolve()
+    if SHA256_HEX.fullmatch(blob.name) and content_sha256(blob) != blob.name:
+        raise SourceError(
+            f"{path}: the cached dataset file differs from the Hub's (its sha256 is not "
+            f"{blob.name[:12]}…); `smoldataenvs cache verify --delete` removes it"
+        )
 
 
 def as_list(value: str | Sequence[str] | None) -> list[str] | None:
@@ -200,6 +249,30 @@ def as_list(value: str | Sequence[str] | None) -> list[str] | None:
         return None
     items = value.split(",") if isinstance(value, str) else [str(v) for v in value]
     return [item.strip() for item in items]
+
+
+def _mode_list(reward_modes: str | Sequence[str] | None) -> list[str]:
+    if reward_modes is None:
+        return []
+    if isinstance(reward_modes, str):
+        # empty tokens ("numeric,") are noise; the empty mode must be spelled out
+        tokens = [m.strip() for m in reward_modes.split(",")]
+        return list(dict.fromkeys("" if m in _EMPTY_MODE_TOKENS else m for m in tokens if m))
+    return list(dict.fromkeys(str(m).strip() for m in reward_modes))
+
+
+def recorded_filters(
+    *,
+    tiers: str | Sequence[str] | None = None,
+    reward_modes: str | Sequence[str] | None = None,
+    task_ids: str | Sequence[str] | None = None,
+) -> dict[str, list[str] | None]:
+    """The filters as a run records them (reports show them): each a list, or None for none."""
+    return {
+        "tiers": [t for t in as_list(tiers) or [] if t] or None,
+        "reward_modes": _mode_list(reward_modes) or None,
+        "task_ids": [t for t in as_list(task_ids) or [] if t] or None,
+    }
 
 
 def filter_tasks(
@@ -217,15 +290,9 @@ def filter_tasks(
         if unknown:
             raise ValueError(f"unknown tier(s) {unknown}: choose from {', '.join(TIERS)}")
         selected = [r for r in selected if r.difficulty_tier in tier_list]
-    if reward_modes is not None:
-        if isinstance(reward_modes, str):
-            # empty tokens ("numeric,") are noise; the empty mode must be spelled out
-            tokens = [m.strip() for m in reward_modes.split(",")]
-            modes = {"" if m in _EMPTY_MODE_TOKENS else m for m in tokens if m}
-        else:
-            modes = {str(m).strip() for m in reward_modes}
-        if modes:
-            selected = [r for r in selected if r.reward_mode in modes]
+    modes = _mode_list(reward_modes)
+    if modes:
+        selected = [r for r in selected if r.reward_mode in set(modes)]
     id_list = [t for t in as_list(task_ids) or [] if t]
     if id_list:
         present = {r.task_id for r in records}

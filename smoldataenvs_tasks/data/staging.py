@@ -1,11 +1,18 @@
 """Input staging of the sandbox contract, at a cost independent of table size.
 
 A sample's tables reach its sandbox as a host "stage dir": one entry per table, flat by base
-name, each a HARD LINK to the cached (or mirror) file and read-only. Every sandbox mounts the
-stage dir read-only at /mnt/tables; inside, `/home/user/input` is a writable directory of
-symlinks `name -> /mnt/tables/name` (made by `sandboxes.inputs`, inside the sandbox or on the
-host). Programs may add files to the
-input dir; the tables themselves cannot change.
+name, each a HARD LINK to the cached (or mirror) file. Every sandbox mounts the stage dir
+read-only at /mnt/tables; inside, `/home/user/input` is a writable directory of symlinks
+`name -> /mnt/tables/name` (made by `sandboxes.inputs`, inside the sandbox or on the host).
+Programs may add files to the input dir; the tables themselves cannot change. (Cache files are
+read-only from the start; a mirror's files keep the modes they have: staging never changes the
+mode of a file it did not create.)
+
+Staging is also where the bytes are checked: a source that is a symbolic link is refused (never
+followed out of a mirror or cache), and each staged entry's sha256 (`content_sha256`: once per
+device, inode, size and mtime in this process, so a 500 MB table is not re-read per sample) must
+equal the one its manifest recorded, else `TableCorruptError` (the sample is ungraded
+`table_corrupt`). `staged_sha256` gives the hashes of what was staged, for the log.
 
 Hard links need one filesystem: `new_stage_dir` puts stage dirs under `<cache>/stage/`. When a
 link is impossible (a mirror on another filesystem), the file is copied once into
@@ -34,8 +41,15 @@ import filelock
 
 from smoldataenvs_tasks._host import pid_alive
 from smoldataenvs_tasks.data.cache import ContentCache, cache_root
+from smoldataenvs_tasks.data.integrity import (
+    TableCorruptError,
+    UnsafePathError,
+    content_sha256,
+    fd_sha256,
+    open_regular,
+)
 from smoldataenvs_tasks.data.rows import RowValidationError, check_file_name
-from smoldataenvs_tasks.data.tables import TableSet
+from smoldataenvs_tasks.data.tables import TableFile, TableSet
 
 _READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
 _OBJECTS = ".objects"
@@ -70,63 +84,115 @@ def new_stage_dir(parent: Path | None = None, *, cache_root: Path | None = None)
 
 
 def stage_tables(table_set: TableSet, stage_dir: Path) -> Path:
-    """Fill `stage_dir` with one read-only hard link per table (idempotent; safe to re-run)."""
+    """Fill `stage_dir` with one hard link per table (idempotent; safe to re-run), each checked
+    against its recorded sha256 (TableCorruptError names the first that differs)."""
     if not table_set.available:
         raise ValueError(f"cannot stage {table_set.task_id}: {table_set.error}")
     stage_dir = Path(stage_dir)
     stage_dir.mkdir(parents=True, exist_ok=True)
-    wanted = {}
+    wanted: dict[str, TableFile] = {}
     for table in table_set.files:
         try:
             check_file_name(table_set.task_id, table.name)
         except RowValidationError as exc:
             raise ValueError(str(exc)) from None
-        wanted[table.name] = Path(table.path)
-    for name, source in wanted.items():
-        _place(source, stage_dir / name, stage_dir)
+        wanted[table.name] = table
+    for name, table in wanted.items():
+        _place(table, stage_dir / name, stage_dir)
     return stage_dir
 
 
-def _place(source: Path, target: Path, stage_dir: Path) -> None:
-    source = source.resolve()
+def staged_sha256(table_set: TableSet, stage_dir: Path) -> dict[str, str]:
+    """name -> sha256 of each table as staged in `stage_dir` (what the sandbox reads; free
+    after `stage_tables`, which hashed the same inodes)."""
+    return {table.name: content_sha256(Path(stage_dir) / table.name) for table in table_set.files}
+
+
+def verify_tables(table_set: TableSet) -> dict[str, str]:
+    """name -> sha256 of each table where it lies, checked like staging checks it (for the
+    `local` sandbox, which reads the tables in place)."""
+    digests = {}
+    for table in table_set.files:
+        try:
+            fd = open_regular(Path(table.path))
+        except UnsafePathError as exc:
+            raise TableCorruptError(f"{table.name}: {exc}") from None
+        try:
+            digests[table.name] = _checked(table, fd_sha256(fd))
+        finally:
+            os.close(fd)
+    return digests
+
+
+def _checked(table: TableFile, actual: str) -> str:
+    if table.sha256 and actual != table.sha256:
+        raise TableCorruptError(
+            f"{table.name}: sha256 {actual[:12]}… of its bytes differs from the recorded "
+            f"{table.sha256[:12]}… (edited or corrupt; `smoldataenvs cache verify` or "
+            "`smoldataenvs mirror --verify DIR` lists every such file)"
+        )
+    return actual
+
+
+def _place(table: TableFile, target: Path, stage_dir: Path) -> None:
+    """Link exactly the regular file found at `table.path` (never a link's target) to `target`,
+    then check the staged bytes."""
+    try:
+        fd = open_regular(Path(table.path))
+    except UnsafePathError as exc:
+        raise TableCorruptError(f"{table.name}: {exc}") from None
+    try:
+        source_info = os.fstat(fd)
+        _link_into(Path(table.path), fd, source_info, target, stage_dir)
+        staged = open_regular(target)
+        try:
+            _checked(table, fd_sha256(staged))
+        except TableCorruptError:
+            target.unlink(missing_ok=True)
+            raise
+        finally:
+            os.close(staged)
+    finally:
+        os.close(fd)
+
+
+def _link_into(
+    source: Path, fd: int, source_info: os.stat_result, target: Path, stage_dir: Path
+) -> None:
     with contextlib.suppress(FileNotFoundError):
-        if os.path.samefile(source, target):
+        if os.path.samestat(os.lstat(target), source_info):
             return
         target.unlink()  # a stale entry from another table set
-    _make_read_only(source)
     try:
-        os.link(source, target)
-        return
+        # linkat without following: if `source` became a link since it was opened, the link
+        # itself is linked, and the check below refuses it
+        os.link(source, target, follow_symlinks=False)
     except FileExistsError:
         # Another stager (a concurrent epoch of the same sample) placed it first.
-        if os.path.samefile(source, target):
+        if os.path.samestat(os.lstat(target), source_info):
             return
         raise
     except OSError as exc:
         if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EACCES, errno.EMLINK, errno.ENOTSUP):
             raise
-    # Another filesystem (or a file we may not link): copy it once next to the stage dirs.
-    copy = _object_copy(source, stage_dir.parent)
-    try:
-        os.link(copy, target)
-    except OSError:
-        warnings.warn(
-            f"copying {source} into {stage_dir}: hard links are impossible there",
-            StagingWarning,
-            stacklevel=3,
-        )
-        _copy_read_only(source, target)
+        # Another filesystem (or a file we may not link): copy it once next to the stage dirs.
+        copy = _object_copy(source, fd, source_info, stage_dir.parent)
+        try:
+            os.link(copy, target)
+        except OSError:
+            warnings.warn(
+                f"copying {source} into {stage_dir}: hard links are impossible there",
+                StagingWarning,
+                stacklevel=4,
+            )
+            _copy_read_only(fd, target)
+        return
+    if not os.path.samestat(os.lstat(target), source_info):
+        target.unlink(missing_ok=True)
+        raise TableCorruptError(f"{target.name}: {source} changed while it was being staged")
 
 
-def _make_read_only(path: Path) -> None:
-    mode = path.stat().st_mode
-    if mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        with contextlib.suppress(PermissionError):  # not ours: the ro mount still protects it
-            os.chmod(path, stat.S_IMODE(mode) & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-
-
-def _object_copy(source: Path, root: Path) -> Path:
-    info = source.stat()
+def _object_copy(source: Path, fd: int, info: os.stat_result, root: Path) -> Path:
     key = hashlib.sha256(
         f"{source}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}".encode()
     ).hexdigest()[:32]
@@ -141,17 +207,21 @@ def _object_copy(source: Path, root: Path) -> Path:
                 f"{source} is on another filesystem than {root}: copying it once into "
                 f"{objects} (mirror and cache on one filesystem avoid this)",
                 StagingWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
-            _copy_read_only(source, copy)
+            _copy_read_only(fd, copy)
     return copy
 
 
-def _copy_read_only(source: Path, target: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    os.close(fd)
+def _copy_read_only(fd: int, target: Path) -> None:
+    """Copy the open file's bytes to `target` (ours, so made read-only) atomically."""
+    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
-        shutil.copyfile(source, tmp)
+        with os.fdopen(handle, "wb") as out:
+            offset = 0
+            while chunk := os.pread(fd, 4 * 1024 * 1024, offset):
+                out.write(chunk)
+                offset += len(chunk)
         os.chmod(tmp, _READ_ONLY)
         os.replace(tmp, target)
     except BaseException:

@@ -3,7 +3,8 @@
 `resolve_tables` never raises for a table that cannot be had: it returns a `TableSet` whose
 `error` says why ("returns.csv: not found under prefix 'x'", "orders.csv: 404 from bucket",
 "big.csv: 612 MB over --max-file-mb 500"), which scoring turns into an ungraded sample
-(`table_unavailable`), never a 0.
+(`table_unavailable`, or `table_corrupt` when `corrupt` is set: a mirror file that is a link or
+disagrees with its manifest), never a 0. Links are never followed out of a mirror or the cache.
 
 File matching (docs/design.md): list `<prefix>/` (only paths under it: `owner__data` never matches
 `owner__database`), match each name in `files` by base name, the shallowest path winning a
@@ -26,14 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smoldataenvs_tasks.data import hub
-from smoldataenvs_tasks.data.cache import (
-    MB,
-    CacheIntegrityError,
-    ContentCache,
-    RemoteEntry,
-    UnsafePathError,
-    safe_relpath,
-)
+from smoldataenvs_tasks.data.cache import MB, CacheIntegrityError, ContentCache, RemoteEntry
+from smoldataenvs_tasks.data.integrity import UnsafePathError, regular_beneath, safe_relpath
 from smoldataenvs_tasks.data.layout import prefix_head
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import SAMPLE_BUCKET, SAMPLE_DIR, DataSource
@@ -47,7 +42,7 @@ class TableFile:
     name: str  # flat base name, as staged into /home/user/input
     path: Path  # the cached or mirror file on this host
     size: int
-    sha256: str | None
+    sha256: str | None  # what its bytes must hash to (the manifest's); staging checks it
     remote_path: str  # "<prefix>/<path under the prefix>"
 
 
@@ -56,6 +51,8 @@ class TableSet:
     task_id: str
     files: tuple[TableFile, ...] = ()
     error: str | None = None
+    # The error is about bytes that are there but wrong (ungraded `table_corrupt`), not absent.
+    corrupt: bool = False
 
     @property
     def available(self) -> bool:
@@ -120,6 +117,8 @@ def resolve_tables(
     on_bytes: Callable[[int], None] | None = None,
 ) -> TableSet:
     """The task's tables as host paths, fetched into the cache if needed; or why not."""
+    if task.invalid_row is not None:
+        return TableSet(task.task_id, error=f"invalid row: {task.invalid_row}")
     try:
         source = source or default_source(task, mirror=mirror, revision=revision)
         if not task.bucket_prefix:
@@ -140,18 +139,35 @@ def resolve_tables(
 
 # -- mirror and sample: read in place --------------------------------------------------------
 def mirror_entries(root: Path, bucket: str, prefix: str) -> list[str]:
-    """Paths under the prefix in a mirror dir, relative to it (regular files only)."""
+    """Paths under the prefix in a mirror dir, relative to it: regular files, and links (so
+    they can be refused by name); links to directories are never descended."""
     base = root / "buckets" / bucket / prefix
     relpaths: list[str] = []
-    if not base.is_dir():
-        return relpaths
+    try:
+        if regular_dir_beneath(root, f"buckets/{bucket}/{prefix}") is None:
+            return relpaths
+    except UnsafePathError:
+        return relpaths  # reported by _resolve_from_mirror, which checks the same path
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames.sort()
-        for name in filenames:
+        for name in filenames:  # os.walk lists links to directories here too
             path = Path(dirpath) / name
-            if path.is_file():
+            if path.is_symlink() or path.is_file():
                 relpaths.append(path.relative_to(base).as_posix())
     return relpaths
+
+
+def regular_dir_beneath(root: Path, relpath: str) -> bool | None:
+    """Whether `root/relpath` is a directory reached through real directories only (None when
+    absent; UnsafePathError when a link is on the way)."""
+    current = root
+    for part in safe_relpath(relpath).parts:
+        current = current / part
+        if current.is_symlink():
+            raise UnsafePathError(f"{current} is a symbolic link (links are not followed)")
+        if not current.is_dir():
+            return None
+    return True
 
 
 def _resolve_from_mirror(
@@ -164,6 +180,14 @@ def _resolve_from_mirror(
     bucket, prefix = task.hf_bucket, task.bucket_prefix
     base = source.root / "buckets" / bucket / prefix
     head = prefix_head(bucket, prefix)
+    try:
+        regular_dir_beneath(source.root, f"buckets/{bucket}/{prefix}")
+    except UnsafePathError:
+        return TableSet(
+            task.task_id,
+            error=f"prefix '{prefix}' of the mirror is reached through a symbolic link (refused)",
+            corrupt=True,
+        )
     relpaths = mirror_entries(source.root, bucket, prefix)
     listed = {key[len(head) :] for key in recorded if key.startswith(head)}
     if listed:
@@ -181,18 +205,32 @@ def _resolve_from_mirror(
         else f"{name}: not found under prefix '{prefix}'"
         for name in missing
     ]
+    corrupt: list[str] = []
     tables: list[TableFile] = []
     for name, relpath in found.items():
         path = base / relpath
-        size = path.stat().st_size
+        try:
+            info_stat = regular_beneath(base, relpath)
+        except UnsafePathError:
+            corrupt.append(
+                f"{name}: a symbolic link or special file in the mirror, not a regular file "
+                "(refused: links are never followed out of a mirror)"
+            )
+            continue
+        if info_stat is None:
+            errors.append(f"{name}: not found under prefix '{prefix}'")
+            continue
+        size = info_stat.st_size
         info = recorded.get(head + relpath) or {}
         if info.get("size") is not None and info["size"] != size:
-            errors.append(f"{name}: size {size} differs from the mirror manifest's {info['size']}")
+            corrupt.append(f"{name}: size {size} differs from the mirror manifest's {info['size']}")
             continue
         if max_file_bytes is not None and size > max_file_bytes:
             errors.append(_over_limit(name, size, max_file_bytes))
             continue
         tables.append(TableFile(name, path, size, info.get("sha256"), f"{prefix}/{relpath}"))
+    if corrupt:
+        return TableSet(task.task_id, tuple(tables), "; ".join(corrupt + errors), corrupt=True)
     return TableSet(task.task_id, tuple(tables), "; ".join(errors) or None)
 
 
@@ -232,21 +270,44 @@ def fetch_entry(
     *,
     on_bytes: Callable[[int], None] | None = None,
 ):
-    """Download one listed file into the cache (or find it there)."""
+    """Download one listed file into the cache (or find it there).
 
-    def download(part: Path, progress: Callable[[int], None] | None) -> None:
-        hub.download_bucket_file(
-            bucket,
-            f"{prefix}/{entry.path}",
-            part,
-            expected_size=entry.size,
-            on_bytes=progress,
-        )
+    Buckets are mutable: when the server serves another size than the cached listing says, the
+    prefix is listed again once and the file fetched as the new listing describes it; a second
+    mismatch gives up (hub.SizeMismatch, saying the listing was refreshed).
+    """
 
-    return cache.fetch(bucket, prefix, entry, download, on_bytes=on_bytes)
+    def fetch(listed: RemoteEntry):
+        def download(part: Path, progress: Callable[[int], None] | None) -> None:
+            hub.download_bucket_file(
+                bucket,
+                f"{prefix}/{listed.path}",
+                part,
+                expected_size=listed.size,
+                on_bytes=progress,
+            )
+
+        return cache.fetch(bucket, prefix, listed, download, on_bytes=on_bytes)
+
+    try:
+        return fetch(entry)
+    except hub.SizeMismatch as first:
+        logger.info("%s/%s: %s; listing the prefix again", prefix, entry.path, first)
+        entries = prefix_listing(cache, bucket, prefix, offline=False, refresh=True)
+    fresh = next((e for e in entries if e.path == entry.path), None)
+    if fresh is None:
+        raise hub.DownloadError("no longer in the bucket (its listing was refreshed)")
+    try:
+        return fetch(fresh)
+    except hub.SizeMismatch as again:
+        raise hub.DownloadError(
+            f"{again}, also after listing the prefix again: the file is changing or its "
+            "listing is wrong; try again later"
+        ) from None
 
 
 def fetch_error(name: str, exc: Exception) -> str:
+    """One line naming the table once and what went wrong."""
     if isinstance(exc, hub.DownloadError) and exc.status == 404:
         return f"{name}: 404 from bucket"
     if isinstance(exc, hub.DownloadError) and exc.status is not None:

@@ -29,8 +29,8 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
 
-from smoldataenvs_tasks.inspect_adapter._compat import sample_state
-from smoldataenvs_tasks.replay import ReplayBook, ReplayRow
+from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError, sample_state
+from smoldataenvs_tasks.replay import ReplayBook, ReplayFormatError, ReplayRow
 
 
 def _current_sample() -> tuple[str | None, int]:
@@ -63,13 +63,17 @@ class ReplayModel(ModelAPI):
     ) -> None:
         super().__init__(model_name, base_url, api_key, [], config)
         if not path:
-            raise ValueError(
+            raise PrerequisiteError(
                 "the replay model needs a replay file: --model replay/<label> -M path=FILE.jsonl"
             )
         self.path = path
         self._book: ReplayBook | None = None
         self._book_stamp: tuple[int, int] | None = None
-        self.book  # noqa: B018  (fail at model creation, not at the first sample, on a bad file)
+        # A bad file fails at model creation, as one line naming it, not at the first sample.
+        try:
+            self.book  # noqa: B018
+        except (ReplayFormatError, OSError) as error:
+            raise PrerequisiteError(f"replay model: {error}") from error
 
     @property
     def book(self) -> ReplayBook:

@@ -8,6 +8,9 @@ reducers, reason kept), and the Verdict in `Score.metadata`.
 
 Metrics: accuracy (= pass@1 over graded samples) with stderr, and the same grouped by
 `difficulty_tier` and by `reward_mode`.
+
+`regrade_scorer` runs nothing: `smoldataenvs regrade` appends it to a finished log to re-grade
+each sample's recorded answer under another grader profile (`inspect_adapter/regrade.py`).
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from functools import partial
 import anyio
 from inspect_ai.model import ChatMessageAssistant
 from inspect_ai.scorer import (
+    Metric,
+    SampleScore,
     Score,
     Scorer,
     Target,
     accuracy,
     grouped,
+    metric,
     scorer,
     stderr,
 )
@@ -36,19 +42,34 @@ from smoldataenvs_tasks.contract import (
 )
 from smoldataenvs_tasks.inspect_adapter.host import InspectSandboxHost, local_sandbox_env
 from smoldataenvs_tasks.inspect_adapter.setup import (
+    TABLE_CORRUPT_KEY,
     TABLE_DIGESTS_KEY,
     TABLE_ERROR_KEY,
     record_of,
     sample_paths,
 )
 from smoldataenvs_tasks.inspect_adapter.tools import program_gate
-from smoldataenvs_tasks.pipeline import decide_program_reply
-from smoldataenvs_tasks.scorers.decide import verdict_for_answer_file
-from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
+from smoldataenvs_tasks.pipeline import decide_program_reply, table_verdict, unscorable_verdict
+from smoldataenvs_tasks.scorers.decide import regrade_verdict, verdict_for_answer_file
+from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, UngradedReason, Verdict
+
+
+@metric
+def graded() -> Metric:
+    """How many samples were graded. Ungraded ones (an invalid row, a table that cannot be had,
+    a broken sandbox) are left out of accuracy, so 'accuracy 1.000, graded 9' over 10 samples
+    says one was not counted, and `inspect view` shows why in its score explanation."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return float(len(scores))
+
+    return compute
+
 
 SCORER_METRICS = [
     accuracy(),
     stderr(),
+    graded(),
     grouped(accuracy(), "difficulty_tier", all=False, name_template="tier_{group_name}"),
     grouped(accuracy(), "reward_mode", all=False, name_template="mode_{group_name}"),
 ]
@@ -57,10 +78,12 @@ SCORER_METRICS = [
 def verdict_to_score(verdict: Verdict, extra: dict | None = None) -> Score:
     metadata = {**verdict.to_dict(), **(extra or {})}
     if verdict.reward is None:
+        # The viewer shows a NaN score as blank: say where it looks (answer, explanation) why.
+        why = f"ungraded ({verdict.detail or 'unknown'})"
         return Score.unscored(
             reason=verdict.detail or "ungraded",
-            answer=verdict.prediction,
-            explanation=verdict.reason,
+            answer=verdict.prediction or why,
+            explanation=f"{why}: {verdict.reason}. Not counted in accuracy (pass@1).",
             metadata=metadata,
         )
     return Score(
@@ -71,11 +94,13 @@ def verdict_to_score(verdict: Verdict, extra: dict | None = None) -> Score:
     )
 
 
-def _table_verdict(state: TaskState) -> Verdict | None:
-    error = state.metadata.get(TABLE_ERROR_KEY)
-    if error:
-        return Verdict.ungraded(UngradedReason.TABLE_UNAVAILABLE, str(error))
-    return None
+def _table_verdict(state: TaskState, grader: str) -> Verdict | None:
+    """Ungraded before any grading: an invalid row, or tables missing or corrupt at setup."""
+    return unscorable_verdict(record_of(state), grader) or table_verdict(
+        state.metadata.get(TABLE_ERROR_KEY) or None,
+        corrupt=bool(state.metadata.get(TABLE_CORRUPT_KEY)),
+        profile=grader,
+    )
 
 
 def _extras(state: TaskState) -> dict:
@@ -85,7 +110,9 @@ def _extras(state: TaskState) -> dict:
 
 @scorer(metrics=SCORER_METRICS)
 def program_scorer(
-    limits: SandboxLimits = DEFAULT_LIMITS, max_programs: int | None = None
+    limits: SandboxLimits = DEFAULT_LIMITS,
+    max_programs: int | None = None,
+    grader: str = DEFAULT_PROFILE,
 ) -> Scorer:
     """Run the reply's program in the sample's sandbox and grade its last printed line.
 
@@ -94,10 +121,11 @@ def program_scorer(
         max_programs: Programs running at once in this process when the sandboxes share this
             machine (default: one per CPU, or $SMOLDATAENVS_MAX_PROGRAMS). More samples than
             that may be in flight: the others wait for a slot before their time limit starts.
+        grader: The grader profile, "default" (the published grader) or "strict".
     """
 
     async def score(state: TaskState, target: Target) -> Score:
-        verdict = _table_verdict(state)
+        verdict = _table_verdict(state, grader)
         if verdict is None:
             paths = sample_paths()
             relocated = paths["input"] != INPUT_DIR
@@ -111,13 +139,14 @@ def program_scorer(
                 program_path=f"{paths['tmp']}/solve.py" if relocated else PROGRAM_PATH,
                 cwd=paths["input"] if relocated else None,
                 gate=program_gate(max_programs),
+                profile=grader,
             )
         return verdict_to_score(verdict, _extras(state))
 
     return score
 
 
-async def _grade_agent_answer(state: TaskState, answer: str | None) -> Verdict:
+async def _grade_agent_answer(state: TaskState, answer: str | None, grader: str) -> Verdict:
     """The agentic variants' verdict: the whole answer through the command guard and grader."""
     record = record_of(state)
     # The symbolic rung may wait seconds on a worker: keep the event loop free meanwhile.
@@ -129,6 +158,7 @@ async def _grade_agent_answer(state: TaskState, answer: str | None) -> Verdict:
             reward_mode=record.reward_mode,
             atol=record.atol,
             rtol=record.rtol,
+            profile=grader,
         )
     )
 
@@ -146,12 +176,12 @@ async def _read_answer_file(state: TaskState) -> str | None:
 
 
 @scorer(metrics=SCORER_METRICS)
-def answer_file_scorer() -> Scorer:
+def answer_file_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
     """Grade the whole stripped answer file the agent wrote (agentic, answer-file protocol)."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        verdict = _table_verdict(state) or await _grade_agent_answer(
-            state, await _read_answer_file(state)
+        verdict = _table_verdict(state, grader) or await _grade_agent_answer(
+            state, await _read_answer_file(state), grader
         )
         return verdict_to_score(verdict, _extras(state))
 
@@ -174,11 +204,65 @@ def submitted_answer(state: TaskState) -> str | None:
 
 
 @scorer(metrics=SCORER_METRICS)
-def submit_scorer() -> Scorer:
+def submit_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
     """Grade the value the agent passed to `submit()` (agentic, submit protocol)."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        verdict = _table_verdict(state) or await _grade_agent_answer(state, submitted_answer(state))
+        verdict = _table_verdict(state, grader) or await _grade_agent_answer(
+            state, submitted_answer(state), grader
+        )
         return verdict_to_score(verdict, _extras(state))
+
+    return score
+
+
+def verdicts_of(scores: dict[str, Score] | None) -> list[Verdict]:
+    """Every SmolDataEnvs verdict among a sample's scores, the run's own first."""
+    return [
+        Verdict.from_dict(score.metadata)
+        for score in (scores or {}).values()
+        if score.metadata and "category" in score.metadata
+    ]
+
+
+def recorded_verdict(scores: dict[str, Score] | None) -> tuple[Verdict, Score] | None:
+    """The first SmolDataEnvs verdict among a sample's scores (the one its run decided)."""
+    for score in (scores or {}).values():
+        if score.metadata and "category" in score.metadata:
+            return Verdict.from_dict(score.metadata), score
+    return None
+
+
+@scorer(metrics=SCORER_METRICS)
+def regrade_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
+    """Re-grade the answer a sample's recorded verdict holds under the `grader` profile.
+
+    Runs no model, program or sandbox: the recorded answer (the program's last printed line, the
+    answer file, the submitted value) is graded again with the row's gold, mode and tolerances.
+    A sample without a recorded verdict (it errored) is ungraded, as the report counts it.
+    """
+
+    async def score(state: TaskState, target: Target) -> Score:
+        found = recorded_verdict(state.scores)
+        if found is None:
+            verdict = Verdict.ungraded(
+                UngradedReason.SANDBOX_FAILED, "sample has no recorded verdict", grader
+            )
+            return verdict_to_score(verdict)
+        recorded, recorded_score = found
+        record = record_of(state)
+        verdict = await anyio.to_thread.run_sync(
+            partial(
+                regrade_verdict,
+                recorded,
+                gold=record.answer,
+                reward_mode=record.reward_mode,
+                atol=record.atol,
+                rtol=record.rtol,
+                profile=grader,
+            )
+        )
+        digests = (recorded_score.metadata or {}).get("table_sha256")
+        return verdict_to_score(verdict, {"table_sha256": digests} if digests else None)
 
     return score

@@ -1,9 +1,11 @@
 """The setup step of every SmolDataEnvs Inspect task, and the cleanup after it.
 
 `prepare_sample` checks that the sample runs in the sandbox the task asked for (Inspect's
-`--sandbox` override would drop our compose config), fetches the sample's tables (a table that
-cannot be had marks the sample ungraded and ends it before any model call), links them into the
-sandbox's `/home/user/input`, and relocates prompt paths for the `local` sandbox.
+`--sandbox` override would drop our compose config), ends an invalid row's sample before any
+model call (ungraded `invalid_row`), fetches the sample's tables (a table that cannot be had, or
+whose bytes differ from their recorded sha256, marks the sample ungraded and ends it before any
+model call), links them into the sandbox's `/home/user/input`, records the sha256 of the bytes
+staged, and relocates prompt paths for the `local` sandbox.
 `release_sample` (the task's cleanup) empties the sample's stage dir once no epoch uses it.
 """
 
@@ -21,9 +23,10 @@ from inspect_ai.util import sandbox as current_sandbox
 from inspect_ai.util import store
 
 from smoldataenvs_tasks import contract
+from smoldataenvs_tasks.data.integrity import TableCorruptError
 from smoldataenvs_tasks.data.prompts import relocate_paths
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.staging import stage_tables
+from smoldataenvs_tasks.data.staging import stage_tables, staged_sha256, verify_tables
 from smoldataenvs_tasks.data.tables import resolve_tables
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.inspect_adapter._compat import DockerSandboxEnvironment
@@ -35,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 # Keys under which a sample's state carries what the scorer needs.
 TABLE_ERROR_KEY = "smoldataenvs_table_error"
+TABLE_CORRUPT_KEY = "smoldataenvs_table_corrupt"  # True: the error is `table_corrupt`
 TABLE_DIGESTS_KEY = "smoldataenvs_table_sha256"
 PATHS_KEY = "smoldataenvs_paths"
 STAGED_KEY = "smoldataenvs_staged"
@@ -170,6 +174,10 @@ async def _relocate_for_local(state: TaskState) -> dict[str, str]:
 def prepare_sample(*, sandbox_kind: str, mirror: str | None, revision: str | None) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         await _check_sandbox_kind(sandbox_kind, probe_image=sandbox_kind != COMPOSE_KIND)
+        record = record_of(state)
+        if record.invalid_row is not None:
+            # No tables, no model call; the scorer reads the reason from the record.
+            return await _end_unscorable(state, sandbox_kind, None, False)
         if sandbox_kind in REMOTE_KINDS:
             # The stager already ran before the sandbox started; ask it what it could not find.
             found = await current_sandbox().exec(
@@ -179,20 +187,18 @@ def prepare_sample(*, sandbox_kind: str, mirror: str | None, revision: str | Non
                 state.metadata[TABLE_ERROR_KEY] = found.stdout.strip()
                 state.completed = True
             return state
-        record = record_of(state)
         table_set = await anyio.to_thread.run_sync(
             lambda: resolve_tables(record, mirror=mirror, revision=revision)
         )
         if not table_set.available:
-            if sandbox_kind == COMPOSE_KIND:
-                await _check_sandbox_kind(sandbox_kind)  # no link command to check the image
-            # Found before generation: no tokens are spent on a task nobody can grade.
-            state.metadata[TABLE_ERROR_KEY] = table_set.error
-            state.completed = True
-            return state
-        state.metadata[TABLE_DIGESTS_KEY] = {f.name: f.sha256 for f in table_set.files}
+            return await _end_unscorable(state, sandbox_kind, table_set.error, table_set.corrupt)
         env = current_sandbox()
         if sandbox_kind == "local":
+            try:
+                digests = await anyio.to_thread.run_sync(verify_tables, table_set)
+            except TableCorruptError as exc:
+                return await _end_unscorable(state, sandbox_kind, str(exc), True)
+            state.metadata[TABLE_DIGESTS_KEY] = digests
             paths = await _relocate_for_local(state)
             store().set(PATHS_KEY, paths)
             for table in table_set.files:
@@ -202,14 +208,40 @@ def prepare_sample(*, sandbox_kind: str, mirror: str | None, revision: str | Non
             return state
         stage_dir = Path(state.metadata["stage_dir"])
         # Epochs of one sample run at once and share its stage dir (Docker mounts it by path).
+        corrupt: str | None = None
         async with _stage_locks[str(stage_dir)]:
-            await anyio.to_thread.run_sync(lambda: stage_tables(table_set, stage_dir))
-            _stage_users[str(stage_dir)] += 1
-            state.metadata[STAGED_KEY] = True
+            try:
+                await anyio.to_thread.run_sync(lambda: stage_tables(table_set, stage_dir))
+            except TableCorruptError as exc:
+                corrupt = str(exc)
+            else:
+                _stage_users[str(stage_dir)] += 1
+                state.metadata[STAGED_KEY] = True
+                # The hashes of the bytes the sandbox sees, not the manifest's (tamper evidence).
+                state.metadata[TABLE_DIGESTS_KEY] = await anyio.to_thread.run_sync(
+                    lambda: staged_sha256(table_set, stage_dir)
+                )
+        if corrupt is not None:
+            return await _end_unscorable(state, sandbox_kind, corrupt, True)
         await _link_inputs(stage_dir, sandbox_kind)
         return state
 
     return solve
+
+
+async def _end_unscorable(
+    state: TaskState, sandbox_kind: str, error: str | None, corrupt: bool
+) -> TaskState:
+    """End the sample before generation (no tokens spent on a task nobody can grade); the
+    scorer turns the recorded error into the ungraded verdict."""
+    if sandbox_kind == COMPOSE_KIND:
+        await _check_sandbox_kind(sandbox_kind)  # no link command to check the image
+    if error is not None:
+        state.metadata[TABLE_ERROR_KEY] = error
+    if corrupt:
+        state.metadata[TABLE_CORRUPT_KEY] = True
+    state.completed = True
+    return state
 
 
 async def release_sample(state: TaskState) -> None:

@@ -4,34 +4,45 @@ SmolDataEnvs (Hugging Face dataset `FineEnvs/SmolDataEnvs`, MIT) asks questions 
 tables; each has one gold answer, graded by a deterministic ladder (exact, numeric with the task's
 tolerances, percent bridge, list, symbolic). No model grades anything.
 
+    # single shot: the model writes one program; its last printed line is the answer
+    inspect eval smoldataenvs_tasks/smoldataenvs_program --model openai/gpt-4.1-mini
     # agentic: the dataset's bash-agent protocol (the SFT trajectories' tool schema)
     inspect eval smoldataenvs_tasks/smoldataenvs --model openai/gpt-4.1-mini -T split=eval
-    # single shot: the model writes one program; its last printed line is the answer
-    inspect eval smoldataenvs_tasks/smoldataenvs_program --model openai/gpt-4.1-mini -T split=test
+    # pass@4: four replies per task sampled at temperature 0.8, as lm-eval's _pass4 tasks do
+    inspect eval smoldataenvs_tasks/smoldataenvs_program --model openai/gpt-4.1-mini -T pass_k=4
     # offline, on the bundled sample split, replaying the bundled gold replies
     inspect eval smoldataenvs_tasks/smoldataenvs_program -T split=sample \
         --model replay/gold -M path=smoldataenvs_tasks/sample/replays/gold_program.jsonl
 
-Scores: accuracy over graded samples is pass@1; samples whose tables cannot be had (or whose
-sandbox broke) are unscored with a reason, never a 0. Use `--epochs 4 --epochs-reducer
-pass_at_1,pass_at_4` for pass@k.
+The headline number is pass@1 on the test split (250 tasks, the default); eval (144) is for
+iterating. Scores: accuracy over graded samples is pass@1 (`graded` counts them); samples whose
+row is invalid, whose tables cannot be had or whose sandbox broke are unscored with a reason,
+never a 0. A mistake in a task option is one line naming the valid values.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Sequence
+import os
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from inspect_ai import Task, task
+from inspect_ai import Epochs, Task, task
 from inspect_ai.agent import AgentPrompt, AgentSubmit, react
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
 from inspect_ai.solver import Solver, generate, system_message, use_tools
 from inspect_ai.util import SandboxEnvironmentSpec
 
-from smoldataenvs_tasks._pins import DATASET_REPO_ID, DATASET_REVISION, reward_mode_label
+from smoldataenvs_tasks._pins import (
+    DATASET_REPO_ID,
+    DATASET_REVISION,
+    TIERS,
+    reward_mode_label,
+)
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.data.prompts import (
     PROGRAM_SYSTEM_PROMPT,
@@ -41,10 +52,12 @@ from smoldataenvs_tasks.data.prompts import (
     program_prompt,
 )
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import DataSource, as_list
+from smoldataenvs_tasks.data.source import DataSource, as_list, recorded_filters
 from smoldataenvs_tasks.data.staging import cleanup_stage_dirs, new_stage_dir
 from smoldataenvs_tasks.data.tables import tables_manifest_digest
 from smoldataenvs_tasks.inspect_adapter.docker_provider import PROVIDER as DOCKER_PROVIDER
+from smoldataenvs_tasks.errors import SmolDataEnvsError
+from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
 from smoldataenvs_tasks.inspect_adapter.scorers import (
     answer_file_scorer,
     program_scorer,
@@ -54,7 +67,7 @@ from smoldataenvs_tasks.inspect_adapter.setup import prepare_sample, release_sam
 from smoldataenvs_tasks.inspect_adapter.tools import bash_tool, python_tool
 from smoldataenvs_tasks.sandboxes import RESOURCES
 from smoldataenvs_tasks.sandboxes.docker.image import COMPOSE_FILE, REMOTE_COMPOSE_FILE
-from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION
+from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, versioned
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +81,50 @@ SandboxKind = Literal["auto", "bwrap", "docker", "docker-compose", "docker-remot
 # Kinds only Inspect runs (`auto`, `bwrap`, `docker`, `local` are sandboxes/session.py's too).
 INSPECT_ONLY_KINDS = ("docker-compose", "docker-remote", "k8s")
 Protocol = Literal["answer_file", "submit"]
+Grader = Literal["default", "strict"]
+
+HEADLINE_SPLIT = "test"
+# pass@k samples k replies per task at this temperature, as the lm-eval `_pass4` tasks do
+# (their YAML states the same number; a test checks they agree).
+PASS_K_TEMPERATURE = 0.8
+_SANDBOX_OPTION = "--sandbox"
+_SANDBOX_OPTION_ENV = "INSPECT_EVAL_SANDBOX"
+
+
+def _refuse_inspect_sandbox_option() -> None:
+    """Inspect's own --sandbox would replace the sandbox this task configures (and, for
+    `--sandbox docker`, start Inspect's default image): refuse it before anything starts. Only
+    the command line can be seen this early; a Python `eval(sandbox=...)` is refused by the
+    setup step once the sample's sandbox is up."""
+    argv = sys.argv[1:] if Path(sys.argv[0]).name.startswith("inspect") else []
+    given = any(a == _SANDBOX_OPTION or a.startswith(f"{_SANDBOX_OPTION}=") for a in argv)
+    if given or os.environ.get(_SANDBOX_OPTION_ENV):
+        kinds = "|".join(get_args(SandboxKind))
+        raise PrerequisiteError(
+            f"smoldataenvs: Inspect's --sandbox option (or {_SANDBOX_OPTION_ENV}) is not "
+            f"supported: it replaces the task's sandbox configuration. Choose the sandbox with "
+            f"-T sandbox={kinds} instead."
+        )
+
+
+def _one_line_errors(make_task: Callable[..., Task]) -> Callable[..., Task]:
+    """A task option or data problem found while building the task becomes Inspect's
+    PrerequisiteError: one line with the fix instead of a 200-line traceback."""
+
+    @functools.wraps(make_task)
+    def wrapper(*args: Any, **kwargs: Any) -> Task:
+        _refuse_inspect_sandbox_option()
+        try:
+            return make_task(*args, **kwargs)
+        except (SmolDataEnvsError, ValueError) as error:
+            raise PrerequisiteError(f"smoldataenvs: {error}") from error
+
+    return wrapper
+
+
+def _choice(name: str, value: object, allowed: Sequence[object]) -> None:
+    if value not in allowed:
+        raise ValueError(f"-T {name}={value} is not valid: choose {', '.join(map(str, allowed))}")
 
 
 def _sandbox_spec(resolved: str) -> SandboxEnvironmentSpec:
@@ -159,15 +216,28 @@ def _create_task(
     protocol: Protocol,
     tool_timeout: float,
     mirror_url: str | None = None,
+    grader: Grader = "default",
+    pass_k: int = 1,
 ) -> Task:
-    if protocol not in ("answer_file", "submit"):
-        raise ValueError(f"protocol must be 'answer_file' or 'submit', not {protocol!r}")
+    _choice("protocol", protocol, get_args(Protocol))
+    _choice("grader", grader, GRADER_PROFILES)
+    _choice("sandbox", sandbox, get_args(SandboxKind))
     tool_names = [name for name in as_list(tools) or [] if name] or ["bash"]
     unknown_tools = set(tool_names) - {"bash", "python"}
     if unknown_tools or "bash" not in tool_names:
-        raise ValueError(f"tools must be 'bash' or 'bash,python', not {tools!r}")
+        raise ValueError(f"-T tools={tools} is not valid: choose bash, or bash,python")
+    unknown_tiers = sorted({t for t in as_list(tiers) or [] if t} - set(TIERS))
+    if unknown_tiers:  # before any data is read: the split may have to be downloaded first
+        raise ValueError(
+            f"-T tiers={','.join(unknown_tiers)} is not valid: choose from {', '.join(TIERS)}"
+        )
+    if isinstance(pass_k, bool) or not isinstance(pass_k, int) or pass_k < 1:
+        raise ValueError(f"-T pass_k={pass_k} is not valid: a whole number of replies, 1 or more")
 
     source = DataSource.resolve(split, mirror=mirror, revision=revision)
+    # The split's full size goes into the log, so a report knows a filtered or --limit run
+    # covers part of the split without reading the data again.
+    split_tasks = len(source.load_tasks(split))
     records = source.load_tasks(split, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
     if not records:
         raise ValueError(
@@ -189,11 +259,13 @@ def _create_task(
     setup = prepare_sample(sandbox_kind=sandbox_kind, mirror=mirror, revision=revision)
 
     solver: Solver | Any
-    config = GenerateConfig()
+    # pass@k needs k different replies: sampled, as lm-eval's _pass4 tasks sample them.
+    sampling = {"temperature": PASS_K_TEMPERATURE} if pass_k > 1 else {}
+    config = GenerateConfig(**sampling)
     if variant == "program":
         solver = [system_message(PROGRAM_SYSTEM_PROMPT), generate()]
-        scorer = program_scorer(limits=limits)
-        config = GenerateConfig(temperature=0.0, max_tokens=1024)
+        scorer = program_scorer(limits=limits, grader=grader)
+        config = GenerateConfig(**{"temperature": 0.0, **sampling}, max_tokens=1024)
         turn_limit = None
     else:
         tool_objects = [bash_tool(timeout=tool_timeout)]
@@ -206,10 +278,10 @@ def _create_task(
                 tools=tool_objects,
                 submit=AgentSubmit(answer_only=True, keep_in_messages=True),
             )
-            scorer = submit_scorer()
+            scorer = submit_scorer(grader=grader)
         else:
             solver = [system_message(system), use_tools(tool_objects), generate(tool_calls="loop")]
-            scorer = answer_file_scorer()
+            scorer = answer_file_scorer(grader=grader)
         turn_limit = max_turns
 
     return Task(
@@ -220,6 +292,7 @@ def _create_task(
         scorer=scorer,
         sandbox=sandbox_spec,
         config=config,
+        epochs=(Epochs(pass_k, ["mean", "pass_at_1", f"pass_at_{pass_k}"]) if pass_k > 1 else None),
         turn_limit=turn_limit,
         version=TASK_VERSION,
         metadata={
@@ -235,16 +308,22 @@ def _create_task(
             "sandbox": sandbox_kind,
             "program_timeout_s": limits.program_timeout_s,
             "tool_timeout_s": tool_timeout,
-            "grader_version": GRADER_VERSION,
+            "grader": grader,
+            "grader_version": versioned(grader),
             "tables_manifest_digest": tables_manifest_digest(records, source),
             "n_tasks": len(records),
+            "split_tasks": split_tasks,
+            "filters": recorded_filters(tiers=tiers, reward_modes=reward_modes, task_ids=task_ids),
+            "pass_k": pass_k,
+            "temperature": config.temperature,
         },
     )
 
 
 @task
+@_one_line_errors
 def smoldataenvs(
-    split: str = "eval",
+    split: str = HEADLINE_SPLIT,
     mirror: str | None = None,
     revision: str | None = None,
     tiers: str | list[str] | None = None,
@@ -257,11 +336,14 @@ def smoldataenvs(
     tool_timeout: float = DEFAULT_LIMITS.tool_timeout_s,
     program_timeout: float = DEFAULT_LIMITS.program_timeout_s,
     mirror_url: str | None = None,
+    grader: Grader = "default",
+    pass_k: int = 1,
 ) -> Task:
     """The agentic variant: a bash tool in a sandbox, the answer written to /workdir/answer.txt.
 
     Args:
-        split: "eval" (144 tasks), "test" (250), "train" (5,000) or "sample" (bundled, offline).
+        split: "test" (250 tasks, the headline number), "eval" (144, for iterating), "train"
+            (5,000) or "sample" (10, bundled: no download).
         mirror: An air-gapped mirror directory (`smoldataenvs mirror`); else SMOLDATAENVS_MIRROR,
             else the cache of the pinned Hub revision.
         revision: Dataset revision (defaults to the pinned one; always recorded).
@@ -279,6 +361,10 @@ def smoldataenvs(
         program_timeout: Unused by this variant; accepted so one -T set serves both tasks.
         mirror_url: For "docker-remote"/"k8s": a mirror served over HTTP the stager reads
             instead of the Hub.
+        grader: The grader profile: "default" (the published grader's rewards) or "strict"
+            (closes its loopholes; docs/scoring.md).
+        pass_k: Replies per task; above 1, k epochs sampled at temperature 0.8 (as lm-eval's
+            _pass4 tasks) reduced to mean, pass_at_1 and pass_at_k.
     """
     return _create_task(
         variant="agentic",
@@ -295,12 +381,15 @@ def smoldataenvs(
         protocol=protocol,
         tool_timeout=tool_timeout,
         mirror_url=mirror_url,
+        grader=grader,
+        pass_k=pass_k,
     )
 
 
 @task
+@_one_line_errors
 def smoldataenvs_program(
-    split: str = "eval",
+    split: str = HEADLINE_SPLIT,
     mirror: str | None = None,
     revision: str | None = None,
     tiers: str | list[str] | None = None,
@@ -309,11 +398,14 @@ def smoldataenvs_program(
     sandbox: SandboxKind = "auto",
     program_timeout: float = DEFAULT_LIMITS.program_timeout_s,
     mirror_url: str | None = None,
+    grader: Grader = "default",
+    pass_k: int = 1,
 ) -> Task:
     """The single-shot variant: one reply holding one program; its last printed line is graded.
 
     Args:
-        split: "eval" (144 tasks), "test" (250), "train" (5,000) or "sample" (bundled, offline).
+        split: "test" (250 tasks, the headline number), "eval" (144, for iterating), "train"
+            (5,000) or "sample" (10, bundled: no download).
         mirror: An air-gapped mirror directory (`smoldataenvs mirror`); else SMOLDATAENVS_MIRROR,
             else the cache of the pinned Hub revision.
         revision: Dataset revision (defaults to the pinned one; always recorded).
@@ -327,6 +419,10 @@ def smoldataenvs_program(
         program_timeout: Seconds the program may run (the dataset authors' runner used 90).
         mirror_url: For "docker-remote"/"k8s": a mirror served over HTTP the stager reads
             instead of the Hub.
+        grader: The grader profile: "default" (the published grader's rewards) or "strict"
+            (closes its loopholes; docs/scoring.md).
+        pass_k: Replies per task; above 1, k epochs sampled at temperature 0.8 (as lm-eval's
+            _pass4 tasks) reduced to mean, pass_at_1 and pass_at_k.
     """
     return _create_task(
         variant="program",
@@ -343,4 +439,6 @@ def smoldataenvs_program(
         protocol="answer_file",
         tool_timeout=DEFAULT_LIMITS.tool_timeout_s,
         mirror_url=mirror_url,
+        grader=grader,
+        pass_k=pass_k,
     )

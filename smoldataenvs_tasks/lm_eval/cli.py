@@ -72,14 +72,66 @@ def write_verdicts(output_path: Path) -> Path | None:
     return target
 
 
+# `--tasks list` and friends were lm-eval's listing flags; 0.4.13 lists with its `ls` command.
+_LISTING = {
+    "list": "tasks",
+    "list_groups": "groups",
+    "list_subtasks": "subtasks",
+    "list_tags": "tags",
+}
+_OUR_PREFIX = "smoldataenvs"
+
+
+def _option_values(argv: list[str], *names: str) -> list[str]:
+    """The values given to any of `names` (`--tasks a,b` or `--tasks=a,b`), comma-split."""
+    values: list[str] = []
+    for index, arg in enumerate(argv):
+        for name in names:
+            if arg == name and index + 1 < len(argv):
+                values += argv[index + 1].split(",")
+            elif arg.startswith(f"{name}="):
+                values += arg.split("=", 1)[1].split(",")
+    return [value.strip() for value in values if value.strip()]
+
+
+def precheck(argv: list[str]) -> str | None:
+    """One line saying what to fix, for mistakes lm-eval would answer with a long traceback."""
+    tasks = _option_values(argv, "--tasks", "-t")
+    listing = [task for task in tasks if task in _LISTING]
+    if listing:
+        what = _LISTING[listing[0]]
+        return (
+            f"lm-eval 0.4.13 lists with its `ls` command: run `smoldataenvs-lm-eval ls {what}` "
+            "(the SmolDataEnvs tasks are smoldataenvs_program and smoldataenvs_program_*)"
+        )
+    ours = [task for task in tasks if task.startswith(_OUR_PREFIX)]
+    if ours and "--confirm_run_unsafe_code" not in argv:
+        return (
+            f"{ours[0]} runs model-written programs (in an isolated sandbox): add "
+            "--confirm_run_unsafe_code to run it"
+        )
+    return None
+
+
 def main() -> None:
+    problem = precheck(sys.argv[1:])
+    if problem is not None:
+        print(f"smoldataenvs-lm-eval: {problem}", file=sys.stderr)
+        sys.exit(2)
+
     import smoldataenvs_tasks.lm_eval.models  # noqa: F401  (registers `replay`)
 
     _install_task_dir()
     from lm_eval.__main__ import cli_evaluate
 
+    from smoldataenvs_tasks.errors import SmolDataEnvsError
+
     try:
         cli_evaluate()
+    except SmolDataEnvsError as exc:
+        # our own clear errors (a bad replay file, a missing split) as one line, not a traceback
+        print(f"smoldataenvs-lm-eval: error: {exc}", file=sys.stderr)
+        sys.exit(2)
     finally:
         output_path = _output_path(sys.argv[1:])
         if output_path is not None:

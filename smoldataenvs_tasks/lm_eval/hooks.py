@@ -9,6 +9,10 @@ completions.
     smoldataenvs-lm-eval --tasks smoldataenvs_program_sample --model replay \
         --model_args path=smoldataenvs_tasks/sample/replays/gold_program.jsonl \
         --confirm_run_unsafe_code --metadata '{"sandbox": "docker"}'
+    # the strict grader profile (docs/scoring.md)
+    smoldataenvs-lm-eval --tasks smoldataenvs_program_sample --model replay \
+        --model_args path=smoldataenvs_tasks/sample/replays/gold_program.jsonl \
+        --confirm_run_unsafe_code --metadata grader=strict
 """
 
 from __future__ import annotations
@@ -22,13 +26,24 @@ from typing import Any
 from smoldataenvs_tasks._pins import reward_mode_label
 from smoldataenvs_tasks.data.prompts import PROGRAM_SYSTEM_PROMPT, program_prompt
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.scorers.verdict import Verdict
+from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, GRADER_PROFILES, Verdict
 
 logger = logging.getLogger(__name__)
 
 # Run-level options and provenance travel inside each doc: lm-eval hands filters only responses
 # and docs, and `--log_samples` writes docs where `smoldataenvs report` reads them.
-RUN_FIELDS = ("_sandbox", "_mirror", "_revision", "_concurrency", "_tables_manifest_digest")
+# `_split_tasks` (the split's full size) and `_filters` (JSON) let a report tell a filtered or
+# --limit run from a complete one without reading the data again.
+RUN_FIELDS = (
+    "_sandbox",
+    "_mirror",
+    "_revision",
+    "_concurrency",
+    "_tables_manifest_digest",
+    "_split_tasks",
+    "_filters",
+    "_grader",
+)
 
 # Verdicts decided in this process, by (task_id, repeat); the console script writes them next to
 # lm-eval's own output files.
@@ -55,22 +70,29 @@ def load_split(
     reward_modes: str | Sequence[str] | None = None,
     task_ids: str | Sequence[str] | None = None,
     concurrency: int | str | None = None,
+    grader: str = DEFAULT_PROFILE,
     **_unrelated: Any,
 ):
     """`custom_dataset` loader: the split's rows as docs (every column kept).
 
     lm-eval calls it with the task's metadata merged with `--metadata` and `--model_args`, so
     unrelated keywords are accepted and ignored. `concurrency` (`--metadata concurrency=N`) is
-    how many programs run at once (default: one per CPU).
+    how many programs run at once (default: one per CPU); `grader` (`--metadata grader=strict`)
+    the grader profile.
     """
     import datasets
 
-    from smoldataenvs_tasks.data.source import DataSource
+    if grader not in GRADER_PROFILES:
+        raise ValueError(f"grader must be one of {', '.join(GRADER_PROFILES)}, not {grader!r}")
+
+    from smoldataenvs_tasks.data.source import DataSource, filter_tasks, recorded_filters
     from smoldataenvs_tasks.data.tables import tables_manifest_digest
     from smoldataenvs_tasks.sandboxes.session import resolve_kind
 
     source = DataSource.resolve(split, mirror=mirror, revision=revision)
-    records = source.load_tasks(split, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
+    every_record = source.load_tasks(split)
+    records = filter_tasks(every_record, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
+    filters = recorded_filters(tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
     run = {
         # The kind that will really run (what "auto" picks here), as Inspect's logs record it.
         "_sandbox": resolve_kind(str(sandbox)),
@@ -78,6 +100,9 @@ def load_split(
         "_revision": str(source.revision or ""),
         "_concurrency": str(concurrency or ""),
         "_tables_manifest_digest": str(tables_manifest_digest(records, source) or ""),
+        "_split_tasks": str(len(every_record)),
+        "_filters": json.dumps(filters, sort_keys=True),
+        "_grader": grader,
     }
     rows = [_doc_row(record, run) for record in records]
     return datasets.DatasetDict({split: datasets.Dataset.from_list(rows)})
@@ -118,6 +143,7 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
         mirror=first.get("_mirror") or None,
         revision=first.get("_revision") or None,
         concurrency=int(first.get("_concurrency") or 0) or None,
+        profile=first.get("_grader") or DEFAULT_PROFILE,
     )
     out: list[list[str]] = [[] for _ in docs]
     for (doc_index, repeat), reply, verdict in zip(owners, replies, verdicts, strict=True):
@@ -134,6 +160,10 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
                 "dataset_revision": doc.get("_revision") or None,
                 "sandbox": doc.get("_sandbox") or None,
                 "tables_manifest_digest": doc.get("_tables_manifest_digest") or None,
+                "split_tasks": int(doc["_split_tasks"]) if doc.get("_split_tasks") else None,
+                "filters": json.loads(doc["_filters"]) if doc.get("_filters") else None,
+                "hf_bucket": reply.record.hf_bucket,
+                "bucket_prefix": reply.record.bucket_prefix,
             }
         )
     return out

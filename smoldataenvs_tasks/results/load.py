@@ -12,6 +12,7 @@ Inputs, any mix:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -56,9 +57,32 @@ def _load_path(path: Path, *, allow_incomplete: bool) -> list[Run]:
     from inspect_ai.log import list_eval_logs
 
     infos = list_eval_logs(str(path), recursive=True, descending=False)
-    for info in sorted(infos, key=lambda info: info.name):
+    names = [info.name for info in infos]
+    # Inspect lists a .json log only under its own file-name pattern; a renamed one is read too
+    listed = {Path(name.removeprefix("file://")).resolve() for name in names}
+    names += [
+        str(file)
+        for file in path.rglob("*.json")
+        if file.resolve() not in listed
+        and not file.name.startswith("results_")
+        and _looks_like_log(file)
+    ]
+    for name in sorted(names):
         try:
-            runs.append(load_inspect_log(info.name, allow_incomplete=allow_incomplete))
+            runs.append(load_inspect_log(name, allow_incomplete=allow_incomplete))
         except NotASmolDataEnvsLog:
             continue  # a shared log dir holds other evals' logs too
     return runs
+
+
+_LOG_START = re.compile(rb'\A\s*\{\s*"version"\s*:')
+
+
+def _looks_like_log(path: Path) -> bool:
+    """Whether a .json file starts the way Inspect writes its logs (other JSON files, such as
+    a report's submission.json, are not logs)."""
+    try:
+        with path.open("rb") as handle:
+            return _LOG_START.match(handle.read(256)) is not None
+    except OSError:
+        return False

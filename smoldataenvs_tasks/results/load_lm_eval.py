@@ -16,14 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, SAMPLE_SPLIT
+from smoldataenvs_tasks.results.coverage import FILTER_NAMES, normal_filters
 from smoldataenvs_tasks.results.runs import (
     Attempt,
     Run,
     RunLoadError,
     TaskAttempts,
     grader_version_of,
+    tables_key,
 )
-from smoldataenvs_tasks.scorers.verdict import Verdict
+from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict, versioned
 
 _LM_EVAL_TASK_PREFIX = "smoldataenvs_program_"
 
@@ -34,15 +36,24 @@ def _timestamp(results_file: Path) -> str:
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise RunLoadError(f"{path.name}:{number}: not JSON: {exc}") from None
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                rows.append(_json_line(line, f"{path.name}:{number}"))
+    except UnicodeDecodeError as exc:
+        raise RunLoadError(f"{path.name}: not UTF-8 text (byte {exc.start})") from None
     return rows
+
+
+def _json_line(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunLoadError(f"{where}: not JSON: {exc}") from None
+    except RecursionError:
+        raise RunLoadError(f"{where}: JSON nested too deeply") from None
 
 
 def _lm_eval_model(config: dict[str, Any], model_name: str | None) -> str:
@@ -85,6 +96,7 @@ def _attempts_from_samples(path: Path) -> tuple[dict[str, TaskAttempts], dict[st
             task_id,
             str(doc.get("difficulty_tier") or "unknown"),
             str(doc.get("reward_mode") or ""),
+            tables=tables_key(doc.get("hf_bucket"), doc.get("bucket_prefix")),
         )
         where = f"{path.name} doc {row.get('doc_id')}"
         entry.attempts.extend(
@@ -104,10 +116,16 @@ def _attempts_from_verdicts(rows: list[dict[str, Any]], where: str) -> dict[str,
                 task_id,
                 str(row.get("difficulty_tier") or "unknown"),
                 str(row.get("reward_mode") or ""),
+                tables=tables_key(row.get("hf_bucket"), row.get("bucket_prefix")),
             ),
         )
         verdict = _parse_verdict(row["verdict"], f"{where} task {task_id}")
-        entry.attempts.append(Attempt(int(row.get("repeat", 0)) + 1, verdict))
+        # `smoldataenvs regrade` adds the same answer's verdicts under other grader profiles.
+        regraded = {
+            profile: _parse_verdict(raw, f"{where} task {task_id} ({profile})")
+            for profile, raw in (row.get("regraded") or {}).items()
+        }
+        entry.attempts.append(Attempt(int(row.get("repeat", 0)) + 1, verdict, regraded))
     for entry in tasks.values():
         entry.attempts.sort(key=lambda a: a.epoch)
         epochs = [a.epoch for a in entry.attempts]
@@ -147,11 +165,14 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
     """The SmolDataEnvs runs of one lm-eval results file (one per task that ran)."""
     results_file = Path(results_file)
     try:
-        results = json.loads(results_file.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        text = results_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise RunLoadError(
             f"{results_file.name}: not a readable lm-eval results file: {exc}"
         ) from None
+    results = _json_line(text, results_file.name)
+    if not isinstance(results, dict):
+        raise RunLoadError(f"{results_file.name}: not a readable lm-eval results file")
     configs: dict[str, Any] = results.get("configs") or {}
     ours = sorted(name for name in configs if name.startswith(_LM_EVAL_TASK_PREFIX))
     if not ours:
@@ -185,6 +206,7 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 + (" — with several tasks in one run, --log_samples is needed" if ours[1:] else "")
             )
         repeats = int(config.get("repeats") or 1)
+        coverage = _coverage_fields(first_doc, verdict_rows, meta, results, task_name)
         # Provenance the loader stamped on every doc (and the console script on every verdict).
         stamped = {**(verdict_rows[0] if verdict_rows else {})}
         stamped.update(
@@ -211,7 +233,7 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 tables_manifest_digest=stamped["tables_manifest_digest"]
                 or meta.get("tables_manifest_digest"),
                 grader_version=grader_version_of(
-                    meta.get("grader_version"), tasks.values(), results_file.name
+                    _declared_grader_version(meta, tasks), tasks.values(), results_file.name
                 ),
                 # hooks.load_split's default when no --metadata sandbox was given
                 sandbox=stamped["sandbox"] or meta.get("sandbox") or "auto",
@@ -220,9 +242,59 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 run_id=f"{task_name}@{stamp}",
                 created=created,
                 package_versions={"lm_eval": str(results.get("lm_eval_version"))},
+                limit=_limit(run_config.get("limit")),
+                sampling={
+                    "temperature": (config.get("generation_kwargs") or {}).get("temperature"),
+                    "reducers": None,
+                },
+                **coverage,
             )
         )
     return runs
+
+
+def _limit(value: Any) -> int | float | None:
+    """lm-eval's --limit as given: a count (stored as a float, 3.0) or a fraction below 1."""
+    if isinstance(value, float) and value.is_integer() and value >= 1:
+        return int(value)
+    return value
+
+
+def _coverage_fields(
+    doc: dict[str, Any],
+    verdict_rows: list[dict[str, Any]] | None,
+    meta: dict[str, Any],
+    results: dict[str, Any],
+    task_name: str,
+) -> dict[str, Any]:
+    """The split's size and the filters the loader stamped on every doc (and the console script
+    on every verdict); lm-eval's own count of the docs the filters kept."""
+    stamped = verdict_rows[0] if verdict_rows else {}
+    split_tasks = doc.get("_split_tasks") or stamped.get("split_tasks")
+    filters: Any = doc.get("_filters") or stamped.get("filters")
+    if isinstance(filters, str):
+        filters = json.loads(filters)
+    if not filters:  # runs made before coverage was recorded: the --metadata filters
+        filters = {name: meta.get(name) for name in FILTER_NAMES}
+        filters = {k: v.split(",") if isinstance(v, str) else v for k, v in filters.items()}
+    counts = (results.get("n-samples") or {}).get(task_name) or {}
+    return {
+        "split_tasks": int(split_tasks) if split_tasks not in (None, "") else None,
+        "filters": normal_filters(filters),
+        "n_selected": int(counts["original"]) if counts.get("original") is not None else None,
+    }
+
+
+def _declared_grader_version(meta: dict[str, Any], tasks: dict[str, TaskAttempts]) -> Any:
+    """The YAML's rules version with the profile `--metadata grader=` chose, as the verdicts
+    record it ("1.1.0+strict"); versions from before profiles stand as they are."""
+    version = meta.get("grader_version")
+    if version is None or "+" in str(version):
+        return version
+    recorded = {a.verdict.grader_version for t in tasks.values() for a in t.attempts}
+    if any(str(v).startswith(f"{version}+") for v in recorded):
+        return versioned(str(meta.get("grader") or DEFAULT_PROFILE), str(version))
+    return version
 
 
 def _read_jsonl_first(path: Path) -> dict[str, Any] | None:

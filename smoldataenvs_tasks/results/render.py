@@ -10,7 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from smoldataenvs_tasks.results.coverage import coverage_phrase
+
 _MAX_TASK_ROWS = 50
+_MAX_LISTED_IDS = 10
 
 
 def _pct(value: float | None) -> str:
@@ -39,12 +42,18 @@ def _text(value: Any) -> str:
 
 def render_markdown(sub: dict[str, Any]) -> str:
     """The submission as tables a person reads in ten seconds."""
-    out: list[str] = [f"# SmolDataEnvs — {sub['model']} on {sub['split']}", ""]
+    coverage = sub["coverage"]
+    partial = "" if coverage["complete"] else " (PARTIAL RUN)"
+    out: list[str] = [f"# SmolDataEnvs — {sub['model']} on {sub['split']}{partial}", ""]
+    if not coverage["complete"]:
+        out += [f"> **{coverage_phrase(coverage)}.** This is not a score on the split.", ""]
     pass1 = sub["pass@1"]
     headline = f"**pass@1 {_pct(pass1['value'])}**"
     if pass1.get("ci95"):
         headline += f" (95% CI {_pct(pass1['ci95'][0])} – {_pct(pass1['ci95'][1])})"
     headline += f" over {sub['n_graded']} graded of {sub['n_tasks']} tasks"
+    if coverage["split_tasks"] is not None:
+        headline += f" (the split has {coverage['split_tasks']})"
     seeds = sub.get("seeds")
     if seeds:
         s = seeds["pass@1"]
@@ -53,6 +62,8 @@ def render_markdown(sub: dict[str, Any]) -> str:
     out += [headline + ".", ""]
 
     setup = [
+        ["model as the frameworks named it", ", ".join(sub["model_ids"])],
+        ["coverage", coverage_phrase(coverage)],
         ["variant / protocol", f"{sub['variant']} / {sub['protocol']}"],
         ["framework", _text(sub["framework"])],
         ["versions", ", ".join(f"{k} {v}" for k, v in sub["versions"].items()) or "—"],
@@ -61,12 +72,16 @@ def render_markdown(sub: dict[str, Any]) -> str:
         ["grader version", _text(sub["grader_version"])],
         ["sandbox", _text(sub["sandbox"])],
         ["epochs per run", _text(sub["epochs"])],
+        ["sampling", _sampling_text(sub.get("sampling") or {})],
         ["runs", str(sub["n_runs"])],
         ["submission sha256", f"`{sub['sha256']}`"],
     ]
     out += ["## Setup", "", *_table(["", ""], setup), ""]
 
     rows = [["all", *_estimate_cells(pass1)]]
+    by_grader = sub.get("pass@1_by_grader") or {}
+    if len(by_grader) > 1:  # a regraded run: the same answers under each grader profile
+        rows += [[f"grader: {k}", *_estimate_cells(v)] for k, v in by_grader.items()]
     rows += [[f"tier: {k}", *_estimate_cells(v)] for k, v in sub["pass@1_by_tier"].items()]
     rows += [[f"mode: {k}", *_estimate_cells(v)] for k, v in sub["pass@1_by_reward_mode"].items()]
     out += ["## pass@1", "", *_table(["", "pass@1", "95% CI", "tasks"], rows), ""]
@@ -117,6 +132,8 @@ def render_markdown(sub: dict[str, Any]) -> str:
             "",
         ]
 
+    out += render_diagnostics(sub)
+
     unsolved = [t for t in sub["tasks"] if t["pass@1"] != 1.0]
     if unsolved:
         rows = []
@@ -138,6 +155,61 @@ def render_markdown(sub: dict[str, Any]) -> str:
         if more > 0:
             out += [f"… and {more} more; every task is in submission.json.", ""]
     return "\n".join(out)
+
+
+def _ids(ids: list[str]) -> str:
+    shown = ", ".join(f"`{i}`" for i in ids[:_MAX_LISTED_IDS])
+    return shown + (f" and {len(ids) - _MAX_LISTED_IDS} more" if len(ids) > _MAX_LISTED_IDS else "")
+
+
+def render_diagnostics(sub: dict[str, Any]) -> list[str]:
+    """The "is this number any good" section of report.md."""
+    d = sub["diagnostics"]
+    n = sub["n_graded"]
+    out = ["## Is this number any good?", ""]
+    if not sub["coverage"]["complete"]:
+        out.append(f"- **Partial run**: {coverage_phrase(sub['coverage'])}.")
+    out.append(f"- The split has {_text(sub['coverage']['split_tasks'])} tasks; {n} are in pass@1.")
+    if d["can_split"]:
+        split = f"- Tasks that split (some attempts right, some wrong): {d['n_tasks_split']}"
+        out.append(split + (f": {_ids(d['tasks_split'])}." if d["tasks_split"] else "."))
+    else:
+        out.append(
+            "- Tasks that split: none can, with one attempt per task (run more epochs or "
+            "repeats to see which tasks are a coin flip)."
+        )
+    out.append(
+        f"- Always solved: {d['n_always_solved']}; always failed: {d['n_always_failed']} "
+        f"(of {n}). Tasks every model solves or fails do not separate models."
+    )
+    sd = d["per_task_sd"]
+    if sd is None:
+        out.append("- Sample size: fewer than two graded tasks, no spread to measure.")
+    elif sd == 0:
+        out.append("- Sample size: every task scored the same, no spread to measure.")
+    else:
+        needs = ", ".join(
+            f"{count} for a {100 * float(gap):.0f}-point gap"
+            for gap, count in d["tasks_to_separate"].items()
+        )
+        out.append(
+            f"- Sample size: the per-task sd is {sd:.3f}. Separating two independent models "
+            f"with this spread (80% power, 5% two-sided) takes {needs}; these {n} tasks "
+            f"separate gaps of {100 * d['smallest_separable_gap']:.1f} points or more. A paired "
+            "comparison on the same tasks needs fewer (`smoldataenvs leaderboard`)."
+        )
+    c = d["contamination"]
+    if c["available"]:
+        line = (
+            f"- Contamination: {c['n_table_in_train']} of {c['n_checked']} tasks "
+            f"({_pct(c['share'])}) use tables that also appear in train; pass@1 on them "
+            f"{_pct(c['pass@1_table_in_train']['value'])}, on the others "
+            f"{_pct(c['pass@1_table_not_in_train']['value'])}."
+        )
+        out.append(line)
+    else:
+        out.append(f"- Contamination: not computed: {c['note']}.")
+    return [*out, ""]
 
 
 def _bar_color(label: str) -> str:
@@ -199,8 +271,19 @@ def render_png(sub: dict[str, Any], path: Path) -> Path:
     right.set_xlabel("attempts")
     right.set_title(f"Outcomes of {failures['n_attempts']} attempts")
 
-    figure.suptitle(f"SmolDataEnvs — {sub['model']} on {sub['split']} ({sub['variant']})")
+    partial = "" if sub["coverage"]["complete"] else " — PARTIAL RUN"
+    figure.suptitle(f"SmolDataEnvs — {sub['model']} on {sub['split']} ({sub['variant']}){partial}")
     figure.tight_layout()
     path = Path(path)
     figure.savefig(path, format="png")
     return path
+
+
+def _sampling_text(sampling: dict) -> str:
+    temperature = sampling.get("temperature")
+    text = (
+        "the model's default temperature" if temperature is None else f"temperature {temperature}"
+    )
+    if sampling.get("reducers"):
+        text += f"; Inspect epoch reducers {', '.join(sampling['reducers'])}"
+    return text

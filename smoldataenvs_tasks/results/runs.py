@@ -30,6 +30,14 @@ class IncompatibleRunsError(SmolDataEnvsError, ValueError):
 class Attempt:
     epoch: int  # 1-based: Inspect's epoch, or lm-eval's repeat + 1
     verdict: Verdict
+    # The same answer's verdicts under the other grader profiles (`smoldataenvs regrade`).
+    regraded: dict[str, Verdict] = field(default_factory=dict)
+
+    def under(self, profile: str) -> Verdict | None:
+        """This attempt's verdict under the grader `profile`, when the run holds one."""
+        if self.verdict.profile == profile:
+            return self.verdict
+        return self.regraded.get(profile)
 
 
 @dataclass
@@ -38,6 +46,9 @@ class TaskAttempts:
     difficulty_tier: str
     reward_mode: str
     attempts: list[Attempt] = field(default_factory=list)
+    # "<hf_bucket>/<bucket_prefix>": where the task's tables live (the contamination view); None
+    # when the run did not record it.
+    tables: str | None = None
 
     @property
     def graded(self) -> list[Attempt]:
@@ -74,6 +85,20 @@ class Run:
     run_id: str | None = None
     created: str | None = None
     package_versions: dict[str, str] = field(default_factory=dict)
+    # Coverage, recorded at run time (results/coverage.py): the split's full size, the filters
+    # (tiers, reward_modes, task_ids: a list or None each), the tasks they kept, the framework's
+    # own limit (Inspect --limit N or [start, end], lm-eval --limit N or a fraction), Inspect's
+    # --sample-id, and whether the run finished.
+    split_tasks: int | None = None
+    filters: dict[str, list[str] | None] = field(default_factory=dict)
+    n_selected: int | None = None
+    limit: int | float | list[int] | None = None
+    sample_ids: list[str] | None = None
+    finished: bool = True
+    # How the attempts were sampled: `temperature` (None: the model's default) and, for Inspect,
+    # the epoch `reducers` the log shows (pass_at_k from -T pass_k=k); pass@k is only comparable
+    # across runs that sampled alike.
+    sampling: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -103,12 +128,16 @@ _MUST_AGREE = (
 )
 
 
-def check_combinable(runs: Sequence[Run]) -> None:
+def check_combinable(runs: Sequence[Run], *, same_model: bool = True) -> None:
     """Refuse, with the reason, runs that do not measure the same thing (seeds of one setup may
-    differ in sandbox or framework, not in data, grader, variant or model)."""
+    differ in sandbox or framework, not in data, grader, variant or model). `same_model=False`
+    when the caller named the model itself (`report --name`): the frameworks spell one model
+    differently."""
     if not runs:
         raise IncompatibleRunsError("no runs to report")
     for attribute, words in _MUST_AGREE:
+        if attribute == "model" and not same_model:
+            continue
         values = {getattr(run, attribute) for run in runs}
         if len(values) > 1:
             listing = "; ".join(f"{run.source}: {getattr(run, attribute)!r}" for run in runs)
@@ -126,3 +155,10 @@ def grader_version_of(declared: Any, tasks: Iterable[TaskAttempts], where: str) 
     if len(seen) > 1:
         raise RunLoadError(f"{where}: verdicts from several grader versions {sorted(seen)}")
     return next(iter(seen), None)
+
+
+def tables_key(hf_bucket: Any, bucket_prefix: Any) -> str | None:
+    """`<hf_bucket>/<bucket_prefix>`, the identity of a task's tables; None when not recorded."""
+    if not bucket_prefix:
+        return None
+    return f"{hf_bucket or ''}/{bucket_prefix}"

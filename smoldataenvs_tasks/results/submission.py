@@ -7,6 +7,12 @@ every run: the pooled pass@1 with its bootstrap CI, plus mean ± standard error 
 pass@1. The `sha256` field is the SHA-256 of the canonical JSON of everything else
 (docs/design.md "Reports"): keys sorted, separators "," and ":", UTF-8, no NaN.
 
+A submission is a *header* (what was measured: model, split, revision, grader, ...), one record
+per *run* (where it came from and its coverage: the split's size, the filters, the limit), and the
+per-task *outcomes*. Every other field is a figure `assemble` computes from those three, so
+`recompute` rebuilds a submission from its own header, runs and tasks, and `smoldataenvs verify`
+compares the two field by field.
+
     from smoldataenvs_tasks.results.load import load_runs
     from smoldataenvs_tasks.results.submission import build_submission, verify_submission
     sub = build_submission(load_runs(["logs/"]))
@@ -18,12 +24,19 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import metadata as importlib_metadata
 from typing import Any
 
-from smoldataenvs_tasks._pins import KNOWN_REWARD_MODES, TIERS
-from smoldataenvs_tasks.results.runs import Run, TaskAttempts, check_combinable
+from smoldataenvs_tasks._pins import KNOWN_REWARD_MODES, TIERS, reward_mode_label
+from smoldataenvs_tasks.results.coverage import combined_coverage, coverage_of
+from smoldataenvs_tasks.results.diagnostics import ALPHA, POWER, submission_diagnostics
+from smoldataenvs_tasks.results.outcomes import (
+    TaskOutcomes,
+    outcomes_from_entries,
+    outcomes_from_runs,
+)
+from smoldataenvs_tasks.results.runs import Run, RunLoadError, check_combinable
 from smoldataenvs_tasks.results.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -33,12 +46,63 @@ from smoldataenvs_tasks.results.stats import (
     pass_at_k,
     pass_k_values,
 )
-from smoldataenvs_tasks.scorers.verdict import Category
+from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Category, profile_of_version
 
-SUBMISSION_FORMAT = "smoldataenvs-submission/1"
-UNSPECIFIED_MODE = "unspecified"  # the empty reward_mode, named as lm-eval's metrics name it
+# 2: coverage (split size, filters, limit, complete), model_ids, diagnostics, table_in_train,
+# grader_profile, pass@1 by grader profile (each attempt's reward per profile in `by_grader`),
+# sampling (temperature, Inspect's epoch reducers).
+SUBMISSION_FORMAT = "smoldataenvs-submission/2"
+UNSPECIFIED_MODE = reward_mode_label("")  # the empty reward_mode, as lm-eval's metrics name it
 NOT_IN_EVERY_RUN = "not_in_every_run"
-_PREDICTION_CHARS = 200
+
+# What was measured: recorded, never computed from the outcomes.
+HEADER_FIELDS = (
+    "format",
+    "benchmark",
+    "model",
+    "model_ids",
+    "framework",
+    "versions",
+    "report_generator",
+    "variant",
+    "protocol",
+    "split",
+    "dataset",
+    "dataset_revision",
+    "tables_manifest_digest",
+    "grader_version",
+    "grader_profile",
+    "sandbox",
+    "epochs",
+    "sampling",
+    "train_tables",
+)
+RUN_FIELDS = (
+    "source",
+    "framework",
+    "framework_version",
+    "model",
+    "task",
+    "run_id",
+    "created",
+    "sandbox",
+    "epochs",
+)
+COVERAGE_INPUTS = ("split_tasks", "filters", "n_selected", "limit", "sample_ids", "finished")
+
+STATISTICS = {
+    "pass@1": "mean over tasks of each task's mean reward over its graded attempts",
+    "ci": "percentile bootstrap over tasks",
+    "confidence": CONFIDENCE,
+    "resamples": BOOTSTRAP_RESAMPLES,
+    "seed": BOOTSTRAP_SEED,
+    "pass@k": "unbiased estimator (Chen et al. 2021) over each task's graded attempts",
+    "seeds": "mean ± standard error of per-run pass@1 over the tasks graded in every run",
+    "tasks_to_separate": (
+        f"normal approximation, {POWER:.0%} power, {ALPHA:.0%} two-sided; one submission: two "
+        "independent models with its per-task sd; a pair: the sd of paired per-task differences"
+    ),
+}
 
 
 # -- hashing -----------------------------------------------------------------------------------
@@ -59,9 +123,15 @@ def verify_submission(submission: dict[str, Any]) -> bool:
     return submission.get("sha256") == submission_sha256(submission)
 
 
-# -- grouping ----------------------------------------------------------------------------------
+def submission_json(submission: dict[str, Any]) -> bytes:
+    """The bytes of submission.json (the same submission always gives the same bytes)."""
+    text = json.dumps(submission, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return text.encode("utf-8")
+
+
+# -- helpers -----------------------------------------------------------------------------------
 def mode_label(reward_mode: str) -> str:
-    return reward_mode or UNSPECIFIED_MODE
+    return reward_mode_label(reward_mode)
 
 
 def _ordered(keys: Iterable[str], canonical: Sequence[str]) -> list[str]:
@@ -78,45 +148,23 @@ def _one_or_many(values: Iterable[Any]) -> Any:
     return distinct[0] if len(distinct) == 1 else distinct
 
 
-class _TaskView:
-    """One task across every run: its attempts tagged with the run index."""
-
-    def __init__(self, task_id: str) -> None:
-        self.task_id = task_id
-        self.difficulty_tier = "unknown"
-        self.reward_mode = ""
-        self.per_run: dict[int, TaskAttempts] = {}
-
-    def add(self, run_index: int, attempts: TaskAttempts) -> None:
-        self.per_run[run_index] = attempts
-        if self.difficulty_tier == "unknown":
-            self.difficulty_tier = attempts.difficulty_tier
-        self.reward_mode = self.reward_mode or attempts.reward_mode
-
-    def graded_in(self, run_index: int) -> bool:
-        entry = self.per_run.get(run_index)
-        return entry is not None and bool(entry.graded)
-
-    def rewards(self) -> list[float]:
-        return [
-            a.verdict.reward
-            for entry in self.per_run.values()
-            for a in entry.attempts
-            if a.verdict.reward is not None
-        ]
-
-    def pass1(self) -> float | None:
-        rewards = self.rewards()
-        return sum(rewards) / len(rewards) if rewards else None
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
 
 
-def _ungraded_reason(view: _TaskView) -> str:
+def _package_version() -> str | None:
+    try:
+        return importlib_metadata.version("smoldataenvs_tasks")
+    except importlib_metadata.PackageNotFoundError:
+        return None
+
+
+# -- figures -----------------------------------------------------------------------------------
+def _ungraded_reason(task: TaskOutcomes) -> str:
     details = Counter(
-        a.verdict.detail or "unknown"
-        for index, entry in view.per_run.items()
-        if not view.graded_in(index)
-        for a in entry.attempts
-        if not a.verdict.graded
+        a.detail or "unknown"
+        for a in task.attempts
+        if a.reward is None and not task.graded_in(a.run)
     )
     if not details:
         return NOT_IN_EVERY_RUN
@@ -125,18 +173,18 @@ def _ungraded_reason(view: _TaskView) -> str:
 
 
 def _estimates_by(
-    views: Sequence[_TaskView], key: Callable[[_TaskView], str], order: Sequence[str]
+    tasks: Sequence[TaskOutcomes], key: Callable[[TaskOutcomes], str], order: Sequence[str]
 ) -> dict[str, Any]:
     groups: dict[str, list[float]] = {}
-    for view in views:
-        value = view.pass1()
+    for task in tasks:
+        value = task.pass1()
         if value is not None:
-            groups.setdefault(key(view), []).append(value)
+            groups.setdefault(key(task), []).append(value)
     return {name: bootstrap_ci(groups[name]).to_dict() for name in _ordered(groups, order)}
 
 
-def _pass_k(views: Sequence[_TaskView]) -> dict[str, Any]:
-    counts = [(len(r), int(sum(r))) for r in (v.rewards() for v in views)]
+def _pass_k(tasks: Sequence[TaskOutcomes]) -> dict[str, Any]:
+    counts = [(len(r), int(sum(r))) for r in (t.rewards() for t in tasks)]
     if not counts:
         return {}
     out: dict[str, Any] = {}
@@ -148,24 +196,42 @@ def _pass_k(views: Sequence[_TaskView]) -> dict[str, Any]:
     return out
 
 
-def _failures(runs: Sequence[Run]) -> dict[str, Any]:
+def _by_grader(tasks: Sequence[TaskOutcomes]) -> dict[str, Any]:
+    """pass@1 under each grader profile every attempt has a verdict for (a run graded under
+    one profile and regraded under another has both; `smoldataenvs regrade`)."""
+    attempts = [a for task in tasks for a in task.attempts]
+    if not attempts:
+        return {}
+    profiles = [p for p in GRADER_PROFILES if all(p in a.by_grader for a in attempts)]
+    out: dict[str, Any] = {}
+    for profile in profiles:
+        values = []
+        for task in tasks:
+            rewards = [
+                reward for a in task.attempts if (reward := a.by_grader[profile]) is not None
+            ]
+            if rewards:
+                values.append(sum(rewards) / len(rewards))
+        out[profile] = bootstrap_ci(values).to_dict()
+    return out
+
+
+def _failures(tasks: Sequence[TaskOutcomes]) -> dict[str, Any]:
     by_category = Counter({category.value: 0 for category in Category})
     crashes: Counter[str] = Counter()
     limits: Counter[str] = Counter()
     ungraded: Counter[str] = Counter()
     n_attempts = 0
-    for run in runs:
-        for entry in run.tasks.values():
-            for attempt in entry.attempts:
-                verdict = attempt.verdict
-                n_attempts += 1
-                by_category[verdict.category.value] += 1
-                if verdict.category is Category.CRASH:
-                    crashes[verdict.detail or "unknown"] += 1
-                elif verdict.category is Category.RESOURCE_LIMIT:
-                    limits[verdict.detail or "unknown"] += 1
-                elif verdict.category is Category.UNGRADED:
-                    ungraded[verdict.detail or "unknown"] += 1
+    for task in tasks:
+        for attempt in task.attempts:
+            n_attempts += 1
+            by_category[attempt.category] += 1
+            if attempt.category == Category.CRASH.value:
+                crashes[attempt.detail or "unknown"] += 1
+            elif attempt.category == Category.RESOURCE_LIMIT.value:
+                limits[attempt.detail or "unknown"] += 1
+            elif attempt.category == Category.UNGRADED.value:
+                ungraded[attempt.detail or "unknown"] += 1
     return {
         "n_attempts": n_attempts,
         "by_category": dict(by_category),
@@ -175,76 +241,82 @@ def _failures(runs: Sequence[Run]) -> dict[str, Any]:
     }
 
 
-def _task_entry(view: _TaskView, included: bool) -> dict[str, Any]:
-    attempts = []
-    for run_index in sorted(view.per_run):
-        for attempt in view.per_run[run_index].attempts:
-            verdict = attempt.verdict
-            prediction = verdict.prediction
-            if prediction is not None and len(prediction) > _PREDICTION_CHARS:
-                prediction = prediction[:_PREDICTION_CHARS] + "…"
-            attempts.append(
-                {
-                    "run": run_index,
-                    "epoch": attempt.epoch,
-                    "reward": verdict.reward,
-                    "category": verdict.category.value,
-                    "detail": verdict.detail,
-                    "method": verdict.method,
-                    "prediction": prediction,
-                }
-            )
-    rewards = view.rewards()
-    pass1 = view.pass1()
+def _run_entry(index: int, record: Mapping[str, Any], tasks: Sequence[TaskOutcomes]) -> dict:
+    present = [t for t in tasks if t.in_run(index)]
+    graded = [t for t in present if t.graded_in(index)]
+    values = [t.pass1(index) for t in graded]
+    inputs = record["coverage_inputs"]
     return {
-        "task_id": view.task_id,
-        "difficulty_tier": view.difficulty_tier,
-        "reward_mode": view.reward_mode,
-        "in_pass1": included,
-        "pass@1": None if pass1 is None else round(pass1, 6),
-        "n_attempts": len(attempts),
-        "n_graded": len(rewards),
-        "n_correct": int(sum(rewards)),
-        "attempts": attempts,
+        **{name: record[name] for name in RUN_FIELDS},
+        "n_tasks": len(present),
+        "n_graded": len(graded),
+        "pass@1": _round(sum(values) / len(values)) if values else None,  # type: ignore[arg-type]
+        "coverage": coverage_of(n_tasks=len(present), **inputs),
     }
 
 
-def _package_version() -> str | None:
-    try:
-        return importlib_metadata.version("smoldataenvs_tasks")
-    except importlib_metadata.PackageNotFoundError:
-        return None
+# -- assembling --------------------------------------------------------------------------------
+def assemble(
+    header: Mapping[str, Any], run_records: Sequence[Mapping[str, Any]], tasks: list[TaskOutcomes]
+) -> dict[str, Any]:
+    """The submission: the header, then every figure computed from the runs' coverage records
+    and the per-task outcomes, then the tasks, then the sha256."""
+    n_runs = len(run_records)
+    included = [t for t in tasks if all(t.graded_in(i) for i in range(n_runs))]
+    included_ids = {t.task_id for t in included}
+    excluded = [t for t in tasks if t.task_id not in included_ids]
+    runs = [_run_entry(i, record, tasks) for i, record in enumerate(run_records)]
+    seeds = None
+    if n_runs > 1:
+        per_run = []
+        for index in range(n_runs):
+            values = [t.pass1(index) for t in included]
+            per_run.append(sum(values) / len(values) if values else None)  # type: ignore[arg-type]
+        summary = mean_and_se(per_run)
+        seeds = {"n_runs": n_runs, "n_tasks": len(included), "pass@1": summary.to_dict()}
+
+    submission: dict[str, Any] = {name: header[name] for name in HEADER_FIELDS}
+    submission.update(
+        {
+            "coverage": combined_coverage([run["coverage"] for run in runs], len(tasks)),
+            "n_runs": n_runs,
+            "runs": runs,
+            "n_tasks": len(tasks),
+            "n_graded": len(included),
+            "n_ungraded": len(excluded),
+            "ungraded_by_reason": dict(sorted(Counter(map(_ungraded_reason, excluded)).items())),
+            "pass@1": bootstrap_ci([t.pass1() for t in included]).to_dict(),  # type: ignore[misc]
+            "pass@1_by_tier": _estimates_by(included, lambda t: t.difficulty_tier, TIERS),
+            "pass@1_by_reward_mode": _estimates_by(
+                included,
+                lambda t: mode_label(t.reward_mode),
+                [mode_label(m) for m in KNOWN_REWARD_MODES],
+            ),
+            "pass@1_by_grader": _by_grader(included),
+            "pass@k": _pass_k(included),
+            "seeds": seeds,
+            "failures": _failures(tasks),
+            "diagnostics": submission_diagnostics(tasks, included_ids, header["train_tables"]),
+            "statistics": STATISTICS,
+            "tasks": [t.to_entry(t.task_id in included_ids) for t in tasks],
+        }
+    )
+    submission["sha256"] = submission_sha256(submission)
+    return submission
 
 
-# -- the submission ----------------------------------------------------------------------------
-def build_submission(runs: Sequence[Run]) -> dict[str, Any]:
-    """The submission for one model on one split: one run, or several seeds of it."""
-    check_combinable(runs)
-    n_runs = len(runs)
-    views: dict[str, _TaskView] = {}
-    for index, run in enumerate(runs):
-        for task_id, attempts in run.tasks.items():
-            views.setdefault(task_id, _TaskView(task_id)).add(index, attempts)
-    ordered = [views[k] for k in sorted(views)]
-    included = [v for v in ordered if all(v.graded_in(i) for i in range(n_runs))]
-    included_ids = {v.task_id for v in included}
-    excluded = [v for v in ordered if v.task_id not in included_ids]
-    ungraded_reasons = Counter(_ungraded_reason(v) for v in excluded)
-
+def header_from_runs(
+    runs: Sequence[Run], *, model: str | None, train_tables: Mapping[str, Any]
+) -> dict[str, Any]:
     versions: dict[str, str] = {}
     for run in runs:
         versions.update({k: str(v) for k, v in run.package_versions.items()})
     first = runs[0]
-    overall = bootstrap_ci([v.pass1() for v in included])  # type: ignore[misc]
-    seeds = None
-    if n_runs > 1:
-        summary = mean_and_se([run.pass1(included_ids) for run in runs])
-        seeds = {"n_runs": n_runs, "n_tasks": len(included), "pass@1": summary.to_dict()}
-
-    submission: dict[str, Any] = {
+    return {
         "format": SUBMISSION_FORMAT,
         "benchmark": "SmolDataEnvs",
-        "model": first.model,
+        "model": model or first.model,
+        "model_ids": sorted({run.model for run in runs}),
         "framework": _one_or_many(run.framework for run in runs),
         "versions": dict(sorted(versions.items())),
         "report_generator": {"smoldataenvs_tasks": _package_version()},
@@ -255,53 +327,93 @@ def build_submission(runs: Sequence[Run]) -> dict[str, Any]:
         "dataset_revision": first.dataset_revision,
         "tables_manifest_digest": _one_or_many(run.tables_manifest_digest for run in runs),
         "grader_version": first.grader_version,
+        "grader_profile": profile_of_version(first.grader_version),
         "sandbox": _one_or_many(run.sandbox for run in runs),
         "epochs": _one_or_many(run.epochs for run in runs),
-        "n_runs": n_runs,
-        "runs": [
-            {
-                "source": run.source,
-                "framework": run.framework,
-                "framework_version": run.framework_version,
-                "task": run.task_name,
-                "run_id": run.run_id,
-                "created": run.created,
-                "sandbox": run.sandbox,
-                "epochs": run.epochs,
-                "n_tasks": len(run.tasks),
-                "n_graded": len(run.graded_task_ids()),
-                "pass@1": _round(run.pass1()),
-            }
-            for run in runs
-        ],
-        "n_tasks": len(ordered),
-        "n_graded": len(included),
-        "n_ungraded": len(excluded),
-        "ungraded_by_reason": dict(sorted(ungraded_reasons.items())),
-        "pass@1": overall.to_dict(),
-        "pass@1_by_tier": _estimates_by(included, lambda v: v.difficulty_tier, TIERS),
-        "pass@1_by_reward_mode": _estimates_by(
-            included,
-            lambda v: mode_label(v.reward_mode),
-            [mode_label(m) for m in KNOWN_REWARD_MODES],
-        ),
-        "pass@k": _pass_k(included),
-        "seeds": seeds,
-        "failures": _failures(runs),
-        "statistics": {
-            "pass@1": "mean over tasks of each task's mean reward over its graded attempts",
-            "ci": "percentile bootstrap over tasks",
-            "confidence": CONFIDENCE,
-            "resamples": BOOTSTRAP_RESAMPLES,
-            "seed": BOOTSTRAP_SEED,
-            "pass@k": "unbiased estimator (Chen et al. 2021) over each task's graded attempts",
-            "seeds": "mean ± standard error of per-run pass@1 over the tasks graded in every run",
-        },
-        "tasks": [_task_entry(v, v.task_id in included_ids) for v in ordered],
+        "sampling": _sampling(runs),
+        "train_tables": dict(train_tables),
     }
-    submission["sha256"] = submission_sha256(submission)
-    return submission
 
 
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
+def _sampling(runs: Sequence[Run]) -> dict[str, Any]:
+    """How the attempts were sampled, labelled as the frameworks name it: the temperature and
+    Inspect's epoch reducers (e.g. pass_at_4 from -T pass_k=4)."""
+    reducers = sorted({r for run in runs for r in run.sampling.get("reducers") or []})
+    return {
+        "temperature": _one_or_many(run.sampling.get("temperature") for run in runs),
+        "reducers": reducers or None,
+    }
+
+
+def run_record(run: Run) -> dict[str, Any]:
+    """What a submission keeps of one run: where it came from and its coverage inputs."""
+    return {
+        "source": run.source,
+        "framework": run.framework,
+        "framework_version": run.framework_version,
+        "model": run.model,
+        "task": run.task_name,
+        "run_id": run.run_id,
+        "created": run.created,
+        "sandbox": run.sandbox,
+        "epochs": run.epochs,
+        "coverage_inputs": {
+            "split_tasks": run.split_tasks,
+            "filters": run.filters,
+            "n_selected": run.n_selected,
+            "limit": run.limit,
+            "sample_ids": run.sample_ids,
+            "finished": run.finished,
+        },
+    }
+
+
+def build_submission(
+    runs: Sequence[Run],
+    *,
+    model: str | None = None,
+    table_in_train: Mapping[str, bool | None] | None = None,
+    train_tables: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The submission for one model on one split: one run, or several seeds of it.
+
+    `model` labels the submission (`report --name`) when the frameworks spelled the model
+    differently; without it every run must name the same model. `table_in_train` and
+    `train_tables` are the contamination lookup (results/contamination.py); by default it is
+    made here, from the train split on this machine if there is one.
+    """
+    check_combinable(runs, same_model=model is None)
+    if train_tables is None:
+        from smoldataenvs_tasks.results.contamination import lookup_train_tables
+
+        table_in_train, train_tables = lookup_train_tables(runs)
+    header = header_from_runs(runs, model=model, train_tables=train_tables)
+    records = [run_record(run) for run in runs]
+    return assemble(header, records, outcomes_from_runs(runs, table_in_train))
+
+
+def recompute(submission: Mapping[str, Any]) -> dict[str, Any]:
+    """The submission rebuilt from its own header, run records and per-task outcomes; equal to
+    the original when no figure was edited. A malformed file raises RunLoadError."""
+    try:
+        header = {name: submission[name] for name in HEADER_FIELDS}
+        records = []
+        for run in submission["runs"]:
+            coverage = run["coverage"]
+            records.append(
+                {
+                    **{name: run[name] for name in RUN_FIELDS},
+                    "coverage_inputs": {name: coverage[name] for name in COVERAGE_INPUTS},
+                }
+            )
+        tasks = outcomes_from_entries(submission["tasks"])
+    except (KeyError, TypeError) as exc:
+        raise RunLoadError(f"not a {SUBMISSION_FORMAT} submission: missing {exc}") from None
+    for task in tasks:
+        for attempt in task.attempts:
+            if not 0 <= attempt.run < len(records):
+                raise RunLoadError(
+                    f"task {task.task_id}: an attempt of run {attempt.run}, but the submission "
+                    f"lists {len(records)} run(s)"
+                )
+    return assemble(header, records, tasks)

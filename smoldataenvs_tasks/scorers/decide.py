@@ -25,6 +25,7 @@ reason shows `<reference>` instead (whileai's convention).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 
 from smoldataenvs_tasks.scorers.answers import (
     ExtractedProgram,
@@ -32,10 +33,17 @@ from smoldataenvs_tasks.scorers.answers import (
     is_command,
     last_nonempty_line,
 )
-from smoldataenvs_tasks.scorers.grader import grade
-from smoldataenvs_tasks.scorers.verdict import Category, ProgramOutcome, UngradedReason, Verdict
+from smoldataenvs_tasks.scorers.grader import METHODS, GradeResult, grade
+from smoldataenvs_tasks.scorers.verdict import (
+    DEFAULT_PROFILE,
+    Category,
+    ProgramOutcome,
+    UngradedReason,
+    Verdict,
+)
 
 __all__ = [
+    "regrade_verdict",
     "verdict_before_running",
     "verdict_for_answer",
     "verdict_for_answer_file",
@@ -43,10 +51,15 @@ __all__ = [
 ]
 
 _QUOTE_CHARS = 60
+_PROGRAM_FAILURES = frozenset(
+    {Category.CRASH, Category.TIMEOUT, Category.SYNTAX_ERROR, Category.RESOURCE_LIMIT}
+)
 _REASON_CHARS = 200
 
 
-def verdict_before_running(extracted: ExtractedProgram) -> Verdict | None:
+def verdict_before_running(
+    extracted: ExtractedProgram, *, profile: str = DEFAULT_PROFILE
+) -> Verdict | None:
     """The verdict a reply earns without running anything, or None when its program must run."""
     if extracted.shell_tag is not None:
         return Verdict(
@@ -54,6 +67,7 @@ def verdict_before_running(extracted: ExtractedProgram) -> Verdict | None:
             method="shell_answer",
             category=Category.SHELL_ANSWER,
             reason=f"answered in a ```{extracted.shell_tag} block, not a Python program",
+            profile=profile,
         )
     if extracted.code is None or not extracted.code.strip():
         return Verdict(
@@ -61,6 +75,7 @@ def verdict_before_running(extracted: ExtractedProgram) -> Verdict | None:
             method="no_answer",
             category=Category.NO_ANSWER,
             reason="no program in the reply",
+            profile=profile,
         )
     return None
 
@@ -73,8 +88,10 @@ def verdict_for_answer(
     atol: float | None = 1e-3,
     rtol: float | None = 1e-3,
     outcome: ProgramOutcome | None = None,
+    profile: str = DEFAULT_PROFILE,
 ) -> Verdict:
-    """The verdict for one answer string (and, for the program variant, the run that printed it)."""
+    """The verdict for one answer string (and, for the program variant, the run that printed it),
+    under the grader `profile` ("default" or "strict")."""
     failed = outcome is not None and outcome.failure is not None
     if answer is None or not answer.strip():
         if failed:
@@ -86,6 +103,7 @@ def verdict_for_answer(
                 reason=_mask(_failure_reason(outcome), gold),
                 prediction=None,
                 detail=outcome.failure_detail,
+                profile=profile,
             )
         return Verdict(
             reward=0.0,
@@ -93,6 +111,7 @@ def verdict_for_answer(
             category=Category.NO_ANSWER,
             reason="program printed nothing" if outcome is not None else "empty answer",
             prediction=None,
+            profile=profile,
         )
 
     if is_command(answer):
@@ -102,10 +121,13 @@ def verdict_for_answer(
             category=Category.COMMAND_ANSWER,
             reason="answer is a command, not a value",
             prediction=answer,
+            profile=profile,
         )
 
     try:
-        result = grade(gold, answer, reward_mode=reward_mode, abs_tol=atol, rel_tol=rtol)
+        result = grade(
+            gold, answer, reward_mode=reward_mode, abs_tol=atol, rel_tol=rtol, profile=profile
+        )
     except Exception as exc:  # infrastructure (e.g. no math-verify worker): ungraded, never 0
         return Verdict(
             reward=None,
@@ -114,28 +136,54 @@ def verdict_for_answer(
             reason=_clip(f"grader failed: {type(exc).__name__}: {exc}"),
             prediction=answer,
             detail=UngradedReason.GRADER_FAILED.value,
+            profile=profile,
         )
+    failure = None
+    if outcome is not None and outcome.failure is not None:
+        failure = _Failure(
+            outcome.failure, outcome.failure_detail, _mask(_failure_reason(outcome), gold)
+        )
+    return _graded_verdict(answer, gold, result, failure, profile)
 
-    quoted = _quote(answer, gold)
+
+@dataclass(frozen=True)
+class _Failure:
+    """How the program that printed the answer failed: category, detail, words for people."""
+
+    category: Category
+    detail: str | None
+    reason: str
+
+
+def _answer_reason(answer: str, gold: str, result: GradeResult) -> str:
+    reason = f"printed {_quote(answer, gold)}: {result.method}"
+    if result.rule is not None:
+        reason += f" (strict rule {result.rule})"
+    return reason
+
+
+def _graded_verdict(
+    answer: str, gold: str, result: GradeResult, failure: _Failure | None, profile: str
+) -> Verdict:
+    reason = _answer_reason(answer, gold, result)
     if result.reward == 1.0:
         return Verdict(
             reward=1.0,
             method=result.method,
             category=Category.CORRECT,
-            reason=f"printed {quoted}: {result.method}",
+            reason=reason,
             prediction=answer,
+            profile=profile,
         )
-    reason = f"printed {quoted}: {result.method}"
-    if failed:
-        assert outcome is not None and outcome.failure is not None
-        reason = _clip(f"{reason}; {_mask(_failure_reason(outcome), gold)}")
+    if failure is not None:
         return Verdict(
             reward=0.0,
             method=result.method,
-            category=outcome.failure,
-            reason=reason,
+            category=failure.category,
+            reason=_clip(f"{reason}; {failure.reason}"),
             prediction=answer,
-            detail=outcome.failure_detail,
+            detail=failure.detail,
+            profile=profile,
         )
     return Verdict(
         reward=0.0,
@@ -143,6 +191,7 @@ def verdict_for_answer(
         category=Category.WRONG_VALUE,
         reason=reason,
         prediction=answer,
+        profile=profile,
     )
 
 
@@ -153,6 +202,7 @@ def verdict_for_program_outcome(
     reward_mode: str = "",
     atol: float | None = 1e-3,
     rtol: float | None = 1e-3,
+    profile: str = DEFAULT_PROFILE,
 ) -> Verdict:
     """Program variant: the answer is the last non-empty stdout line, whatever the exit status."""
     return verdict_for_answer(
@@ -162,6 +212,7 @@ def verdict_for_program_outcome(
         atol=atol,
         rtol=rtol,
         outcome=outcome,
+        profile=profile,
     )
 
 
@@ -172,6 +223,7 @@ def verdict_for_answer_file(
     reward_mode: str = "",
     atol: float | None = 1e-3,
     rtol: float | None = 1e-3,
+    profile: str = DEFAULT_PROFILE,
 ) -> Verdict:
     """Agentic variant: the whole answer file, stripped (multi-line allowed); missing → no_answer."""
     if text is None or not text.strip():
@@ -180,10 +232,64 @@ def verdict_for_answer_file(
             method="no_answer",
             category=Category.NO_ANSWER,
             reason="no answer file" if text is None else "answer file is empty",
+            profile=profile,
         )
     return verdict_for_answer(
-        text.strip(), gold=gold, reward_mode=reward_mode, atol=atol, rtol=rtol
+        text.strip(), gold=gold, reward_mode=reward_mode, atol=atol, rtol=rtol, profile=profile
     )
+
+
+def regrade_verdict(
+    verdict: Verdict,
+    *,
+    gold: str,
+    reward_mode: str = "",
+    atol: float | None = 1e-3,
+    rtol: float | None = 1e-3,
+    profile: str = DEFAULT_PROFILE,
+) -> Verdict:
+    """The verdict a recorded one becomes under `profile`, from its recorded answer alone.
+
+    Verdicts no ladder rung decided (no answer, a command or shell answer, a failed program that
+    printed nothing, an unavailable table or sandbox) do not depend on the profile and carry
+    over; a verdict ungraded because the grader failed is tried again. A graded answer is
+    graded again; a 0 keeps the recorded program failure (crash, timeout, ...) when the recorded
+    verdict had one. A run whose recorded verdict was correct has no failure on record, so its
+    answer's 0 under the new profile is `wrong_value` even if the program failed after printing
+    it (pass@1 does not depend on this).
+    """
+    retry = verdict.detail == UngradedReason.GRADER_FAILED.value
+    if verdict.prediction is None or not (verdict.method in METHODS or retry):
+        return replace(verdict, profile=profile, grader_version=None)
+    try:
+        result = grade(
+            gold,
+            verdict.prediction,
+            reward_mode=reward_mode,
+            abs_tol=atol,
+            rel_tol=rtol,
+            profile=profile,
+        )
+    except Exception as exc:  # infrastructure (e.g. no math-verify worker): ungraded, never 0
+        return Verdict(
+            reward=None,
+            method="ungraded",
+            category=Category.UNGRADED,
+            reason=_clip(f"grader failed: {type(exc).__name__}: {exc}"),
+            prediction=verdict.prediction,
+            detail=UngradedReason.GRADER_FAILED.value,
+            profile=profile,
+        )
+    failure = None
+    if verdict.category in _PROGRAM_FAILURES:
+        # The recorded reason is "<the answer's words>; <the failure's words>".
+        recorded = verdict.reason
+        failure_reason = verdict.category.value
+        prefix = f"printed {_quote(verdict.prediction, gold)}: {verdict.method}"
+        if recorded.startswith(prefix) and "; " in recorded[len(prefix) :]:
+            failure_reason = recorded[len(prefix) :].split("; ", 1)[1]
+        failure = _Failure(verdict.category, verdict.detail, failure_reason)
+    return _graded_verdict(verdict.prediction, gold, result, failure, profile)
 
 
 def _failure_reason(outcome: ProgramOutcome) -> str:

@@ -7,6 +7,11 @@ rung (math-verify) runs in a small pool of worker processes with a hard deadline
 
     python -c "from smoldataenvs_tasks import grade; print(grade('45%', '0.45'))"
     smoldataenvs grade 5768.04 5768 --mode numeric --atol 0.05 --rtol 0.01
+    smoldataenvs grade 12 "12 or maybe 17" --grader strict
+
+Two profiles of this one ladder (docs/scoring.md): `default` gives the published grader's reward
+on every pair except the deviations docs/scoring.md lists; `strict` runs the same rungs, and where
+one would accept, asks the rules in `scorers/strict.py`, whose refusal sends the pair on down.
 
 The ladder (first match wins; docs/design.md "The grader ladder"):
 
@@ -19,7 +24,7 @@ The ladder (first match wins; docs/design.md "The grader ladder"):
 4. `list`: when `reward_mode` is `list`/`list_csv` or both sides contain a comma; in order, then
    both sides sorted case-insensitively; items match by normalised text or first numbers.
 5. `math_verify`: `verify(parse(gold), parse(candidate))`; a timeout is `math_verify_timeout`.
-6. otherwise `miss`.
+6. otherwise `miss` (under strict, `GradeResult.rule` names the first rule that refused a rung).
 
 Input coercion (documented choices, none of which changes a verdict for well-formed rows):
 non-string gold/candidate values are read with `str()`; a tolerance that is None, NaN, negative
@@ -39,9 +44,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from smoldataenvs_tasks._pins import KNOWN_REWARD_MODES
-from smoldataenvs_tasks.scorers import symbolic
+from smoldataenvs_tasks.errors import SmolDataEnvsError
+from smoldataenvs_tasks.scorers import strict, symbolic
+from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, GRADER_PROFILES
 
-__all__ = ["METHODS", "GradeResult", "clear_memo", "grade", "memo_info"]
+__all__ = ["METHODS", "GradeResult", "UnknownProfileError", "clear_memo", "grade", "memo_info"]
 
 # Every `method` string `grade` can return.
 METHODS = (
@@ -59,6 +66,12 @@ METHODS = (
 class GradeResult:
     reward: float
     method: str
+    # strict only: the rule that refused a rung's acceptance (the first, when several did).
+    rule: str | None = None
+
+
+class UnknownProfileError(SmolDataEnvsError, ValueError):
+    """A grader profile other than those in GRADER_PROFILES."""
 
 
 _NUMERIC_MODES = frozenset({"numeric", "flexible"})
@@ -87,15 +100,22 @@ def grade(
     reward_mode: Any = "",
     rel_tol: Any = 1e-3,
     abs_tol: Any = 1e-3,
+    profile: str = DEFAULT_PROFILE,
     **ignored: Any,
 ) -> GradeResult:
-    """Grade one candidate answer against the gold, exactly as the dataset's grader does.
+    """Grade one candidate answer against the gold with the ladder, under `profile`.
 
-    `ignored` absorbs upstream's unused keywords (`question`, `judge`, `judge_model`, ...).
-    Returns reward 1.0 or 0.0 for any input. Raises only `symbolic.SymbolicUnavailableError`
-    when the symbolic rung's worker processes cannot start at all (an infrastructure failure,
-    which callers above this layer record as ungraded, never as 0).
+    `profile="default"` is the published grader; `"strict"` closes its loopholes. `ignored`
+    absorbs upstream's unused keywords (`question`, `judge`, `judge_model`, ...). Returns reward
+    1.0 or 0.0 for any input. Raises `UnknownProfileError` for a profile not in
+    GRADER_PROFILES, and `symbolic.SymbolicUnavailableError` when the symbolic rung's worker
+    processes cannot start at all (an infrastructure failure, which callers above this layer
+    record as ungraded, never as 0).
     """
+    if profile not in GRADER_PROFILES:
+        raise UnknownProfileError(
+            f"unknown grader profile {profile!r}: choose one of {', '.join(GRADER_PROFILES)}"
+        )
     gold = _as_text(gold)
     candidate = _as_text(candidate)
     mode = "" if reward_mode is None else str(reward_mode)
@@ -106,13 +126,14 @@ def grade(
     if gold is None or candidate is None:
         return _MISS
 
-    key = (gold, candidate, mode, rel, abs_)
+    is_strict = profile == "strict"
+    key = (gold, candidate, mode, rel, abs_, is_strict)
     cacheable = len(gold) + len(candidate) <= _MEMO_MAX_KEY_CHARS
     if cacheable:
         hit = _memo_get(key)
         if hit is not None:
             return hit
-    result = _ladder(gold, candidate, mode, rel, abs_)
+    result = _ladder(gold, candidate, mode, rel, abs_, is_strict)
     # A timeout says nothing about the pair (a retry on a quieter machine may finish), so it is
     # never remembered.
     if cacheable and result is not _MATH_VERIFY_TIMEOUT:
@@ -120,7 +141,9 @@ def grade(
     return result
 
 
-def _ladder(gold: str, candidate: str, mode: str, rel: float, abs_: float) -> GradeResult:
+def _ladder(
+    gold: str, candidate: str, mode: str, rel: float, abs_: float, is_strict: bool
+) -> GradeResult:
     gold_stripped = gold.strip()
     cand_stripped = candidate.strip()
     if not gold_stripped or not cand_stripped:
@@ -130,27 +153,56 @@ def _ladder(gold: str, candidate: str, mode: str, rel: float, abs_: float) -> Gr
     if gold_norm == _normalise(cand_stripped):
         return _EXACT
 
+    refused: str | None = None
     if mode in _NUMERIC_MODES or _is_clean_number(gold_stripped):
         g = _first_number(gold)
         c = _first_number(candidate)
         if g is not None and c is not None:
+            accepted = None
             if _close(g, c, rel, abs_):
-                return _NUMERIC
-            if _one_side_fractional(g, c) and (
+                accepted = _NUMERIC
+            elif _one_side_fractional(g, c) and (
                 _close(g, c * 100, rel, abs_) or _close(g, c / 100, rel, abs_)
             ):
-                return _NUMERIC_SCALED
+                accepted = _NUMERIC_SCALED
+            if accepted is not None:
+                if not is_strict:
+                    return accepted
+                refused = strict.numeric_refusal(
+                    gold_stripped,
+                    cand_stripped,
+                    g,
+                    c,
+                    scaled=accepted is _NUMERIC_SCALED,
+                    rel=rel,
+                    abs_=abs_,
+                )
+                if refused is None:
+                    return accepted
 
     if mode in _LIST_MODES or ("," in gold and "," in candidate):
-        if _lists_match(gold, candidate, rel, abs_):
+        if _lists_match(gold, candidate, rel, abs_, is_strict=is_strict):
             return _LIST
+        # Strict lists match a subset of default's: a default match here is strict's refusal.
+        if is_strict and _lists_match(gold, candidate, rel, abs_, is_strict=False):
+            refused = refused or "list_items"
 
-    outcome = symbolic.verify(gold, candidate)
+    missed = _MISS if refused is None else GradeResult(0.0, "miss", refused)
+    if symbolic.shortcut(gold, candidate) is symbolic.Outcome.NO_MATCH:
+        return missed
+    if refused is not None and strict.symbolic_refusal(gold_stripped, cand_stripped):
+        # Whatever math-verify says, strict refuses it and an earlier rule is the one reported:
+        # the worker round trip would change nothing.
+        return missed
+    outcome = _symbolic(gold, candidate)
     if outcome is symbolic.Outcome.MATCH:
-        return _MATH_VERIFY
+        if not is_strict:
+            return _MATH_VERIFY
+        rule = strict.symbolic_refusal(gold_stripped, cand_stripped)
+        return _MATH_VERIFY if rule is None else GradeResult(0.0, "miss", rule)
     if outcome is symbolic.Outcome.TIMEOUT:
         return _MATH_VERIFY_TIMEOUT
-    return _MISS
+    return missed
 
 
 def _normalise(text: str) -> str:
@@ -160,10 +212,9 @@ def _normalise(text: str) -> str:
 
 
 def _is_clean_number(stripped: str) -> bool:
-    return (
-        _CLEAN_NUMBER.fullmatch(stripped.replace("%", "").replace("$", "").replace(",", ""))
-        is not None
-    )
+    # Upstream's order exactly: `%`/`$` come off the ends only, then the spaces they uncovered
+    # ("65 %", "$ 5"); a sign or symbol inside ("-$4058") leaves the gold unclean.
+    return _CLEAN_NUMBER.fullmatch(stripped.strip("%$").strip().replace(",", "")) is not None
 
 
 def _first_number(text: str) -> float | None:
@@ -187,25 +238,29 @@ def _one_side_fractional(g: float, c: float) -> bool:
     return (g_frac and abs(c) >= 1.0) or (c_frac and abs(g) >= 1.0)
 
 
-def _lists_match(gold: str, candidate: str, rel: float, abs_: float) -> bool:
+def _lists_match(gold: str, candidate: str, rel: float, abs_: float, *, is_strict: bool) -> bool:
     gold_items = [item for item in (part.strip() for part in gold.split(",")) if item]
     cand_items = [item for item in (part.strip() for part in candidate.split(",")) if item]
     if len(gold_items) < 2 or len(gold_items) != len(cand_items):
         return False
-    if _items_match(gold_items, cand_items, rel, abs_):
+    if _items_match(gold_items, cand_items, rel, abs_, is_strict):
         return True
     return _items_match(
-        sorted(gold_items, key=str.lower), sorted(cand_items, key=str.lower), rel, abs_
+        sorted(gold_items, key=str.lower), sorted(cand_items, key=str.lower), rel, abs_, is_strict
     )
 
 
-def _items_match(gold_items: list[str], cand_items: list[str], rel: float, abs_: float) -> bool:
+def _items_match(
+    gold_items: list[str], cand_items: list[str], rel: float, abs_: float, is_strict: bool
+) -> bool:
     for g_item, c_item in zip(gold_items, cand_items, strict=True):
         if _normalise(g_item) == _normalise(c_item):
             continue
         g = _first_number(g_item)
         c = _first_number(c_item)
         if g is None or c is None or not _close(g, c, rel, abs_):
+            return False
+        if is_strict and strict.list_item_refusal(g_item, c_item) is not None:
             return False
     return True
 
@@ -251,12 +306,13 @@ def _warn_unknown_mode(mode: str) -> None:
 _MEMO_MAX_ENTRIES = 65_536
 # Very long strings are rare and cost memory to keep; they are graded afresh every time.
 _MEMO_MAX_KEY_CHARS = 4_096
-_memo: OrderedDict[tuple[str, str, str, float, float], GradeResult] = OrderedDict()
+_memo: OrderedDict[tuple[str, str, str, float, float, bool], GradeResult] = OrderedDict()
+_symbolic_memo: OrderedDict[tuple[str, str], symbolic.Outcome] = OrderedDict()
 _memo_lock = threading.Lock()
 _memo_stats = {"hits": 0, "misses": 0}
 
 
-def _memo_get(key: tuple[str, str, str, float, float]) -> GradeResult | None:
+def _memo_get(key: tuple[str, str, str, float, float, bool]) -> GradeResult | None:
     with _memo_lock:
         result = _memo.get(key)
         if result is None:
@@ -267,17 +323,40 @@ def _memo_get(key: tuple[str, str, str, float, float]) -> GradeResult | None:
         return result
 
 
-def _memo_put(key: tuple[str, str, str, float, float], result: GradeResult) -> None:
+def _memo_put(key: tuple[str, str, str, float, float, bool], result: GradeResult) -> None:
     with _memo_lock:
         _memo[key] = result
         if len(_memo) > _MEMO_MAX_ENTRIES:
             _memo.popitem(last=False)
 
 
+def _symbolic(gold: str, candidate: str) -> symbolic.Outcome:
+    """math-verify's outcome for a pair the shortcuts could not settle, from the worker pool and
+    remembered per pair: it depends on neither the mode,
+    the tolerances nor the profile, so regrading under the other profile (or another row with the
+    same gold) costs no second worker round trip."""
+    key = (gold, candidate)
+    cacheable = len(gold) + len(candidate) <= _MEMO_MAX_KEY_CHARS
+    if cacheable:
+        with _memo_lock:
+            hit = _symbolic_memo.get(key)
+            if hit is not None:
+                _symbolic_memo.move_to_end(key)
+                return hit
+    outcome = symbolic.default_pool().verify(gold, candidate)
+    if cacheable and outcome is not symbolic.Outcome.TIMEOUT:
+        with _memo_lock:
+            _symbolic_memo[key] = outcome
+            if len(_symbolic_memo) > _MEMO_MAX_ENTRIES:
+                _symbolic_memo.popitem(last=False)
+    return outcome
+
+
 def clear_memo() -> None:
-    """Forget every remembered grade (benchmarks and tests start cold with this)."""
+    """Forget every remembered grade and symbolic outcome (benchmarks and tests start cold)."""
     with _memo_lock:
         _memo.clear()
+        _symbolic_memo.clear()
         _memo_stats["hits"] = 0
         _memo_stats["misses"] = 0
 

@@ -12,7 +12,23 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 # Bump when any rule that decides a reward changes (ladder, answer rules, guard, extraction).
-GRADER_VERSION = "1.0.0"
+# 1.1.0: `_is_clean_number` strips `%`/`$` from the ends only, as upstream; the strict profile.
+GRADER_VERSION = "1.1.0"
+# The profiles of the one ladder (docs/scoring.md): the published grader, and strict.
+GRADER_PROFILES = ("default", "strict")
+DEFAULT_PROFILE = "default"
+
+
+def versioned(profile: str, version: str = GRADER_VERSION) -> str:
+    """The grader version a Verdict records: the rules' version and the profile, "1.1.0+strict"."""
+    return f"{version}+{profile}"
+
+
+def profile_of_version(grader_version: str | None) -> str:
+    """The profile a recorded grader version names; versions before profiles were default."""
+    if grader_version and "+" in grader_version:
+        return grader_version.rsplit("+", 1)[1]
+    return DEFAULT_PROFILE
 
 
 class Category(enum.StrEnum):
@@ -30,6 +46,10 @@ class Category(enum.StrEnum):
 
 class UngradedReason(enum.StrEnum):
     TABLE_UNAVAILABLE = "table_unavailable"
+    # the table is there but its bytes are not the recorded ones (edited, truncated, a link)
+    TABLE_CORRUPT = "table_corrupt"
+    # the dataset row itself is unusable (an unsafe file name, a NaN tolerance, no gold, ...)
+    INVALID_ROW = "invalid_row"
     SANDBOX_FAILED = "sandbox_failed"
     GRADER_FAILED = "grader_failed"
 
@@ -44,9 +64,15 @@ class Verdict:
     # Exception name for `crash` (e.g. "KeyError"), limit name for `resource_limit`,
     # an UngradedReason value for `ungraded`.
     detail: str | None = None
-    grader_version: str = GRADER_VERSION
+    # `versioned(profile)` unless given (a verdict read back keeps the version it was decided by).
+    grader_version: str | None = None
+    profile: str = DEFAULT_PROFILE
 
     def __post_init__(self) -> None:
+        if self.profile not in GRADER_PROFILES:
+            raise ValueError(f"profile must be one of {GRADER_PROFILES}, not {self.profile!r}")
+        if self.grader_version is None:
+            object.__setattr__(self, "grader_version", versioned(self.profile))
         if self.reward not in (0.0, 1.0, None):
             raise ValueError(f"reward must be 1.0, 0.0 or None, not {self.reward!r}")
         if (self.reward is None) != (self.category is Category.UNGRADED):
@@ -67,18 +93,21 @@ class Verdict:
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
         fields = {k: data.get(k) for k in cls.__dataclass_fields__}
         fields["category"] = Category(data["category"])
-        if fields.get("grader_version") is None:
-            fields["grader_version"] = GRADER_VERSION
+        # Verdicts recorded before profiles existed were all decided by the default one.
+        fields["profile"] = fields.get("profile") or profile_of_version(fields["grader_version"])
         return cls(**fields)
 
     @classmethod
-    def ungraded(cls, reason: UngradedReason, explanation: str) -> Verdict:
+    def ungraded(
+        cls, reason: UngradedReason, explanation: str, profile: str = DEFAULT_PROFILE
+    ) -> Verdict:
         return cls(
             reward=None,
             method="ungraded",
             category=Category.UNGRADED,
             reason=explanation,
             detail=reason.value,
+            profile=profile,
         )
 
 

@@ -109,3 +109,22 @@ def test_stop_refuses_new_and_kept_alive_connections_and_start_reuses_the_port(d
     assert hub.start() == endpoint
     assert httpx2.get(f"{endpoint}/buckets/o/b/resolve/p/f").content == b"x"
     hub.stop()
+
+
+def test_the_hub_can_lie_in_its_listing_change_after_it_and_rate_limit(fake_hub):
+    fake_hub.add_bucket_file("o/b", "p__x/a.csv", b"12345")
+    api = HfApi(endpoint=fake_hub.endpoint)
+    fake_hub.declare_size("o/b", "p__x/a.csv", 2_000_000_000)
+    [listed] = api.list_bucket_tree("o/b", prefix="p__x/", recursive=True)
+    assert listed.size == 2_000_000_000
+    url = f"{fake_hub.endpoint}/buckets/o/b/resolve/p__x/a.csv"
+    assert httpx2.get(url).content == b"12345"  # the real bytes are served
+    fake_hub.add_bucket_file("o/b", "p__x/a.csv", b"12345")
+    fake_hub.mutate_after_listing("o/b", "p__x/a.csv")
+    [first] = api.list_bucket_tree("o/b", prefix="p__x/", recursive=True)
+    assert first.size == 5 and len(httpx2.get(url).content) > 5  # one version behind
+    route = fake_hub.bucket_route("o/b", "p__x/a.csv")
+    fake_hub.rate_limit(route, "20", times=1)
+    limited = httpx2.get(url)
+    assert (limited.status_code, limited.headers["Retry-After"]) == (429, "20")
+    assert httpx2.get(url).status_code == 200

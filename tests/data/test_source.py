@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, DATASET_REVISION
-from smoldataenvs_tasks.data.rows import RowValidationError, UnknownRewardModeWarning
+from smoldataenvs_tasks.data.rows import InvalidRowWarning, UnknownRewardModeWarning
 from smoldataenvs_tasks.data.source import (
     SAMPLE_DIR,
     DataSource,
@@ -136,7 +136,7 @@ def test_filter_typos_are_errors_not_empty_runs(hub_scenario):
         load_tasks("eval", task_ids=["t/9999/nope_qa_1"])
 
 
-def test_a_split_with_a_malicious_row_fails_naming_it(fake_hub, data_env):
+def test_a_split_with_a_malicious_row_keeps_the_other_rows_and_names_it(fake_hub, data_env):
     fake_hub.add_dataset_split(
         "eval",
         [
@@ -145,18 +145,21 @@ def test_a_split_with_a_malicious_row_fails_naming_it(fake_hub, data_env):
         ],
         commit=DATASET_REVISION,
     )
-    with pytest.raises(RowValidationError, match="evil"):
-        load_tasks("eval")
+    with pytest.warns(InvalidRowWarning, match="evil"):
+        good, evil = load_tasks("eval")
+    assert (good.task_id, good.invalid_row, good.files) == ("good", None, ("a.csv",))
+    assert evil.task_id == "evil" and "bare name" in evil.invalid_row and evil.files == ()
 
 
-def test_duplicate_task_ids_are_refused(fake_hub, data_env):
+def test_duplicate_task_ids_become_one_invalid_record(fake_hub, data_env):
     fake_hub.add_dataset_split(
         "test",
         [{"task_id": "same", "question": "q", "answer": "1"}] * 2,
         commit=DATASET_REVISION,
     )
-    with pytest.raises(RowValidationError, match="duplicate"):
-        load_tasks("test")
+    with pytest.warns(InvalidRowWarning, match="duplicate"):
+        [record] = load_tasks("test")
+    assert record.task_id == "same" and "rows 1, 2" in record.invalid_row
 
 
 def test_unknown_reward_modes_warn_once_per_mode_per_split(fake_hub, data_env):

@@ -34,6 +34,7 @@ def table_set(tmp_path: Path, files: dict[str, bytes]) -> TableSet:
     for name, data in files.items():
         path = store / f"deep-{name}"
         path.write_bytes(data)
+        path.chmod(0o444)  # as the content cache writes its files
         tables.append(TableFile(name, path, len(data), None, f"prefix/{name}"))
     return TableSet("task/1", tuple(tables))
 
@@ -47,7 +48,7 @@ def test_new_stage_dirs_live_under_the_cache_and_are_fresh(data_env):
     assert nested.parent == first and not any(nested.iterdir())
 
 
-def test_stage_tables_hard_links_read_only_flat_entries(data_env, tmp_path):
+def test_stage_tables_hard_links_flat_entries_of_read_only_cache_files(data_env, tmp_path):
     tables = table_set(tmp_path, {"orders.csv": b"a,b\n1,2\n", "with space.xlsx": b"PK\x03\x04"})
     stage = stage_tables(tables, new_stage_dir())
     assert sorted(p.name for p in stage.iterdir()) == ["orders.csv", "with space.xlsx"]

@@ -160,6 +160,25 @@ def test_agentic_missing_answer_file_and_command_answer_score_zero(tmp_path):
     assert categories == ["no_answer", "command_answer", "wrong_value", "correct"]
 
 
+def test_agentic_task_argument_grader_strict_refuses_a_hedged_answer_file(tmp_path):
+    rows = [agentic_row(REVENUE_TASK, ["echo -n '7438.11 or maybe 7500' > /workdir/answer.txt"])]
+    replay = write_jsonl(tmp_path / "hedge.jsonl", rows)
+    outcomes = {}
+    for grader in ("default", "strict"):
+        log = run(
+            smoldataenvs(split="sample", task_ids=[REVENUE_TASK], sandbox="bwrap", grader=grader),
+            tmp_path / grader,
+            replay,
+        )
+        assert log.eval.metadata["grader"] == grader
+        score = scores_by_id(log, SCORERS["agentic"])[(REVENUE_TASK, 1)]
+        outcomes[grader] = (score.value, score.metadata["category"], score.metadata["profile"])
+    assert outcomes == {
+        "default": (1.0, "correct", "default"),
+        "strict": (0.0, "wrong_value", "strict"),
+    }
+
+
 def test_agentic_turn_limit_ends_the_sample_and_it_is_still_scored(tmp_path):
     commands = ["true"] * 5 + ["echo -n East > /workdir/answer.txt"]
     log = run(
@@ -276,13 +295,15 @@ def test_task_metadata_records_provenance(tmp_path):
     meta = log.eval.metadata
     from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION
 
-    assert meta["grader_version"] == GRADER_VERSION
+    assert meta["grader_version"] == f"{GRADER_VERSION}+default"
+    assert meta["grader"] == "default"
     assert meta["sandbox"] == "bwrap"
     assert meta["protocol"] == "program"
     assert meta["dataset_revision"]
     assert meta["tables_manifest_digest"]
     score = log.samples[0].scores[SCORERS["program"]]
-    assert score.metadata["grader_version"] == GRADER_VERSION
+    assert score.metadata["grader_version"] == f"{GRADER_VERSION}+default"
+    assert score.metadata["profile"] == "default"
     assert score.metadata["table_sha256"]["orders.csv"]
 
 
@@ -308,15 +329,6 @@ def test_inspect_sandbox_override_is_refused_with_a_clear_message(tmp_path, sand
     )
     assert log.status == "error"
     assert "-T sandbox=" in str(log.error.message)
-
-
-def test_unknown_task_arguments_fail_clearly():
-    with pytest.raises(ValueError, match="tools must be"):
-        smoldataenvs(split="sample", tools="bash,ruby", sandbox="bwrap")
-    with pytest.raises(ValueError, match="unknown tier"):
-        smoldataenvs_program(split="sample", tiers="legendary", sandbox="bwrap")
-    with pytest.raises(ValueError, match="protocol must be"):
-        smoldataenvs(split="sample", protocol="telepathy", sandbox="bwrap")
 
 
 def test_local_sandbox_relocates_paths_and_still_grades(tmp_path):
@@ -362,6 +374,45 @@ def test_inspect_cli_runs_the_program_task_offline(tmp_path):
     log = read_eval_log(str(log_file))
     assert log.status == "success"
     assert metric(log, "accuracy") == 1.0
+
+
+def test_inspect_cli_takes_the_grader_as_a_task_argument(tmp_path):
+    replay = write_jsonl(
+        tmp_path / "hedge.jsonl",
+        [program_row(REVENUE_TASK, "```python\nprint('7438.11 or maybe 7500')\n```")],
+    )
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("inspect")),
+            "eval",
+            "smoldataenvs_tasks/smoldataenvs_program",
+            "-T",
+            "split=sample",
+            "-T",
+            f"task_ids={REVENUE_TASK}",
+            "-T",
+            "grader=strict",
+            "--model",
+            "replay/hedge",
+            "-M",
+            f"path={replay}",
+            "--log-dir",
+            str(tmp_path / "logs"),
+            "--display",
+            "plain",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    [log_file] = list((tmp_path / "logs").glob("*.eval"))
+    log = read_eval_log(str(log_file))
+    assert log.eval.metadata["grader"] == "strict"
+    score = scores_by_id(log, SCORERS["program"])[(REVENUE_TASK, 1)]
+    assert (score.value, score.metadata["category"]) == (0.0, "wrong_value")
+    assert score.metadata["reason"].endswith("(strict rule one_number)")
 
 
 # --- Docker ------------------------------------------------------------------------------------

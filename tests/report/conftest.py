@@ -56,27 +56,40 @@ def mixed_then_gold_replay(replay_dir: Path) -> Path:
 
 
 def run_inspect(
-    replay: Path, log_dir: Path, *, label: str, epochs: int = 1, fail_on_error: bool = True
+    replay: Path,
+    log_dir: Path,
+    *,
+    label: str,
+    epochs: int = 1,
+    fail_on_error: bool = True,
+    limit: int | None = None,
+    sample_id: str | list[str] | None = None,
+    grader: str = "default",
+    **task_args: str,
 ) -> Path:
+    """One Inspect eval of the program task on the sample split; `limit`, `sample_id` and the
+    task arguments (tiers=..., ...) as `inspect eval --limit / --sample-id / -T` pass them."""
     from inspect_ai import eval as inspect_eval
 
     import smoldataenvs_tasks.inspect_adapter.models  # noqa: F401  (registers the replay provider)
     from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
 
     logs = inspect_eval(
-        smoldataenvs_program(split="sample"),
+        smoldataenvs_program(**{"split": "sample", "grader": grader, **task_args}),
         model=f"replay/{label}",
         model_args={"path": str(replay)},
         log_dir=str(log_dir),
         display="none",
         epochs=epochs,
         fail_on_error=fail_on_error,
+        limit=limit,
+        sample_id=sample_id,
     )
     assert logs[0].location, "Inspect wrote no log"
     return Path(logs[0].location.removeprefix("file://"))
 
 
-def run_lm_eval(replay: Path, out: Path, task: str) -> Path:
+def run_lm_eval(replay: Path, out: Path, task: str, *extra: str) -> Path:
     completed = subprocess.run(
         [
             str(LM_EVAL_SCRIPT),
@@ -90,6 +103,7 @@ def run_lm_eval(replay: Path, out: Path, task: str) -> Path:
             "--log_samples",
             "--output_path",
             str(out),
+            *extra,
         ],
         capture_output=True,
         text=True,

@@ -57,6 +57,17 @@ MIXED_OTHER_FAILURES: dict[str, Reply] = {
 }
 
 
+# Two answers the default profile accepts and the strict one refuses (docs/scoring.md): a hedge
+# for gold 22 (one_number) and 0.2229 for gold 22.29 without a % (percent_bridge). Their
+# categories here are the default profile's; under strict both are wrong_value.
+HEDGED: dict[str, Reply] = {
+    **MIXED,
+    "sample/0002/survey.ipynb_qa_1": Reply(_fenced('print("22 or maybe 23")'), "correct"),
+    "sample/0004/weather.ipynb_qa_1": Reply(_fenced('print("0.2229")'), "correct"),
+}
+STRICT_REFUSES = ("sample/0002/survey.ipynb_qa_1", "sample/0004/weather.ipynb_qa_1")
+
+
 def gold_completions() -> dict[str, str]:
     book = ReplayBook.load(BUNDLED_GOLD)
     return {task_id: rows[0].completion for task_id, rows in book.by_task.items()}

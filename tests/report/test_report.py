@@ -84,9 +84,10 @@ def test_submission_of_an_inspect_run_has_every_field_right(
     sub = report(tmp_path, inspect_mixed_log)
     graded = graded_ids(MIXED)
 
-    assert sub["format"] == "smoldataenvs-submission/1"
+    assert sub["format"] == "smoldataenvs-submission/2"
     assert sub["benchmark"] == "SmolDataEnvs"
     assert sub["model"] == "replay/mixed"
+    assert sub["model_ids"] == ["replay/mixed"]
     assert sub["framework"] == "inspect_ai"
     assert sub["versions"]["inspect_ai"] == inspect_ai.__version__
     assert sub["report_generator"]["smoldataenvs_tasks"]
@@ -94,7 +95,10 @@ def test_submission_of_an_inspect_run_has_every_field_right(
     assert sub["dataset"] == "FineEnvs/SmolDataEnvs"
     assert sub["dataset_revision"] == DataSource.sample().revision
     assert re.fullmatch(r"[0-9a-f]{64}", sub["tables_manifest_digest"])
-    assert sub["grader_version"] == GRADER_VERSION
+    assert sub["grader_version"] == f"{GRADER_VERSION}+default"
+    assert sub["grader_profile"] == "default"
+    # One profile's verdicts only: pass@1 under it is the headline's.
+    assert sub["pass@1_by_grader"] == {"default": sub["pass@1"]}
     assert sub["sandbox"] == sandbox_kind
     assert sub["epochs"] == 1
     assert sub["n_runs"] == 1 and len(sub["runs"]) == 1
@@ -220,10 +224,17 @@ def test_unfinished_inspect_log_is_refused_unless_allowed(sandbox_kind, tmp_path
     assert "status is 'error'" in result.output
     assert not (tmp_path / "r" / "submission.json").exists()
 
-    sub = report(tmp_path, log, extra=("--allow-incomplete",))
+    # an unfinished run is partial too: it needs both flags, and says so
+    result = CliRunner().invoke(
+        main, ["report", str(log), "--allow-incomplete", "--out", str(tmp_path / "r")]
+    )
+    assert result.exit_code != 0 and "the run did not finish" in result.output
+    sub = report(tmp_path, log, extra=("--allow-incomplete", "--allow-partial"))
     (task,) = [t for t in sub["tasks"] if t["task_id"] == dropped]
     assert task["attempts"][0]["detail"] == "sandbox_failed"
     assert not task["in_pass1"]
+    assert sub["coverage"]["complete"] is False
+    assert sub["runs"][0]["coverage"]["finished"] is False
 
 
 # --- epochs and seeds -----------------------------------------------------------------------
@@ -285,12 +296,12 @@ def test_seeds_combine_as_mean_and_standard_error_over_tasks_graded_in_all(seed_
     assert sub["failures"]["n_attempts"] == 3 * len(MIXED)
 
 
-def test_runs_of_different_models_are_refused(inspect_gold_log, inspect_mixed_log, tmp_path):
-    result = CliRunner().invoke(
-        main, ["report", str(inspect_gold_log), str(inspect_mixed_log), "--out", str(tmp_path)]
-    )
-    assert result.exit_code != 0
-    assert "cannot combine runs of different models" in result.output
+def test_runs_of_different_models_are_not_combined_into_one_score(
+    inspect_gold_log, inspect_mixed_log
+):
+    runs = load_runs([inspect_gold_log, inspect_mixed_log])
+    with pytest.raises(IncompatibleRunsError, match="different models"):
+        build_submission(runs)
 
 
 @pytest.mark.parametrize(

@@ -90,6 +90,13 @@ def test_validate_of_another_split_needs_a_replay_file():
     assert "pass --replay FILE" in result.output
 
 
+def test_validate_of_a_misspelled_split_names_the_split_not_the_replay_file():
+    result = CliRunner().invoke(main, ["validate", "--split", "evl"])
+    assert result.exit_code != 0
+    assert "unknown split 'evl'" in result.output and "eval" in result.output
+    assert "--replay" not in result.output
+
+
 # --- a broken environment -------------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ from inspect_ai.scorer import Score, Target, accuracy, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import sandbox
 
+from smoldataenvs_tasks.data.source import SAMPLE_DIR
 from smoldataenvs_tasks.sandboxes.docker import COMPOSE_FILE, REMOTE_COMPOSE_FILE
 from tests.sandboxes.docker_support import leftovers_guard, serve_directory
 from tests.sandboxes.helpers import make_stage, require_kind
@@ -37,7 +38,7 @@ def docker_ready() -> None:
     require_kind("docker")
 
 
-SAMPLE_MIRROR = Path(COMPOSE_FILE).resolve().parents[1] / "sample"
+SAMPLE_MIRROR = SAMPLE_DIR
 
 # Runs in the sandbox: what it can see and do, then an answer from the sample's own table.
 PROBE = r"""

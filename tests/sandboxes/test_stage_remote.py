@@ -17,11 +17,12 @@ from typing import ClassVar
 
 import pytest
 
+from smoldataenvs_tasks.data.source import SAMPLE_DIR
 from smoldataenvs_tasks.sandboxes import stage_remote
 from tests.fakehub import FakeHub
 
 BUCKET = "owner/tables"
-SAMPLE_MIRROR = Path(stage_remote.__file__).resolve().parents[1] / "sample"
+SAMPLE_MIRROR = SAMPLE_DIR
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,7 @@ import pytest
 from smoldataenvs_tasks.scorers import grader, symbolic
 from smoldataenvs_tasks.scorers.answers import extract_program
 from smoldataenvs_tasks.scorers.decide import (
+    regrade_verdict,
     verdict_before_running,
     verdict_for_answer,
     verdict_for_answer_file,
@@ -23,6 +24,7 @@ from smoldataenvs_tasks.scorers.verdict import (
     GRADER_VERSION,
     Category,
     ProgramOutcome,
+    UngradedReason,
     Verdict,
 )
 
@@ -55,7 +57,8 @@ def test_whileai_kettle_r0_rounded_to_two_decimals() -> None:
     verdict = verdict_for_program_outcome(_ok("5768.04\n"), **KETTLE)
     assert (verdict.reward, verdict.category, verdict.method) == (1.0, Category.CORRECT, "exact")
     assert verdict.prediction == "5768.04"
-    assert verdict.grader_version == GRADER_VERSION
+    assert verdict.grader_version == f"{GRADER_VERSION}+default"
+    assert verdict.profile == "default"
 
 
 def test_whileai_kettle_r1_integer_within_tolerance() -> None:
@@ -244,3 +247,105 @@ def test_grader_failure_is_ungraded_not_zero() -> None:
     assert Verdict.from_dict(verdict.to_dict()) == verdict
     # With the pool back, the same answer is graded.
     assert verdict_for_answer("0.5", gold="1/2").category is Category.CORRECT
+
+
+# --- grader profiles and re-grading ------------------------------------------------------------
+
+SURVEY = {"gold": "22", "reward_mode": "numeric", "atol": 0.0, "rtol": 0.0}
+
+
+def test_every_verdict_records_its_profile_and_versioned_grader() -> None:
+    cases = [
+        verdict_for_answer("22 or maybe 23", **SURVEY),  # graded
+        verdict_for_answer("echo 22", **SURVEY),  # command guard
+        verdict_for_answer_file(None, **SURVEY),  # no answer
+        verdict_before_running(extract_program("```bash\necho 22\n```")),  # shell answer
+    ]
+    for profile in ("default", "strict"):
+        for verdict in [
+            verdict_for_answer("22 or maybe 23", profile=profile, **SURVEY),
+            verdict_for_answer("echo 22", profile=profile, **SURVEY),
+            verdict_for_answer_file(None, profile=profile, **SURVEY),
+            verdict_before_running(extract_program("```sh\necho 22\n```"), profile=profile),
+            Verdict.ungraded(UngradedReason.TABLE_UNAVAILABLE, "gone", profile),
+        ]:
+            assert verdict is not None
+            assert verdict.profile == profile
+            assert verdict.grader_version == f"{GRADER_VERSION}+{profile}"
+            assert Verdict.from_dict(verdict.to_dict()) == verdict
+    assert all(v is not None and v.profile == "default" for v in cases)
+
+
+def test_strict_verdict_names_the_rule_in_its_reason() -> None:
+    verdict = verdict_for_answer("22 or maybe 23", profile="strict", **SURVEY)
+    assert (verdict.reward, verdict.category, verdict.method) == (0.0, Category.WRONG_VALUE, "miss")
+    assert verdict.reason == "printed '<reference> or maybe 23': miss (strict rule one_number)"
+
+
+def test_verdict_recorded_before_profiles_reads_as_default() -> None:
+    old = verdict_for_answer("22", **SURVEY).to_dict()
+    del old["profile"]
+    old["grader_version"] = "1.0.0"
+    verdict = Verdict.from_dict(old)
+    assert (verdict.profile, verdict.grader_version) == ("default", "1.0.0")
+
+
+def test_unknown_profile_in_a_verdict_is_refused() -> None:
+    with pytest.raises(ValueError, match="profile must be one of"):
+        Verdict(0.0, "miss", Category.WRONG_VALUE, "x", profile="lenient")
+
+
+def test_regrade_hedged_answer_under_strict_equals_grading_it_strictly() -> None:
+    recorded = verdict_for_answer("22 or maybe 23", **SURVEY)
+    assert recorded.category is Category.CORRECT
+    regraded = regrade_verdict(recorded, profile="strict", **SURVEY)
+    assert regraded == verdict_for_answer("22 or maybe 23", profile="strict", **SURVEY)
+    # and back: strict's verdict re-graded under default is default's own
+    assert regrade_verdict(regraded, profile="default", **SURVEY) == recorded
+
+
+def test_regrade_keeps_the_recorded_program_failure_of_a_zero(tmp_path: Path) -> None:
+    crash = _real_crash(tmp_path, 'print("22 or maybe 23")\nraise KeyError("x")')
+    strict_run = verdict_for_program_outcome(crash, profile="strict", **SURVEY)
+    assert (strict_run.category, strict_run.detail) == (Category.CRASH, "KeyError")
+    default_run = verdict_for_program_outcome(crash, **SURVEY)
+    assert regrade_verdict(strict_run, profile="default", **SURVEY) == default_run
+    # A failed run whose answer stays wrong keeps its category, detail and the failure's words.
+    wrong = _real_crash(tmp_path, 'print("21 or maybe 23")\nraise KeyError("x")')
+    recorded = verdict_for_program_outcome(wrong, **SURVEY)
+    assert regrade_verdict(recorded, profile="strict", **SURVEY) == verdict_for_program_outcome(
+        wrong, profile="strict", **SURVEY
+    )
+
+
+def test_regrade_of_a_correct_failed_run_cannot_know_the_failure(tmp_path: Path) -> None:
+    # Documented limit: a correct verdict records no failure, so strict's 0 is wrong_value here
+    # where a strict run says crash. The reward, all pass@1 needs, is the same.
+    crash = _real_crash(tmp_path, 'print("22 or maybe 23")\nraise KeyError("x")')
+    recorded = verdict_for_program_outcome(crash, **SURVEY)
+    regraded = regrade_verdict(recorded, profile="strict", **SURVEY)
+    rerun = verdict_for_program_outcome(crash, profile="strict", **SURVEY)
+    assert (regraded.reward, regraded.category) == (0.0, Category.WRONG_VALUE)
+    assert (rerun.reward, rerun.category) == (0.0, Category.CRASH)
+
+
+@pytest.mark.parametrize(
+    "recorded",
+    [
+        verdict_for_answer("echo 22", **SURVEY),
+        verdict_for_answer_file(None, **SURVEY),
+        verdict_for_program_outcome(
+            ProgramOutcome("", "", None, Category.TIMEOUT, "90s", 90.0), **SURVEY
+        ),
+        Verdict.ungraded(UngradedReason.SANDBOX_FAILED, "engine gone"),
+    ],
+    ids=["command", "no_answer_file", "timeout_without_output", "sandbox_failed"],
+)
+def test_regrade_carries_over_verdicts_no_rung_decided(recorded: Verdict) -> None:
+    regraded = regrade_verdict(recorded, profile="strict", **SURVEY)
+    assert regraded.profile == "strict"
+    assert regraded.grader_version == f"{GRADER_VERSION}+strict"
+    same = {k: v for k, v in regraded.to_dict().items() if k not in ("profile", "grader_version")}
+    assert same == {
+        k: v for k, v in recorded.to_dict().items() if k not in ("profile", "grader_version")
+    }

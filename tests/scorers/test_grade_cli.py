@@ -34,6 +34,35 @@ def test_one_pair_json() -> None:
     assert json.loads(result.output) == {"reward": 0.0, "method": "miss"}
 
 
+def test_grader_strict_refuses_a_hedge_and_names_the_rule() -> None:
+    assert _invoke("12", "12 or maybe 17").output.strip() == "1 numeric"
+    assert _invoke("12", "12 or maybe 17", "--grader", "strict").output.strip() == (
+        "0 miss (one_number)"
+    )
+    result = _invoke("12", "12 or maybe 17", "--grader", "strict", "--json")
+    assert json.loads(result.output) == {"reward": 0.0, "method": "miss", "rule": "one_number"}
+
+
+def test_grader_strict_grades_every_row_of_a_file(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        json.dumps({"gold": "5", "candidate": "1 2 3 4 5"})
+        + "\n"
+        + json.dumps({"gold": "1/2", "candidate": "0.5"})
+        + "\n"
+    )
+    result = _invoke("--file", str(rows), "--grader", "strict", "--json")
+    lines = [json.loads(line) for line in result.output.splitlines()]
+    assert lines[0] == {"line": 1, "reward": 0.0, "method": "miss", "rule": "one_expression"}
+    assert lines[1] == {"line": 2, "reward": 1.0, "method": "math_verify"}
+
+
+def test_unknown_grader_is_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["grade", "1", "1", "--grader", "lenient"])
+    assert result.exit_code == 2
+    assert "lenient" in result.output
+
+
 def test_file_prints_a_summary_by_method(tmp_path: Path) -> None:
     rows = tmp_path / "rows.jsonl"
     rows.write_text(
@@ -92,7 +121,7 @@ def test_file_json_output(tmp_path: Path) -> None:
         ('{"gold": "1", "candidate": "1", "atol": "x"}\n', "rows.jsonl:1: atol must be a number"),
         (
             '{"gold": "1", "candidate": "1", "rtol": -1}\n',
-            "rows.jsonl:1: rtol must be a non-negative",
+            "rows.jsonl:1: rtol must be a finite number >= 0",
         ),
         (
             '{"gold": "1", "candidate": "1", "reward_mode": 3}\n',
@@ -105,7 +134,7 @@ def test_bad_rows_name_their_line(tmp_path: Path, content: str, message: str) ->
     rows = tmp_path / "rows.jsonl"
     rows.write_text(content)
     result = CliRunner().invoke(main, ["grade", "--file", str(rows)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # bad input
     assert message in result.output
 
 

@@ -152,6 +152,28 @@ def test_numeric_rung(gold, candidate, mode, atol, rtol, reward) -> None:
         assert result.method == "numeric"
 
 
+# Issue 12: upstream's clean-number test strips `%`/`$` from the ends only, then the spaces that
+# uncovers ("65 %" is clean), and a sign outside a `$` stays outside ("-$4058" is not clean).
+@pytest.mark.parametrize(
+    ("gold", "candidate"),
+    [("65 %", "65.0"), ("7 %", "7"), ("$ 5", "5"), ("578.03 $", "578.03"), ("-5 %", "-5")],
+)
+def test_gold_with_a_space_beside_its_percent_or_dollar_sign_is_a_clean_number(
+    gold, candidate
+) -> None:
+    assert grade(gold, candidate, abs_tol=0, rel_tol=0) == GradeResult(1.0, "numeric")
+
+
+def test_negative_dollar_gold_is_not_read_as_positive_4058() -> None:
+    assert grade("-$4058", "4058", abs_tol=0, rel_tol=0) == GradeResult(0.0, "miss")
+
+
+def test_blank_gold_is_a_miss_even_against_a_blank_answer() -> None:
+    # Deliberate deviation (docs/scoring.md): upstream's `if not gold` lets "  " reach the exact
+    # rung, where a blank answer matches it.
+    assert grade("  ", " ") == GradeResult(0.0, "miss")
+
+
 def test_numeric_rung_does_not_apply_to_a_non_clean_gold_in_a_label_mode() -> None:
     # "about 12" is not a clean number, so mode exact_short never compares numbers; math-verify
     # then extracts 12 from both sides, so the pair still passes, but on the symbolic rung.

@@ -1,0 +1,69 @@
+"""`smoldataenvs regrade`: re-grade the recorded answers of a run under another grader profile.
+
+No model, program or sandbox runs again: the answers each verdict recorded are graded anew with
+their rows' golds, and a new log (Inspect) or output folder (lm-eval) holds both verdicts, so
+`smoldataenvs report` shows pass@1 under both profiles (docs/scoring.md).
+
+    smoldataenvs regrade logs/2026-11-29T13-00-41_smoldataenvs-program_X.eval --grader strict
+    smoldataenvs regrade out/ --grader strict --out out-strict/      # lm-eval --output_path
+    smoldataenvs report logs/2026-11-29T13-00-41_smoldataenvs-program_X_regraded-strict.eval
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES
+
+
+def _is_lm_eval_output(path: Path) -> bool:
+    return path.is_dir() and any(path.rglob("verdicts_*.jsonl"))
+
+
+@click.command("regrade")
+@click.argument("log", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--grader",
+    type=click.Choice(GRADER_PROFILES),
+    default="strict",
+    show_default=True,
+    help="The grader profile to re-grade under.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where to write: a log file (default: <log>_regraded-<grader>.eval beside LOG) or, "
+    "for an lm-eval folder, a new folder (required).",
+)
+def regrade_command(log: Path, grader: str, out: Path | None) -> None:
+    """Re-grade LOG (an Inspect log, or an lm-eval --output_path folder) under --grader."""
+    if _is_lm_eval_output(log):
+        from smoldataenvs_tasks.results.regrade_lm_eval import (
+            LmEvalRegradeError,
+            regrade_lm_eval_output,
+        )
+
+        if out is None:
+            raise click.UsageError("re-grading an lm-eval folder needs --out NEW_FOLDER")
+        try:
+            written = regrade_lm_eval_output(log, grader, out)
+        except LmEvalRegradeError as exc:
+            raise click.ClickException(str(exc)) from None
+        for path in written:
+            click.echo(f"wrote {path}")
+        return
+    if log.is_dir():
+        raise click.ClickException(
+            f"{log}: a directory without verdicts_*.jsonl; pass one Inspect log file, or an "
+            "lm-eval folder written by smoldataenvs-lm-eval"
+        )
+    from smoldataenvs_tasks.inspect_adapter.regrade import RegradeError, regrade_inspect_log
+
+    try:
+        target = regrade_inspect_log(log, grader, out)
+    except RegradeError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"wrote {target}")

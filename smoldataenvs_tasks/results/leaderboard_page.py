@@ -1,0 +1,349 @@
+"""`leaderboard.md` and `leaderboard.html` from a built leaderboard (never from the submissions,
+so the files cannot disagree with leaderboard.json).
+
+The HTML page is one self-contained file: inline CSS, a few lines of inline JavaScript that sort
+a table when its header is clicked (numbers by the cell's `data-sort` value, empty cells last),
+and an inline SVG chart of pass@1 with its 95% CI per model. It loads nothing from the network.
+
+    from smoldataenvs_tasks.results.leaderboard_page import render_html, render_markdown
+    Path("leaderboard.html").write_text(render_html(board))
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from smoldataenvs_tasks._pins import KNOWN_REWARD_MODES, TIERS, reward_mode_label
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def _signed_points(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:+.1f}"
+
+
+def _interval(entry: dict[str, Any] | None) -> str:
+    if not entry or not entry.get("ci95"):
+        return "—"
+    low, high = entry["ci95"]
+    return f"{_pct(low)} – {_pct(high)}"
+
+
+def _columns(entries: list[dict[str, Any]]) -> tuple[list[str], list[str], list[str]]:
+    """The tiers, reward modes and k of pass@k any entry of the table has, in canonical order."""
+    tiers = [t for t in TIERS if any(t in e["pass@1_by_tier"] for e in entries)]
+    tiers += sorted({t for e in entries for t in e["pass@1_by_tier"]} - set(tiers))
+    canonical = [reward_mode_label(m) for m in KNOWN_REWARD_MODES]
+    modes = [m for m in canonical if any(m in e["pass@1_by_reward_mode"] for e in entries)]
+    modes += sorted({m for e in entries for m in e["pass@1_by_reward_mode"]} - set(modes))
+    ks = sorted({k for e in entries for k in e["pass@k"]}, key=int)
+    return tiers, modes, ks
+
+
+def _model_note(entry: dict[str, Any]) -> list[str]:
+    notes = []
+    if not entry["complete"]:
+        notes.append("PARTIAL")
+    if entry["pins"] != "ok":
+        notes.append(f"pins {entry['pins']}")
+    return notes
+
+
+# -- markdown ----------------------------------------------------------------------------------
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def render_markdown(board: dict[str, Any]) -> str:
+    out = ["# SmolDataEnvs leaderboard", ""]
+    out += [
+        "pass@1 with its 95% bootstrap CI over tasks (seed 0, 10,000 resamples). Tables are "
+        "separated by split, dataset revision and grader; entries of different tables are never "
+        "ranked or compared together.",
+        "",
+    ]
+    for table in board["tables"]:
+        entries = table["entries"]
+        tiers, modes, ks = _columns(entries)
+        out += [f"## {table['title']}", ""]
+        header = ["#", "model", "framework", "variant", "split", "pass@1", "95% CI"]
+        header += [f"pass@1 {t}" for t in tiers] + [f"mode {m}" for m in modes]
+        header += [f"pass@{k}" for k in ks] + ["graded", "ungraded", "grader", "date", "coverage"]
+        out += [_md_row(header), "|" + "|".join("---" for _ in header) + "|"]
+        for e in entries:
+            model = e["id"] + "".join(f" **{note}**" for note in _model_note(e))
+            row = [str(e["rank"]), model, e["framework"], e["variant"], e["split"]]
+            row += [_pct(e["pass@1"]["value"]), _interval(e["pass@1"])]
+            row += [_pct((e["pass@1_by_tier"].get(t) or {}).get("value")) for t in tiers]
+            row += [_pct((e["pass@1_by_reward_mode"].get(m) or {}).get("value")) for m in modes]
+            row += [_pct((e["pass@k"].get(k) or {}).get("value")) for k in ks]
+            row += [str(e["n_graded"]), str(e["n_ungraded"]), e["grader"], e["date"] or "—"]
+            row += [e["coverage"]]
+            out.append(_md_row(row))
+        out.append("")
+        if table["comparisons"]:
+            out += [
+                "### Pairwise (paired bootstrap on the tasks both graded)",
+                "",
+                _md_row(["A", "B", "tasks", "A − B (points)", "95% CI", "verdict", "tasks needed"]),
+                "|---|---|---|---|---|---|---|",
+            ]
+            for c in table["comparisons"]:
+                d = c["difference"]
+                ci = "—"
+                if d.get("ci95"):
+                    ci = f"{_signed_points(d['ci95'][0])} – {_signed_points(d['ci95'][1])}"
+                row = [c["a"], c["b"], str(c["n_tasks"]), _signed_points(d["value"]), ci]
+                row += [c["verdict"], _text_count(c["tasks_to_separate"])]
+                out.append(_md_row(row))
+            out.append("")
+        out += ["### Is this number any good?", ""]
+        out += [f"- {line}" for line in _diagnostic_lines(table)]
+        out.append("")
+    return "\n".join(out)
+
+
+def _text_count(value: int | None) -> str:
+    return "—" if value is None else str(value)
+
+
+def _diagnostic_lines(table: dict[str, Any]) -> list[str]:
+    d = table["diagnostics"]
+    sizes = sorted({e["n_tasks"] for e in table["entries"]})
+    lines = [
+        f"Tasks graded by every entry: {d['n_tasks_common']} (entries cover "
+        f"{', '.join(map(str, sizes))} tasks).",
+        f"Tasks that split (some attempts right, some wrong, across entries): "
+        f"{d['n_tasks_split']}; solved by every entry: {d['n_solved_by_all']}; failed by "
+        f"every entry: {d['n_failed_by_all']}. Only the tasks that split tell entries apart.",
+    ]
+    needed = [c for c in table["comparisons"] if c["tasks_to_separate"] is not None]
+    if needed:
+        lines.append(
+            "Sample size: 'tasks needed' is how many tasks separate each pair at its measured "
+            "gap and paired spread (80% power, 5% two-sided); a pair whose need exceeds its "
+            "tasks is not yet told apart by this split."
+        )
+    c = d["contamination"]
+    if c["available"]:
+        lines.append(
+            f"Contamination: {c['n_table_in_train']} of {c['n_checked']} tasks "
+            f"({_pct(c['share'])}) use tables that also appear in train."
+        )
+    else:
+        lines.append(f"Contamination: not computed: {c['note']}.")
+    lines += [f"Note: {note}." for note in table["notes"]]
+    return lines
+
+
+# -- HTML --------------------------------------------------------------------------------------
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 84rem; color: #222;
+       padding: 0 1rem; }
+table { border-collapse: collapse; margin: .6rem 0 1.2rem; }
+.scroll { overflow-x: auto; }
+th, td { border-bottom: 1px solid #ddd; padding: .3rem .55rem; text-align: right;
+         white-space: nowrap; }
+th { background: #f4f4f4; cursor: pointer; user-select: none; }
+th[aria-sort=ascending]::after { content: " ▲"; }
+th[aria-sort=descending]::after { content: " ▼"; }
+td.text, th.text { text-align: left; }
+.ci { color: #666; font-size: 12px; }
+.badge { display: inline-block; margin-left: .4rem; padding: 0 .35rem; border-radius: 3px;
+         font-size: 11px; background: #c44e52; color: #fff; }
+.badge.pins { background: #8c6d31; }
+.ahead { color: #2d6a2d; font-weight: 600; }
+svg text { font: 12px system-ui, sans-serif; }
+"""
+
+_JS = """
+document.querySelectorAll("table.board").forEach(function (table) {
+  var heads = table.tHead.rows[0].cells;
+  Array.prototype.forEach.call(heads, function (th, col) {
+    th.addEventListener("click", function () {
+      var ascending = th.getAttribute("aria-sort") !== "ascending";
+      Array.prototype.forEach.call(heads, function (h) { h.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[col].getAttribute("data-sort"), y = b.cells[col].getAttribute("data-sort");
+        if (x === "" || y === "") { return (x === "") - (y === ""); }
+        var nx = Number(x), ny = Number(y), c;
+        if (!isNaN(nx) && !isNaN(ny)) { c = nx - ny; } else { c = x < y ? -1 : x > y ? 1 : 0; }
+        return ascending ? c : -c;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+});
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _sort_value(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(round(value, 6))
+    return str(value)
+
+
+def _th(text: str, cls: str = "") -> str:
+    klass = f' class="{cls}"' if cls else ""
+    return f'<th scope="col"{klass}>{_e(text)}</th>'
+
+
+def _td(text: str, sort: Any, *, cls: str = "", extra: str = "") -> str:
+    klass = f' class="{cls}"' if cls else ""
+    return f'<td{klass} data-sort="{_e(_sort_value(sort))}">{_e(text)}{extra}</td>'
+
+
+def _estimate_td(entry: dict[str, Any] | None, *, with_ci: bool = False, cls: str = "") -> str:
+    value = (entry or {}).get("value")
+    extra = f' <span class="ci">({_e(_interval(entry))})</span>' if with_ci and entry else ""
+    return _td(_pct(value), value, cls=cls, extra=extra)
+
+
+def _board_table(table: dict[str, Any], index: int) -> str:
+    entries = table["entries"]
+    tiers, modes, ks = _columns(entries)
+    heads = [("rank", ""), ("model", "text"), ("framework", "text"), ("variant", "text")]
+    heads += [("split", "text"), ("pass@1 (95% CI)", "")]
+    heads += [(f"pass@1 {t}", "") for t in tiers] + [(f"mode {m}", "") for m in modes]
+    heads += [(f"pass@{k}", "") for k in ks]
+    heads += [("graded", ""), ("ungraded", ""), ("grader", "text"), ("date", "text")]
+    head_html = "".join(_th(h, c) for h, c in heads)
+    rows = []
+    for e in entries:
+        badges = ""
+        if not e["complete"]:
+            badges += f'<span class="badge partial" title="{_e(e["coverage"])}">partial</span>'
+        if e["pins"] != "ok":
+            badges += f'<span class="badge pins" title="{_e(e["pins"])}">pins</span>'
+        cells = [
+            _td(str(e["rank"]), e["rank"]),
+            _td(e["id"], e["id"], cls="text model", extra=badges),
+            _td(e["framework"], e["framework"], cls="text"),
+            _td(e["variant"], e["variant"], cls="text"),
+            _td(e["split"], e["split"], cls="text"),
+            _estimate_td(e["pass@1"], with_ci=True, cls="pass1"),
+        ]
+        cells += [_estimate_td(e["pass@1_by_tier"].get(t)) for t in tiers]
+        cells += [_estimate_td(e["pass@1_by_reward_mode"].get(m)) for m in modes]
+        cells += [_estimate_td(e["pass@k"].get(k)) for k in ks]
+        cells += [
+            _td(str(e["n_graded"]), e["n_graded"]),
+            _td(str(e["n_ungraded"]), e["n_ungraded"]),
+            _td(e["grader"], e["grader"], cls="text"),
+            _td(e["date"] or "—", e["date"], cls="text"),
+        ]
+        rows.append(f'<tr data-sha256="{_e(e["sha256"])}">' + "".join(cells) + "</tr>")
+    return (
+        f'<div class="scroll"><table class="board" id="board-{index}"><thead><tr>{head_html}'
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _chart(table: dict[str, Any], index: int) -> str:
+    """pass@1 per entry: a dot at the value and a bar across its 95% CI, on a 0–100% axis."""
+    entries = table["entries"]
+    label_w, plot_w, row_h, top = 260, 480, 26, 28
+    height = top + row_h * len(entries) + 24
+    width = label_w + plot_w + 70
+
+    def x(value: float) -> float:
+        return round(label_w + plot_w * value, 2)
+
+    parts = [
+        f'<svg class="chart" id="chart-{index}" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="pass@1 with 95% CI per model">'
+    ]
+    for tick in range(0, 101, 20):
+        tx = x(tick / 100)
+        parts.append(
+            f'<line x1="{tx}" y1="{top - 8}" x2="{tx}" y2="{height - 20}" stroke="#e3e3e3"/>'
+            f'<text x="{tx}" y="{height - 6}" text-anchor="middle">{tick}%</text>'
+        )
+    parts.append(f'<text x="{label_w}" y="14">pass@1 with 95% CI</text>')
+    for row, e in enumerate(entries):
+        cy = top + row_h * row + row_h / 2
+        p = e["pass@1"]
+        parts.append(f'<text x="{label_w - 8}" y="{cy + 4}" text-anchor="end">{_e(e["id"])}</text>')
+        if p.get("ci95"):
+            lo, hi = p["ci95"]
+            parts.append(
+                f'<line class="ci" x1="{x(lo)}" y1="{cy}" x2="{x(hi)}" y2="{cy}" '
+                f'stroke="#4c72b0" stroke-width="3"/>'
+            )
+        if p.get("value") is not None:
+            fill = "#4c72b0" if e["complete"] else "#c44e52"
+            parts.append(
+                f'<circle cx="{x(p["value"])}" cy="{cy}" r="5" fill="{fill}">'
+                f"<title>{_e(e['id'])}: {_pct(p['value'])} ({_e(_interval(p))})</title></circle>"
+                f'<text x="{x(1) + 8}" y="{cy + 4}">{_pct(p["value"])}</text>'
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _comparisons(table: dict[str, Any], index: int) -> str:
+    if not table["comparisons"]:
+        return ""
+    heads = ["A", "B", "tasks", "A − B (points)", "95% CI", "verdict", "tasks needed"]
+    rows = []
+    for c in table["comparisons"]:
+        d = c["difference"]
+        ci = "—"
+        if d.get("ci95"):
+            ci = f"{_signed_points(d['ci95'][0])} – {_signed_points(d['ci95'][1])}"
+        verdict_cls = "text ahead" if c["verdict"].endswith(" ahead") else "text"
+        rows.append(
+            "<tr>"
+            + _td(c["a"], c["a"], cls="text")
+            + _td(c["b"], c["b"], cls="text")
+            + _td(str(c["n_tasks"]), c["n_tasks"])
+            + _td(_signed_points(d["value"]), d["value"])
+            + _td(ci, None if not d.get("ci95") else d["ci95"][0])
+            + _td(c["verdict"], c["verdict"], cls=verdict_cls)
+            + _td(_text_count(c["tasks_to_separate"]), c["tasks_to_separate"])
+            + "</tr>"
+        )
+    head_html = "".join(_th(h) for h in heads)
+    return (
+        "<h3>Pairwise: paired bootstrap on the tasks both graded</h3>"
+        f'<table class="board pairs" id="pairs-{index}"><thead><tr>{head_html}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def render_html(board: dict[str, Any]) -> str:
+    sections = []
+    for index, table in enumerate(board["tables"]):
+        lines = "".join(f"<li>{_e(line)}</li>" for line in _diagnostic_lines(table))
+        sections.append(
+            f'<section class="board-table" data-split="{_e(table["key"]["split"])}">'
+            f"<h2>{_e(table['title'])}</h2>"
+            f"{_board_table(table, index)}{_chart(table, index)}{_comparisons(table, index)}"
+            f"<h3>Is this number any good?</h3><ul>{lines}</ul></section>"
+        )
+    stats = board["statistics"]
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<title>SmolDataEnvs leaderboard</title>"
+        f"<style>{_CSS}</style></head><body>"
+        "<h1>SmolDataEnvs leaderboard</h1>"
+        f"<p>pass@1 with its {100 * stats['confidence']:.0f}% percentile bootstrap CI over "
+        f"tasks (seed {stats['seed']}, {stats['resamples']:,} resamples). Click a column header "
+        "to sort. Tables are separated by split, dataset revision and grader and are never "
+        "mixed.</p>" + "".join(sections) + f"<script>{_JS}</script></body></html>\n"
+    )

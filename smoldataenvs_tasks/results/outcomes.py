@@ -1,0 +1,187 @@
+"""Per-task outcomes: every attempt of every task, tagged with the run it came from.
+
+This is the one input every figure of a submission is computed from (`results/submission.py`):
+`build_submission` makes it from loaded runs, and `verify` reads it back from a submission's own
+`tasks` list, so a verifier recomputes each figure with the same code from the file alone.
+
+    from smoldataenvs_tasks.results.outcomes import outcomes_from_entries
+    tasks = outcomes_from_entries(submission["tasks"])
+    print(sum(t.pass1() for t in tasks if t.pass1() is not None))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from smoldataenvs_tasks.results.runs import Run, RunLoadError
+from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Category
+
+PREDICTION_CHARS = 200
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    run: int  # index of the run in the submission's `runs`
+    epoch: int
+    reward: float | None  # None: ungraded
+    category: str
+    detail: str | None
+    method: str
+    prediction: str | None  # cut at PREDICTION_CHARS
+    # The reward under each grader profile the run holds a verdict for (its own, and any
+    # `smoldataenvs regrade` added), so pass@1 by profile is recomputable from the file alone.
+    by_grader: Mapping[str, float | None] = field(default_factory=dict)
+
+    def to_entry(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "epoch": self.epoch,
+            "reward": self.reward,
+            "category": self.category,
+            "detail": self.detail,
+            "method": self.method,
+            "prediction": self.prediction,
+            "by_grader": dict(sorted(self.by_grader.items())),
+        }
+
+
+@dataclass
+class TaskOutcomes:
+    """One task across every run of a submission."""
+
+    task_id: str
+    difficulty_tier: str = "unknown"
+    reward_mode: str = ""
+    # Whether the task's tables also serve a train-split task: True/False, or None when the
+    # train split's rows were not available when the report was written (results/contamination).
+    table_in_train: bool | None = None
+    attempts: list[AttemptOutcome] = field(default_factory=list)
+
+    def graded_in(self, run: int) -> bool:
+        return any(a.run == run and a.reward is not None for a in self.attempts)
+
+    def in_run(self, run: int) -> bool:
+        return any(a.run == run for a in self.attempts)
+
+    def rewards(self, run: int | None = None) -> list[float]:
+        return [
+            a.reward
+            for a in self.attempts
+            if a.reward is not None and (run is None or a.run == run)
+        ]
+
+    def pass1(self, run: int | None = None) -> float | None:
+        """Mean reward over graded attempts (of one run, or all); None when none was graded."""
+        rewards = self.rewards(run)
+        return sum(rewards) / len(rewards) if rewards else None
+
+    def to_entry(self, included: bool) -> dict[str, Any]:
+        rewards = self.rewards()
+        pass1 = self.pass1()
+        return {
+            "task_id": self.task_id,
+            "difficulty_tier": self.difficulty_tier,
+            "reward_mode": self.reward_mode,
+            "table_in_train": self.table_in_train,
+            "in_pass1": included,
+            "pass@1": None if pass1 is None else round(pass1, 6),
+            "n_attempts": len(self.attempts),
+            "n_graded": len(rewards),
+            "n_correct": int(sum(rewards)),
+            "attempts": [a.to_entry() for a in self.attempts],
+        }
+
+
+def _cut(prediction: str | None) -> str | None:
+    if prediction is not None and len(prediction) > PREDICTION_CHARS:
+        return prediction[:PREDICTION_CHARS] + "…"
+    return prediction
+
+
+def outcomes_from_runs(
+    runs: Sequence[Run], table_in_train: Mapping[str, bool | None] | None = None
+) -> list[TaskOutcomes]:
+    """Every task of `runs`, sorted by id, with its attempts in run then epoch order."""
+    table_in_train = table_in_train or {}
+    tasks: dict[str, TaskOutcomes] = {}
+    for index, run in enumerate(runs):
+        for task_id, entry in run.tasks.items():
+            task = tasks.get(task_id)
+            if task is None:
+                task = tasks[task_id] = TaskOutcomes(
+                    task_id, table_in_train=table_in_train.get(task_id)
+                )
+            if task.difficulty_tier == "unknown":
+                task.difficulty_tier = entry.difficulty_tier
+            task.reward_mode = task.reward_mode or entry.reward_mode
+            for attempt in entry.attempts:
+                verdict = attempt.verdict
+                task.attempts.append(
+                    AttemptOutcome(
+                        run=index,
+                        epoch=attempt.epoch,
+                        reward=verdict.reward,
+                        category=verdict.category.value,
+                        detail=verdict.detail,
+                        method=verdict.method,
+                        prediction=_cut(verdict.prediction),
+                        by_grader={
+                            profile: graded.reward
+                            for profile in GRADER_PROFILES
+                            if (graded := attempt.under(profile)) is not None
+                        },
+                    )
+                )
+    return [tasks[task_id] for task_id in sorted(tasks)]
+
+
+_CATEGORIES = {c.value for c in Category}
+
+
+def outcomes_from_entries(entries: Sequence[Mapping[str, Any]]) -> list[TaskOutcomes]:
+    """A submission's `tasks` list read back; a malformed entry is a RunLoadError naming it."""
+    tasks: list[TaskOutcomes] = []
+    for number, entry in enumerate(entries):
+        try:
+            attempts = [
+                AttemptOutcome(
+                    run=int(a["run"]),
+                    epoch=int(a["epoch"]),
+                    reward=None if a["reward"] is None else float(a["reward"]),
+                    category=str(a["category"]),
+                    detail=a.get("detail"),
+                    method=str(a.get("method")),
+                    prediction=a.get("prediction"),
+                    by_grader={
+                        str(profile): None if reward is None else float(reward)
+                        for profile, reward in (a.get("by_grader") or {}).items()
+                    },
+                )
+                for a in entry["attempts"]
+            ]
+            task = TaskOutcomes(
+                task_id=str(entry["task_id"]),
+                difficulty_tier=str(entry.get("difficulty_tier") or "unknown"),
+                reward_mode=str(entry.get("reward_mode") or ""),
+                table_in_train=entry.get("table_in_train"),
+                attempts=attempts,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunLoadError(f"tasks[{number}]: not a task entry ({exc!r})") from None
+        for attempt in attempts:
+            if attempt.category not in _CATEGORIES or attempt.reward not in (0.0, 1.0, None):
+                raise RunLoadError(
+                    f"tasks[{number}] ({task.task_id}): attempt with category "
+                    f"{attempt.category!r} and reward {attempt.reward!r} is not a verdict"
+                )
+            if (attempt.reward is None) != (attempt.category == Category.UNGRADED.value) or (
+                attempt.reward == 1.0
+            ) != (attempt.category == Category.CORRECT.value):
+                raise RunLoadError(
+                    f"tasks[{number}] ({task.task_id}): reward {attempt.reward!r} contradicts "
+                    f"category {attempt.category!r}"
+                )
+        tasks.append(task)
+    return tasks

@@ -1,0 +1,132 @@
+"""Re-grade an lm-eval `--output_path` folder under another grader profile, into a new folder.
+
+Nothing runs again: each row of the `verdicts_<ts>.jsonl` files `smoldataenvs-lm-eval` writes
+holds the graded answer (`verdict.prediction`); it is graded again with its row's gold, mode and
+tolerances, and the new verdict is added to the row as `regraded.<profile>`. Golds come from the
+docs of lm-eval's `samples_*.jsonl` (`--log_samples`) or, without them, from the dataset rows of
+the recorded revision. lm-eval's own files are copied unchanged.
+
+    smoldataenvs regrade out/ --grader strict --out out-strict/
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from smoldataenvs_tasks.errors import SmolDataEnvsError
+from smoldataenvs_tasks.scorers.decide import regrade_verdict
+from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Verdict
+
+
+class LmEvalRegradeError(SmolDataEnvsError, ValueError):
+    """An lm-eval output folder that cannot be re-graded; the message says why."""
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _docs_beside(verdicts_file: Path) -> dict[str, dict[str, Any]]:
+    """task_id -> doc, from the samples files of the same invocation (same timestamp)."""
+    stamp = verdicts_file.stem.removeprefix("verdicts_")
+    docs: dict[str, dict[str, Any]] = {}
+    for samples in verdicts_file.parent.glob(f"samples_*_{stamp}.jsonl"):
+        for row in _rows(samples):
+            doc = row.get("doc") or {}
+            if "task_id" in doc:
+                docs.setdefault(str(doc["task_id"]), doc)
+    return docs
+
+
+def _split_of(verdicts_file: Path) -> str | None:
+    stamp = verdicts_file.stem.removeprefix("verdicts_")
+    results = verdicts_file.with_name(f"results_{stamp}.json")
+    if not results.exists():
+        return None
+    configs = json.loads(results.read_text(encoding="utf-8")).get("configs") or {}
+    for config in configs.values():
+        split = (config.get("dataset_kwargs") or {}).get("split") or config.get("test_split")
+        if split:
+            return str(split)
+    return None
+
+
+def _docs_from_dataset(
+    verdicts_file: Path, rows: list[dict[str, Any]], missing: set[str]
+) -> dict[str, dict[str, Any]]:
+    from smoldataenvs_tasks.data.source import DataSource
+
+    split = _split_of(verdicts_file)
+    if split is None:
+        raise LmEvalRegradeError(
+            f"{verdicts_file.name}: no samples file and no results file to find the golds of "
+            f"{len(missing)} task(s); run lm-eval with --log_samples"
+        )
+    revision = next((r.get("dataset_revision") for r in rows if r.get("dataset_revision")), None)
+    source = DataSource.resolve(split, revision=revision)
+    records = source.load_tasks(split, task_ids=sorted(missing))
+    return {record.task_id: record.to_doc() for record in records}
+
+
+def regrade_lm_eval_output(path: str | Path, profile: str, out: str | Path) -> list[Path]:
+    """Copy the output folder `path` to `out`, adding each verdict row's verdict under
+    `profile`. Returns the verdict files written."""
+    if profile not in GRADER_PROFILES:
+        raise LmEvalRegradeError(
+            f"grader must be one of {', '.join(GRADER_PROFILES)}, not {profile!r}"
+        )
+    source, target = Path(path), Path(out)
+    verdict_files = sorted(source.rglob("verdicts_*.jsonl"))
+    if not verdict_files:
+        raise LmEvalRegradeError(
+            f"{source}: no verdicts_*.jsonl (the files smoldataenvs-lm-eval writes beside "
+            "lm-eval's results) to re-grade"
+        )
+    if target.exists() and any(target.iterdir()):
+        raise LmEvalRegradeError(f"{target}: exists and is not empty")
+    # Every row is re-graded before anything is written.
+    regraded: dict[Path, list[dict[str, Any]]] = {}
+    for verdicts_file in verdict_files:
+        rows = _rows(verdicts_file)
+        docs = _docs_beside(verdicts_file)
+        missing = {str(row["task_id"]) for row in rows} - set(docs)
+        if missing:
+            docs.update(_docs_from_dataset(verdicts_file, rows, missing))
+        for row in rows:
+            task_id = str(row["task_id"])
+            verdict = Verdict.from_dict(row["verdict"])
+            already = dict(row.get("regraded") or {})
+            if verdict.profile == profile or profile in already:
+                raise LmEvalRegradeError(
+                    f"{verdicts_file.name}: task {task_id} already holds a verdict under the "
+                    f"{profile!r} grader"
+                )
+            doc = docs[task_id]
+            new = regrade_verdict(
+                verdict,
+                gold=str(doc["answer"]),
+                reward_mode=str(doc.get("reward_mode") or ""),
+                atol=doc.get("atol"),
+                rtol=doc.get("rtol"),
+                profile=profile,
+            )
+            row["regraded"] = {**already, profile: new.to_dict()}
+        regraded[verdicts_file.relative_to(source)] = rows
+
+    shutil.copytree(source, target, dirs_exist_ok=True)
+    written = []
+    for relative, rows in regraded.items():
+        destination = target / relative
+        handle, temp = tempfile.mkstemp(dir=destination.parent, suffix=".part")
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            for row in rows:
+                stream.write(json.dumps(row, sort_keys=True) + "\n")
+        os.replace(temp, destination)
+        written.append(destination)
+    return written

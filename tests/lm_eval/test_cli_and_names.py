@@ -1,0 +1,78 @@
+"""`smoldataenvs-lm-eval` answers the usual first mistakes with one line and exit status 2, before
+lm-eval starts (which would print a 37-line traceback); the task names each mean one split."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from smoldataenvs_tasks.lm_eval.cli import precheck
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--tasks", "smoldataenvs_program_sample", "--model", "dummy"],
+        ["run", "--tasks=smoldataenvs_program", "--model", "hf"],
+        ["--tasks", "arc_easy,smoldataenvs_program_test_pass4"],
+    ],
+)
+def test_our_tasks_without_confirm_run_unsafe_code_say_which_flag(argv):
+    problem = precheck(argv)
+    assert problem is not None and "--confirm_run_unsafe_code" in problem
+
+
+def test_confirmed_or_foreign_tasks_pass_through():
+    assert precheck(["--tasks", "smoldataenvs_program", "--confirm_run_unsafe_code"]) is None
+    assert precheck(["--tasks", "arc_easy", "--model", "hf"]) is None
+    assert precheck(["ls", "tasks"]) is None
+
+
+@pytest.mark.parametrize(("flag", "what"), [("list", "tasks"), ("list_groups", "groups")])
+def test_tasks_list_points_at_the_ls_command(flag, what):
+    problem = precheck(["--tasks", flag])
+    assert problem is not None and f"smoldataenvs-lm-eval ls {what}" in problem
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--tasks", "smoldataenvs_program_sample", "--model", "dummy"],
+        ["--tasks", "list"],
+    ],
+)
+def test_the_console_script_prints_one_line_and_exits_2(argv):
+    done = subprocess.run(
+        [str(BIN / "smoldataenvs-lm-eval"), *argv], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("smoldataenvs-lm-eval: "), done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def _yaml(name: str) -> dict:
+    import yaml
+
+    from smoldataenvs_tasks.lm_eval.paths import TASKS_DIR
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+    return yaml.load((TASKS_DIR / "smoldataenvs" / name).read_text(), Loader=Loader)
+
+
+def test_the_groups_are_the_headline_split_and_no_tag_mixes_splits():
+    from smoldataenvs_tasks.lm_eval.paths import TASKS_DIR
+
+    assert _yaml("smoldataenvs_program.yaml")["task"] == ["smoldataenvs_program_test"]
+    assert _yaml("smoldataenvs_program_pass4.yaml")["task"] == ["smoldataenvs_program_test_pass4"]
+    for path in (TASKS_DIR / "smoldataenvs").iterdir():
+        if path.suffix != ".md":
+            assert "tag" not in _yaml(path.name), path.name

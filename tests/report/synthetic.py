@@ -1,0 +1,75 @@
+"""Runs with chosen per-task rewards, for tests of what comes after loading (leaderboards, the
+HTML page, verification of edited files). No sandbox runs: each task's Verdicts are built
+directly, as a loader builds them from a log, so these tests can use many models and tasks."""
+
+from __future__ import annotations
+
+from smoldataenvs_tasks._pins import DATASET_REVISION, TIERS
+from smoldataenvs_tasks.results.runs import Attempt, Run, TaskAttempts
+from smoldataenvs_tasks.results.submission import build_submission
+from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION, Category, UngradedReason, Verdict
+
+MODES = ("numeric", "list", "exact_short", "")
+NO_TRAIN = {"available": False, "note": "not looked up in this test", "revision": None}
+
+
+def verdict(reward: float | None) -> Verdict:
+    if reward is None:
+        return Verdict.ungraded(UngradedReason.TABLE_UNAVAILABLE, "no table")
+    if reward == 1.0:
+        return Verdict(1.0, "exact", Category.CORRECT, "matches <reference>", prediction="42")
+    return Verdict(0.0, "miss", Category.WRONG_VALUE, "differs from <reference>", prediction="7")
+
+
+def task_id(index: int) -> str:
+    return f"synthetic/{index:04d}.ipynb_qa_1"
+
+
+def synthetic_run(
+    model: str,
+    rewards: list[list[float | None]],
+    *,
+    split: str = "test",
+    revision: str = DATASET_REVISION,
+    grader: str = GRADER_VERSION,
+    split_tasks: int | None = None,
+    framework: str = "inspect_ai",
+    created: str = "2026-11-29T10:00:00+00:00",
+    source: str | None = None,
+) -> Run:
+    """One run: task i gets one attempt per reward in `rewards[i]` (None: ungraded)."""
+    tasks = {}
+    for index, attempts in enumerate(rewards):
+        tid = task_id(index)
+        tasks[tid] = TaskAttempts(
+            tid,
+            TIERS[index % len(TIERS)],
+            MODES[index % len(MODES)],
+            [Attempt(epoch + 1, verdict(r)) for epoch, r in enumerate(attempts)],
+            tables=f"owner/bucket/prefix-{index % 7}",
+        )
+    return Run(
+        source=source or f"{model.replace('/', '_')}.eval",
+        framework=framework,
+        framework_version="0.0-test",
+        model=model,
+        task_name="smoldataenvs_program",
+        split=split,
+        variant="program",
+        protocol="program",
+        dataset="FineEnvs/SmolDataEnvs",
+        dataset_revision=revision,
+        tables_manifest_digest="0" * 64,
+        grader_version=grader,
+        sandbox="bwrap",
+        epochs=max(len(a) for a in rewards),
+        tasks=tasks,
+        run_id=f"run-{model}",
+        created=created,
+        split_tasks=len(rewards) if split_tasks is None else split_tasks,
+        filters={"tiers": None, "reward_modes": None, "task_ids": None},
+    )
+
+
+def synthetic_submission(model: str, rewards: list[list[float | None]], **kwargs) -> dict:
+    return build_submission([synthetic_run(model, rewards, **kwargs)], train_tables=NO_TRAIN)

@@ -1,0 +1,152 @@
+"""Coverage: a report knows, from the log alone, how much of its split a run covered.
+
+The split's size and the filters are recorded at run time (Inspect task metadata, lm-eval docs);
+the limit comes from Inspect's eval config and lm-eval's results config. Expected values come
+from the sample split's rows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from smoldataenvs_tasks.cli import main
+from smoldataenvs_tasks.data.source import load_tasks
+from smoldataenvs_tasks.results.coverage import coverage_of
+from smoldataenvs_tasks.results.load import load_runs
+from smoldataenvs_tasks.validate import BUNDLED_GOLD
+from tests.report.conftest import run_inspect, run_lm_eval
+
+RECORDS = load_tasks("sample")
+HARD = [r.task_id for r in RECORDS if r.difficulty_tier == "hard"]
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def submission_of(out: Path) -> dict:
+    return json.loads((out / "submission.json").read_text(encoding="utf-8"))
+
+
+# --- the rule -------------------------------------------------------------------------------
+
+
+def test_every_task_of_the_split_with_a_result_is_complete():
+    coverage = coverage_of(split_tasks=10, n_tasks=10)
+    assert coverage["complete"] is True and coverage["reasons"] == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [
+        ({"split_tasks": 10, "n_tasks": 3, "limit": 3}, "limited with --limit 3"),
+        ({"split_tasks": 10, "n_tasks": 3, "filters": {"tiers": ["hard"]}}, "tiers=hard"),
+        ({"split_tasks": 10, "n_tasks": 1, "sample_ids": ["a"]}, "--sample-id a"),
+        ({"split_tasks": 10, "n_tasks": 10, "finished": False}, "did not finish"),
+        ({"split_tasks": None, "n_tasks": 10}, "did not record its split's size"),
+    ],
+)
+def test_partial_coverage_says_why(kwargs, reason):
+    coverage = coverage_of(**kwargs)
+    assert coverage["complete"] is False
+    assert any(reason in line for line in coverage["reasons"]), coverage["reasons"]
+
+
+def test_a_limit_larger_than_the_split_does_not_make_a_run_partial():
+    assert coverage_of(split_tasks=10, n_tasks=10, limit=100)["complete"] is True
+
+
+# --- Inspect --------------------------------------------------------------------------------
+
+
+def test_inspect_log_records_the_split_size_and_no_filters(inspect_gold_log):
+    (run,) = load_runs([inspect_gold_log])
+    assert run.split_tasks == len(RECORDS)
+    assert run.n_selected == len(RECORDS)
+    assert run.filters == {"tiers": None, "reward_modes": None, "task_ids": None}
+    assert run.limit is None and run.sample_ids is None and run.finished
+
+
+def test_inspect_limit_3_is_refused_then_marked_partial_everywhere(sandbox_kind, tmp_path):
+    log = run_inspect(BUNDLED_GOLD, tmp_path / "logs", label="gold", limit=3)
+    refused = invoke("report", str(log), "--out", str(tmp_path / "refused"))
+    assert refused.exit_code != 0
+    assert "refusing to write a submission for a partial run" in refused.output
+    assert f"3 of the split's {len(RECORDS)} tasks" in refused.output
+    assert "--limit 3" in refused.output and "--allow-partial" in refused.output
+    assert not (tmp_path / "refused" / "submission.json").exists()
+
+    out = tmp_path / "partial"
+    result = invoke("report", str(log), "--out", str(out), "--allow-partial")
+    assert result.exit_code == 0, result.output
+    assert "PARTIAL" in result.output
+    sub = submission_of(out)
+    assert sub["coverage"]["complete"] is False
+    assert sub["coverage"]["split_tasks"] == len(RECORDS)
+    assert sub["coverage"]["n_tasks"] == sub["n_tasks"] == 3
+    run_coverage = sub["runs"][0]["coverage"]
+    assert run_coverage["limit"] == 3 and run_coverage["n_selected"] == len(RECORDS)
+    markdown = (out / "report.md").read_text(encoding="utf-8")
+    assert "(PARTIAL RUN)" in markdown.splitlines()[0]
+    assert f"3 of the split's {len(RECORDS)} tasks have a result" in markdown
+
+    verified = invoke("verify", str(out / "submission.json"), "--logs", str(log))
+    assert verified.exit_code == 0, verified.output
+    assert "note  coverage: PARTIAL" in verified.output
+
+
+def test_inspect_tier_filter_and_sample_id_are_recorded(sandbox_kind, tmp_path):
+    log = run_inspect(
+        BUNDLED_GOLD, tmp_path / "tiers", label="gold", tiers="hard", sample_id=HARD[:2]
+    )
+    (run,) = load_runs([log])
+    assert run.filters["tiers"] == ["hard"]
+    assert run.n_selected == len(HARD)
+    assert sorted(run.sample_ids or []) == sorted(HARD[:2])
+    assert sorted(run.tasks) == sorted(HARD[:2])
+    result = invoke("report", str(log), "--out", str(tmp_path / "r"), "--allow-partial")
+    assert result.exit_code == 0, result.output
+    reasons = submission_of(tmp_path / "r")["coverage"]["reasons"]
+    assert any("tiers=hard" in r for r in reasons) and any("--sample-id" in r for r in reasons)
+
+
+# --- lm-eval --------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_lm_eval_limit_5_with_a_reward_mode_filter_is_partial(sandbox_kind, tmp_path):
+    out = run_lm_eval(
+        BUNDLED_GOLD,
+        tmp_path / "lm",
+        "smoldataenvs_program_sample",
+        "--limit",
+        "5",
+        "--metadata",
+        json.dumps({"reward_modes": "numeric,list"}),
+    )
+    kept = [r for r in RECORDS if r.reward_mode in ("numeric", "list")]
+    (run,) = load_runs([out])
+    assert run.split_tasks == len(RECORDS)
+    assert run.filters["reward_modes"] == ["numeric", "list"]
+    assert run.n_selected == len(kept)
+    assert run.limit == 5
+    assert len(run.tasks) == min(5, len(kept))
+
+    refused = invoke("report", str(out), "--out", str(tmp_path / "refused"))
+    assert refused.exit_code != 0 and "--limit 5" in refused.output
+    result = invoke("report", str(out), "--out", str(tmp_path / "r"), "--allow-partial")
+    assert result.exit_code == 0, result.output
+    assert submission_of(tmp_path / "r")["coverage"]["complete"] is False
+
+
+@pytest.mark.slow
+def test_lm_eval_full_run_is_complete(lm_eval_mixed_dir, tmp_path):
+    (run,) = load_runs([lm_eval_mixed_dir])
+    assert run.split_tasks == len(RECORDS) and run.limit is None
+    result = invoke("report", str(lm_eval_mixed_dir), "--out", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    assert submission_of(tmp_path / "r")["coverage"]["complete"] is True

@@ -1,0 +1,172 @@
+"""`smoldataenvs leaderboard`: verified submissions ranked per compatible table, compared pairwise
+with a paired bootstrap on the tasks both graded; reproducible byte for byte."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from smoldataenvs_tasks.cli import main
+from smoldataenvs_tasks.results.stats import bootstrap_ci
+from smoldataenvs_tasks.results.submission import submission_json
+from tests.report.replays import MIXED, expected_reward
+from tests.report.synthetic import synthetic_submission
+
+OUTPUTS = ("leaderboard.json", "leaderboard.md", "leaderboard.html")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def save(sub: dict, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "submission.json"
+    path.write_bytes(submission_json(sub))
+    return path
+
+
+def board(out: Path, *submissions: Path) -> dict:
+    result = invoke("leaderboard", *map(str, submissions), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    return json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def real_submissions(inspect_gold_log, inspect_mixed_log, tmp_path_factory) -> list[Path]:
+    root = tmp_path_factory.mktemp("subs")
+    paths = []
+    for name, log in (("gold", inspect_gold_log), ("mixed", inspect_mixed_log)):
+        result = invoke("report", str(log), "--out", str(root / name))
+        assert result.exit_code == 0, result.output
+        paths.append(root / name / "submission.json")
+    return paths
+
+
+def test_gold_and_mixed_are_ranked_and_their_gap_is_real(real_submissions, tmp_path):
+    data = board(tmp_path / "lb", *real_submissions)
+    (table,) = data["tables"]
+    assert table["key"]["split"] == "sample"
+    gold, mixed = table["entries"]
+    graded = sorted(t for t, r in MIXED.items() if expected_reward(r) is not None)
+    mixed_values = [expected_reward(MIXED[t]) for t in graded]
+    assert (gold["rank"], gold["model"]) == (1, "replay/gold")
+    assert (mixed["rank"], mixed["model"]) == (2, "replay/mixed")
+    assert gold["pass@1"]["value"] == 1.0
+    assert mixed["pass@1"]["value"] == pytest.approx(sum(mixed_values) / len(graded), abs=1e-6)
+    assert gold["complete"] and mixed["complete"] and gold["pins"] == "ok"
+
+    (pair,) = table["comparisons"]
+    diffs = [1.0 - v for v in mixed_values]
+    expected = bootstrap_ci(diffs)
+    assert (pair["a"], pair["b"], pair["n_tasks"]) == ("replay/gold", "replay/mixed", len(graded))
+    assert pair["difference"]["value"] == pytest.approx(expected.value, abs=1e-6)
+    assert pair["difference"]["ci95"] == pytest.approx([expected.low, expected.high], abs=1e-6)
+    assert pair["n_a_higher"] == sum(v == 0.0 for v in mixed_values) and pair["n_b_higher"] == 0
+    assert pair["verdict"] == ("replay/gold ahead" if expected.low > 0 else "not separated")
+
+    d = table["diagnostics"]
+    assert d["n_tasks_common"] == len(graded)
+    assert d["n_tasks_split"] == sum(v == 0.0 for v in mixed_values)
+    assert d["n_solved_by_all"] == sum(v == 1.0 for v in mixed_values)
+    assert d["contamination"]["available"] is False
+
+    md = (tmp_path / "lb" / "leaderboard.md").read_text(encoding="utf-8")
+    assert "| 1 | replay/gold |" in md and f"{100 * mixed['pass@1']['value']:.1f}%" in md
+    assert f"{100 * expected.value:+.1f}" in md
+
+
+def test_leaderboard_files_are_byte_identical_on_rerun_in_any_order(real_submissions, tmp_path):
+    board(tmp_path / "a", *real_submissions)
+    board(tmp_path / "b", *reversed(real_submissions))
+    for name in OUTPUTS:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_the_html_page_is_self_contained(real_submissions, tmp_path):
+    board(tmp_path / "lb", *real_submissions)
+    page = (tmp_path / "lb" / "leaderboard.html").read_text(encoding="utf-8")
+    assert "<script src" not in page and "<link" not in page and "@import" not in page
+    urls = re.findall(r"""(?:https?:)?//[^\s"'<>)]+""", page)
+    assert urls == ["http://www.w3.org/2000/svg"], urls  # the SVG namespace, never fetched
+
+
+def test_a_submission_that_does_not_verify_is_refused(real_submissions, tmp_path):
+    edited = json.loads(real_submissions[1].read_text(encoding="utf-8"))
+    edited["pass@1"]["value"] = 1.0
+    bad = save(edited, tmp_path / "edited")
+    result = invoke(
+        "leaderboard", str(real_submissions[0]), str(bad), "--out", str(tmp_path / "lb")
+    )
+    assert result.exit_code != 0
+    assert "refusing submissions that do not verify" in result.output and "sha256" in result.output
+    assert not (tmp_path / "lb").exists()
+
+
+# --- tables that must not mix (generated submissions) ---------------------------------------
+
+A = [[1.0], [1.0], [0.0], [1.0], [0.0], [1.0], [None], [1.0]]
+B = [[0.0], [1.0], [0.0], [0.0], [0.0], [1.0], [1.0], [0.0]]
+
+
+def test_incompatible_submissions_go_in_separate_tables(tmp_path):
+    subs = {
+        "a-test": synthetic_submission("model-a", A),
+        "b-test": synthetic_submission("model-b", B),
+        "a-eval": synthetic_submission("model-a", A, split="eval"),
+        "a-other-revision": synthetic_submission("model-a", A, revision="0" * 40),
+        "b-old-grader": synthetic_submission("model-b", B, grader="0.9.0"),
+    }
+    paths = [save(sub, tmp_path / name) for name, sub in subs.items()]
+    data = board(tmp_path / "lb", *paths)
+    keys = [
+        (t["key"]["split"], t["key"]["dataset_revision"], t["key"]["grader"])
+        for t in data["tables"]
+    ]
+    assert len(keys) == len(set(keys)) == 4
+    for table in data["tables"]:
+        ids = {e["id"] for e in table["entries"]}
+        for entry in table["entries"]:
+            sub = next(s for s in subs.values() if s["sha256"] == entry["sha256"])
+            assert (sub["split"], sub["dataset_revision"], sub["grader_version"]) == tuple(
+                table["key"].values()
+            )
+        for pair in table["comparisons"]:
+            assert {pair["a"], pair["b"]} <= ids
+    (shared,) = [t for t in data["tables"] if len(t["entries"]) == 2]
+    assert [e["model"] for e in shared["entries"]] == ["model-a", "model-b"]
+    (old,) = [t for t in data["tables"] if t["key"]["grader"] == "0.9.0"]
+    assert old["entries"][0]["pins"] == "differs: grader_version"
+    md = (tmp_path / "lb" / "leaderboard.md").read_text(encoding="utf-8")
+    assert md.count("\n## split ") == 4 and "**pins differs: grader_version**" in md
+
+
+def test_pairs_are_compared_only_on_tasks_both_graded(tmp_path):
+    longer = B + [[1.0]] * 6  # six tasks model-a never saw
+    a = save(synthetic_submission("model-a", A), tmp_path / "a")
+    b = save(synthetic_submission("model-b", longer), tmp_path / "b")
+    (table,) = board(tmp_path / "lb", a, b)["tables"]
+    (pair,) = table["comparisons"]
+    both = [i for i in range(len(A)) if A[i][0] is not None and longer[i][0] is not None]
+    assert pair["n_tasks"] == len(both)
+    diffs = [A[i][0] - longer[i][0] for i in both]
+    expected = bootstrap_ci(diffs)
+    sign = 1 if pair["a"] == "model-a" else -1
+    assert pair["difference"]["value"] == pytest.approx(sign * expected.value, abs=1e-6)
+
+
+def test_a_partial_submission_is_marked_in_every_output(tmp_path):
+    partial = synthetic_submission("model-p", A, split_tasks=len(A) + 5)
+    assert partial["coverage"]["complete"] is False
+    full = synthetic_submission("model-b", B)
+    data = board(tmp_path / "lb", save(partial, tmp_path / "p"), save(full, tmp_path / "f"))
+    entry = next(e for e in data["tables"][0]["entries"] if e["model"] == "model-p")
+    assert entry["complete"] is False and entry["coverage"].startswith("PARTIAL")
+    md = (tmp_path / "lb" / "leaderboard.md").read_text(encoding="utf-8")
+    assert "model-p **PARTIAL**" in md
+    page = (tmp_path / "lb" / "leaderboard.html").read_text(encoding="utf-8")
+    assert 'class="badge partial"' in page

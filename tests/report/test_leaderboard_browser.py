@@ -1,0 +1,170 @@
+"""leaderboard.html in a real headless browser: Debian's chromium driven by playwright (never a
+browser build of playwright's own). The page renders, sorts when a header is clicked, shows the
+numbers of a generated set of submissions, and requests nothing from the network.
+
+scripts/test installs chromium (as root, with apt) when it is missing; without a browser the
+test is skipped and says why.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from smoldataenvs_tasks.cli import main
+from smoldataenvs_tasks.results.submission import submission_json
+from tests.report.synthetic import synthetic_submission
+
+CHROMIUM_FLAGS = [
+    "--no-sandbox",  # as root chromium refuses to start with its own sandbox
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+N_TASKS = 40
+
+
+def _rewards(seed: int) -> list[list[float | None]]:
+    """A deterministic mix: task i is right when (i * seed) mod 7 < seed mod 7 + 1; task 5 is
+    ungraded for every other model."""
+    out: list[list[float | None]] = []
+    for i in range(N_TASKS):
+        if i == 5 and seed % 2:
+            out.append([None])
+        else:
+            out.append([1.0 if (i * seed + seed) % 7 < (seed % 7) + 1 else 0.0])
+    return out
+
+
+MODELS = {f"model-{chr(ord('a') + k)}": _rewards(seed) for k, seed in enumerate((3, 5, 6, 9, 11))}
+
+
+def expected_pass1(rewards: list[list[float | None]]) -> float:
+    graded = [r[0] for r in rewards if r[0] is not None]
+    return sum(graded) / len(graded)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.skip(
+            "no chromium browser on this machine: scripts/test installs Debian's `chromium` "
+            "with apt-get when run as root; elsewhere install it to run this test"
+        )
+    return path
+
+
+@pytest.fixture(scope="module")
+def sync_playwright():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("the playwright package is missing: pip install -e '.[dev]'")
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def leaderboard_page(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("browser")
+    paths = []
+    for model, rewards in MODELS.items():
+        folder = root / model
+        folder.mkdir()
+        (folder / "submission.json").write_bytes(
+            submission_json(synthetic_submission(model, rewards))
+        )
+        paths.append(str(folder / "submission.json"))
+    # another split: a table of its own
+    other = root / "other"
+    other.mkdir()
+    (other / "submission.json").write_bytes(
+        submission_json(synthetic_submission("model-eval", _rewards(4), split="eval"))
+    )
+    paths.append(str(other / "submission.json"))
+    result = CliRunner().invoke(main, ["leaderboard", *paths, "--out", str(root / "lb")])
+    assert result.exit_code == 0, result.output
+    return root / "lb"
+
+
+@pytest.fixture
+def page(chromium, sync_playwright, leaderboard_page, tmp_path):
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"),  # a fresh profile per test
+            executable_path=chromium,
+            headless=True,
+            args=CHROMIUM_FLAGS,
+        )
+        try:
+            page = context.new_page()
+            requests: list[str] = []
+            page.on("request", lambda request: requests.append(request.url))
+            page.goto((leaderboard_page / "leaderboard.html").as_uri())
+            page.requests = requests  # type: ignore[attr-defined]
+            yield page
+        finally:
+            context.close()
+
+
+def column(page, table: str, css: str) -> list[str]:
+    return page.locator(f"{table} tbody tr {css}").all_inner_texts()
+
+
+def models_in_order(page, table: str = "#board-1") -> list[str]:
+    return [text.split()[0] for text in column(page, table, "td.model")]
+
+
+def test_the_page_renders_the_numbers_of_every_submission(page, leaderboard_page):
+    data = json.loads((leaderboard_page / "leaderboard.json").read_text(encoding="utf-8"))
+    assert page.title() == "SmolDataEnvs leaderboard"
+    assert page.locator("table.board:not(.pairs)").count() == 2  # eval and test never mixed
+    test_index = [t["key"]["split"] for t in data["tables"]].index("test")
+    table = f"#board-{test_index}"
+    # as ranked: highest pass@1 first
+    by_value = sorted(MODELS, key=lambda m: (-round(expected_pass1(MODELS[m]), 6), m))
+    assert models_in_order(page, table) == by_value
+    shown = dict(zip(models_in_order(page, table), column(page, table, "td.pass1"), strict=True))
+    for model, rewards in MODELS.items():
+        assert shown[model].startswith(f"{100 * expected_pass1(rewards):.1f}%"), shown[model]
+    # the chart: one point per model, titled with its value
+    titles = page.locator(f"#chart-{test_index} circle title").all_text_contents()
+    assert len(titles) == len(MODELS)
+    for model, rewards in MODELS.items():
+        assert f"{model}: {100 * expected_pass1(rewards):.1f}%" in " ".join(titles)
+    # the pairwise table compares every pair once
+    pairs = page.locator(f"#pairs-{test_index} tbody tr").count()
+    assert pairs == len(MODELS) * (len(MODELS) - 1) // 2
+    assert all(url.startswith("file:") for url in page.requests), page.requests
+
+
+def test_clicking_a_header_sorts_the_table(page, leaderboard_page):
+    data = json.loads((leaderboard_page / "leaderboard.json").read_text(encoding="utf-8"))
+    test_index = [t["key"]["split"] for t in data["tables"]].index("test")
+    table = f"#board-{test_index}"
+    header = page.locator(f"{table} thead th", has_text="pass@1 (95% CI)")
+    header.click()
+    ascending = sorted(MODELS, key=lambda m: expected_pass1(MODELS[m]))
+    values = [expected_pass1(MODELS[m]) for m in models_in_order(page, table)]
+    assert values == sorted(values) and set(models_in_order(page, table)) == set(ascending)
+    assert header.get_attribute("aria-sort") == "ascending"
+    header.click()
+    values = [expected_pass1(MODELS[m]) for m in models_in_order(page, table)]
+    assert values == sorted(values, reverse=True)
+    assert header.get_attribute("aria-sort") == "descending"
+
+    page.locator(f"{table} thead th", has_text="model").first.click()
+    assert models_in_order(page, table) == sorted(MODELS)
+    page.locator(f"{table} thead th", has_text="ungraded").click()
+    heads = [h.rstrip(" ▲▼") for h in page.locator(f"{table} thead th").all_inner_texts()]
+    nth = heads.index("ungraded") + 1
+    ungraded = [int(x) for x in column(page, table, f"td:nth-child({nth})")]
+    assert ungraded == sorted(ungraded) and sum(ungraded) == sum(
+        any(r[0] is None for r in rewards) for rewards in MODELS.values()
+    )
