@@ -55,9 +55,9 @@ from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import DataSource, as_list, recorded_filters
 from smoldataenvs_tasks.data.staging import cleanup_stage_dirs, new_stage_dir
 from smoldataenvs_tasks.data.tables import tables_manifest_digest
-from smoldataenvs_tasks.inspect_adapter.docker_provider import PROVIDER as DOCKER_PROVIDER
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
+from smoldataenvs_tasks.inspect_adapter.docker_provider import PROVIDER as DOCKER_PROVIDER
 from smoldataenvs_tasks.inspect_adapter.scorers import (
     answer_file_scorer,
     program_scorer,
