@@ -60,6 +60,30 @@ class SandboxLimits:
 
 DEFAULT_LIMITS = SandboxLimits()
 
+# The most of the agent's answer file the harness reads. A real answer is a value or a short list;
+# a larger file is a graded 0 of its own (`answer_too_large`), never an error that would leave the
+# sample unscored.
+MAX_ANSWER_BYTES = 1 * MiB
+
+
+def writable_dir_sizes(limits: SandboxLimits = DEFAULT_LIMITS) -> dict[str, int]:
+    """The disk cap of each writable directory, in bytes: a sample cannot fill the host's disk.
+
+    Every kind holds these directories in a size-limited tmpfs (Docker's `--tmpfs size=`, bwrap's
+    host-side tmpfs mounts as root), whose pages count as the sample's memory: together they are
+    3/4 of the memory limit, so full directories still leave 1 GiB (of 4) for processes, and a
+    sandbox whose files filled its memory could still start a shell. /home/user/input, a
+    directory of its own in Docker, is part of /home/user's tmpfs where a kind mounts one tmpfs
+    for both (bwrap: the sum of the two).
+    """
+    memory = limits.memory_bytes
+    return {
+        TMP_DIR: memory * 3 // 8,
+        WORKDIR: memory // 4,
+        SANDBOX_HOME: memory // 16,
+        INPUT_DIR: memory // 16,
+    }
+
 
 @dataclass(frozen=True)
 class ExecResult:

@@ -23,12 +23,19 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from smoldataenvs_tasks.contract import DEFAULT_LIMITS, PROGRAM_PATH, SandboxLimits
+from smoldataenvs_tasks.contract import ANSWER_FILE, DEFAULT_LIMITS, PROGRAM_PATH, SandboxLimits
 from smoldataenvs_tasks.data.rows import TaskRecord
+from smoldataenvs_tasks.sandboxes.answer_file import AnswerState, read_answer_file
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure
 from smoldataenvs_tasks.sandboxes.runner import ProgramHost, program_timeout, run_program
 from smoldataenvs_tasks.scorers.answers import extract_program
-from smoldataenvs_tasks.scorers.decide import verdict_before_running, verdict_for_program_outcome
+from smoldataenvs_tasks.scorers.decide import (
+    answer_too_large_verdict,
+    no_answer_verdict,
+    verdict_before_running,
+    verdict_for_answer_file,
+    verdict_for_program_outcome,
+)
 from smoldataenvs_tasks.scorers.outcome import program_outcome
 from smoldataenvs_tasks.scorers.verdict import (
     DEFAULT_PROFILE,
@@ -94,6 +101,35 @@ async def decide_program_reply(
     return await asyncio.to_thread(
         verdict_for_program_outcome,
         outcome,
+        gold=record.answer,
+        reward_mode=record.reward_mode,
+        atol=record.atol,
+        rtol=record.rtol,
+        profile=profile,
+    )
+
+
+async def decide_answer_file(
+    record: TaskRecord,
+    host: ProgramHost,
+    *,
+    path: str = ANSWER_FILE,
+    profile: str = DEFAULT_PROFILE,
+) -> Verdict:
+    """The agentic (answer-file) Verdict: the file read inside the sample's sandbox, as its user
+    (`sandboxes.answer_file`), then its whole stripped text graded."""
+    try:
+        found = await read_answer_file(host, path)
+    except SandboxFailure as exc:
+        return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc), profile)
+    if found.state is AnswerState.TOO_LARGE:
+        return answer_too_large_verdict(found.problem or "", profile)
+    if found.state is not AnswerState.READ:
+        return no_answer_verdict(found.problem or "", profile)
+    # The symbolic rung may wait seconds on a worker: keep the event loop free meanwhile.
+    return await asyncio.to_thread(
+        verdict_for_answer_file,
+        found.text,
         gold=record.answer,
         reward_mode=record.reward_mode,
         atol=record.atol,

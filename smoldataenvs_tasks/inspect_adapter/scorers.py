@@ -49,7 +49,12 @@ from smoldataenvs_tasks.inspect_adapter.setup import (
     sample_paths,
 )
 from smoldataenvs_tasks.inspect_adapter.tools import program_gate
-from smoldataenvs_tasks.pipeline import decide_program_reply, table_verdict, unscorable_verdict
+from smoldataenvs_tasks.pipeline import (
+    decide_answer_file,
+    decide_program_reply,
+    table_verdict,
+    unscorable_verdict,
+)
 from smoldataenvs_tasks.scorers.decide import regrade_verdict, verdict_for_answer_file
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, UngradedReason, Verdict
 
@@ -163,16 +168,12 @@ async def _grade_agent_answer(state: TaskState, answer: str | None, grader: str)
     )
 
 
-async def _read_answer_file(state: TaskState) -> str | None:
-    answer_path = f"{sample_paths()['workdir']}/answer.txt"
-    try:
-        return await current_sandbox().read_file(answer_path)
-    except FileNotFoundError:
-        return None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        # The agent made the answer unreadable: its doing, so a 0, not ungraded.
-        state.metadata["answer_file_error"] = type(exc).__name__
-        return None
+def _answer_file_host() -> tuple[InspectSandboxHost, str]:
+    """Where this sample's answer file is, and a host that runs commands beside it."""
+    paths = sample_paths()
+    relocated = paths["input"] != INPUT_DIR
+    host = InspectSandboxHost(current_sandbox(), env=local_sandbox_env() if relocated else None)
+    return host, f"{paths['workdir']}/answer.txt"
 
 
 @scorer(metrics=SCORER_METRICS)
@@ -180,9 +181,10 @@ def answer_file_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
     """Grade the whole stripped answer file the agent wrote (agentic, answer-file protocol)."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        verdict = _table_verdict(state, grader) or await _grade_agent_answer(
-            state, await _read_answer_file(state), grader
-        )
+        verdict = _table_verdict(state, grader)
+        if verdict is None:
+            host, path = _answer_file_host()
+            verdict = await decide_answer_file(record_of(state), host, path=path, profile=grader)
         return verdict_to_score(verdict, _extras(state))
 
     return score

@@ -51,8 +51,9 @@ from smoldataenvs_tasks.contract import (
     TMP_DIR,
     WORKDIR,
     SandboxLimits,
+    writable_dir_sizes,
 )
-from smoldataenvs_tasks.sandboxes import cgroups
+from smoldataenvs_tasks.sandboxes import cgroups, disk
 from smoldataenvs_tasks.sandboxes.base import (
     ExecResult,
     FileTooLarge,
@@ -191,6 +192,7 @@ class BwrapSession:
         self.tmp = root / "tmp"
         self._etc = root / "etc"
         self._closed = False
+        self.disk_capped = False
         self._running: set[int] = set()
         # sandbox mount point -> (host directory, writable)
         self._mounts: dict[tuple[str, ...], tuple[Path, bool]] = {
@@ -220,7 +222,10 @@ class BwrapSession:
 
             env_dir = await asyncio.to_thread(ensure_env)
         enforcement = cgroups.detect_enforcement()
-        root = Path(tempfile.mkdtemp(prefix="smoldataenvs-bwrap-"))  # 0700: other users see nothing
+        disk.reap_once()
+        # 0700: other users see nothing
+        root = Path(tempfile.mkdtemp(prefix=disk.SESSION_PREFIX))
+        disk.record_owner(root)
         cgroup = None
         try:
             if enforcement is not cgroups.Enforcement.RLIMITS:
@@ -243,13 +248,23 @@ class BwrapSession:
         except BaseException:
             if cgroup is not None:
                 cgroup.remove()
-            _rmtree(root)
+            _remove_root(root)
             raise
         return session
 
     def _make_dirs(self) -> None:
         input_dir = self.home / "input"
-        for directory in (self.home, input_dir, self.workdir, self.tmp, self._etc):
+        for directory in (self.home, self.workdir, self.tmp):
+            directory.mkdir(parents=True, exist_ok=True)
+        sizes = writable_dir_sizes(self.limits)
+        # /home/user/input lives in /home/user's tmpfs here (one mount, both sizes).
+        caps = {
+            self.home: sizes[SANDBOX_HOME] + sizes[INPUT_DIR],
+            self.workdir: sizes[WORKDIR],
+            self.tmp: sizes[TMP_DIR],
+        }
+        self.disk_capped = all(disk.mount_tmpfs(path, size) for path, size in caps.items())
+        for directory in (input_dir, self._etc):
             directory.mkdir(parents=True, exist_ok=True)
         for name, text in _SYNTHETIC_ETC.items():
             (self._etc / name).write_text(text)
@@ -271,6 +286,9 @@ class BwrapSession:
             "env_dir": str(self.env_dir),
             "root": str(self.root),
             "cgroups": [str(p) for p in (self.cgroup.dirs.values() if self.cgroup else [])],
+            "disk": "size-limited tmpfs per writable directory"
+            if self.disk_capped
+            else "no cap (mounting a tmpfs needs root); files are capped at max_file_bytes",
         }
 
     async def close(self) -> None:
@@ -284,7 +302,7 @@ class BwrapSession:
             if self.cgroup is not None:
                 await asyncio.to_thread(self.cgroup.remove)
         finally:
-            await asyncio.to_thread(_rmtree, self.root)
+            await asyncio.to_thread(_remove_root, self.root)
 
     async def __aenter__(self) -> BwrapSession:
         return self
@@ -539,13 +557,20 @@ class BwrapSession:
             raise IsADirectoryError(errno.EISDIR, "is a directory", path)
         dir_fd = self._open_dir_fd(base, parts[:-1], create=False)
         try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            # O_NONBLOCK: opening a FIFO a program left here must not hang the harness.
+            fd = os.open(
+                parts[-1],
+                os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
+                dir_fd=dir_fd,
+            )
         finally:
             os.close(dir_fd)
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())
             if stat.S_ISDIR(info.st_mode):
                 raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+            if not stat.S_ISREG(info.st_mode):
+                raise PermissionError(errno.EACCES, "not a regular file", path)
             if not _sandbox_user_may(info, write=False):
                 raise PermissionError(errno.EACCES, "permission denied", path)
             if max_bytes is not None and info.st_size > max_bytes:
@@ -617,6 +642,11 @@ def _kill_namespace_init(status: _Status, bwrap_pid: int) -> None:
             kill_group(bwrap_pid)
     finally:
         os.close(pidfd)
+
+
+def _remove_root(root: Path) -> None:
+    disk.unmount_all(root)
+    _rmtree(root)
 
 
 def _rmtree(root: Path) -> None:

@@ -4,7 +4,7 @@ smoldataenvs sandbox setup          # build the bwrap Python environment (once; 
 smoldataenvs sandbox info           # what "auto" resolves to, enforcement, env, Docker image
 smoldataenvs sandbox build-image    # build the Docker sandbox image (sandboxes/docker/image.py)
 smoldataenvs sandbox image-status   # is it built and current (exit 1 when not)
-smoldataenvs sandbox cleanup        # containers and volumes of dead harness processes
+smoldataenvs sandbox cleanup        # bwrap dirs, containers, volumes of dead harness processes
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def setup() -> None:
 @sandbox.command()
 def info() -> None:
     """Which sandbox `auto` picks here, how limits are enforced, and what is built."""
-    from smoldataenvs_tasks.sandboxes import cgroups
+    from smoldataenvs_tasks.sandboxes import cgroups, disk
     from smoldataenvs_tasks.sandboxes.bwrap import probe_bwrap
     from smoldataenvs_tasks.sandboxes.envbuild import env_path, is_built
     from smoldataenvs_tasks.sandboxes.session import resolve_kind
@@ -48,6 +48,14 @@ def info() -> None:
     except SandboxUnavailable as error:
         click.echo(f"bwrap: unavailable: {error}")
     click.echo(f"limit enforcement: {cgroups.describe(cgroups.detect_enforcement())}")
+    click.echo(
+        "bwrap disk caps: "
+        + (
+            "a size-limited tmpfs per writable directory"
+            if disk.can_mount()
+            else "none (mounting a tmpfs needs root); files are capped at max_file_bytes"
+        )
+    )
     path = env_path()
     state = "built" if is_built(path) else "not built (`smoldataenvs sandbox setup`)"
     click.echo(f"bwrap environment: {path} ({state})")
@@ -90,9 +98,13 @@ def image_status() -> None:
 @sandbox.command()
 @click.option("--all", "all_sessions", is_flag=True, help="Every session's, alive or not.")
 def cleanup(all_sessions: bool) -> None:
-    """Remove Docker containers and volumes of sessions whose harness process is gone."""
+    """Remove what sessions of dead harness processes left: bwrap session directories with their
+    tmpfs mounts, Docker containers and volumes."""
+    from smoldataenvs_tasks.sandboxes import disk
     from smoldataenvs_tasks.sandboxes.docker import cleanup_stale
 
+    for root in disk.reap_stale():
+        click.echo(f"removed bwrap session {root}")
     try:
         removed = cleanup_stale(all_sessions=all_sessions)
     except SandboxFailure as error:

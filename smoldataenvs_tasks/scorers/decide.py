@@ -43,6 +43,8 @@ from smoldataenvs_tasks.scorers.verdict import (
 )
 
 __all__ = [
+    "answer_too_large_verdict",
+    "no_answer_verdict",
     "regrade_verdict",
     "verdict_before_running",
     "verdict_for_answer",
@@ -227,15 +229,33 @@ def verdict_for_answer_file(
 ) -> Verdict:
     """Agentic variant: the whole answer file, stripped (multi-line allowed); missing → no_answer."""
     if text is None or not text.strip():
-        return Verdict(
-            reward=0.0,
-            method="no_answer",
-            category=Category.NO_ANSWER,
-            reason="no answer file" if text is None else "answer file is empty",
-            profile=profile,
+        return no_answer_verdict(
+            "no answer file" if text is None else "answer file is empty", profile
         )
     return verdict_for_answer(
         text.strip(), gold=gold, reward_mode=reward_mode, atol=atol, rtol=rtol, profile=profile
+    )
+
+
+def no_answer_verdict(reason: str, profile: str = DEFAULT_PROFILE) -> Verdict:
+    """A 0 for an answer that is not there: no file, an empty one, or one that is not a readable
+    regular text file (a FIFO, a link, a directory: the agent's doing, never the harness's)."""
+    return Verdict(
+        reward=0.0, method="no_answer", category=Category.NO_ANSWER, reason=reason, profile=profile
+    )
+
+
+def answer_too_large_verdict(reason: str, profile: str = DEFAULT_PROFILE) -> Verdict:
+    """A 0 of its own for an answer file past the contract's MAX_ANSWER_BYTES: graded (a model
+    cannot turn a wrong answer into an unscored sample by writing 900 MB), and told apart from a
+    missing answer."""
+    return Verdict(
+        reward=0.0,
+        method="answer_too_large",
+        category=Category.RESOURCE_LIMIT,
+        reason=reason,
+        detail="answer_size",
+        profile=profile,
     )
 
 

@@ -160,6 +160,45 @@ def test_agentic_missing_answer_file_and_command_answer_score_zero(tmp_path):
     assert categories == ["no_answer", "command_answer", "wrong_value", "correct"]
 
 
+HOSTILE_ANSWER_COMMANDS = [
+    "mkfifo /workdir/answer.txt",  # a blocking open would hang the scorer
+    "truncate -s 900M /workdir/answer.txt",  # past every read limit
+    "ln -sf /etc/shadow /workdir/answer.txt",  # root-only where it exists
+]
+
+
+@pytest.mark.parametrize(
+    "sandbox",
+    [
+        "bwrap",
+        pytest.param("docker", marks=pytest.mark.docker),
+        pytest.param("docker-compose", marks=pytest.mark.docker),
+    ],
+)
+def test_hostile_answer_files_score_zero_and_the_eval_finishes(tmp_path, sandbox):
+    from tests.sandboxes.helpers import require_kind
+
+    require_kind("docker" if sandbox.startswith("docker") else sandbox)
+    rows = [agentic_row(ORDERS_TASK, [command]) for command in HOSTILE_ANSWER_COMMANDS]
+    log = run(
+        smoldataenvs(split="sample", task_ids=[ORDERS_TASK], sandbox=sandbox),
+        tmp_path,
+        write_jsonl(tmp_path / "hostile.jsonl", rows),
+        epochs=len(rows),
+    )
+    scores = scores_by_id(log, SCORERS["agentic"])
+    found = [
+        (scores[(ORDERS_TASK, epoch)].value, scores[(ORDERS_TASK, epoch)].metadata["method"])
+        for epoch in range(1, len(rows) + 1)
+    ]
+    assert found == [(0.0, "no_answer"), (0.0, "answer_too_large"), (0.0, "no_answer")]
+    assert [scores[(ORDERS_TASK, e)].metadata["reason"] for e in (1, 3)] == [
+        "the answer file is a FIFO",
+        "the answer file is a symbolic link",
+    ]
+    assert all(sample.error is None for sample in log.samples)  # every one scored, none errored
+
+
 def test_agentic_task_argument_grader_strict_refuses_a_hedged_answer_file(tmp_path):
     rows = [agentic_row(REVENUE_TASK, ["echo -n '7438.11 or maybe 7500' > /workdir/answer.txt"])]
     replay = write_jsonl(tmp_path / "hedge.jsonl", rows)

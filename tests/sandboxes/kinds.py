@@ -79,9 +79,10 @@ class InspectProviderSession:
         return await self.environment.read_file(path, text=False)
 
     async def close(self) -> None:
+        # Inspect's lifecycle, both ends: task_cleanup also waits for the background removal of
+        # Docker containers and removes the spares no sample took.
         await self.provider.sample_cleanup("security", self.config, self.environments, False)
-        if hasattr(self.provider, "removals_done"):  # Docker removes containers in the background
-            await self.provider.removals_done()
+        await self.provider.task_cleanup("security", self.config, True)
 
 
 async def open_sandbox(

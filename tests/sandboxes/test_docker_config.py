@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 import yaml
 
-from smoldataenvs_tasks.contract import DEFAULT_LIMITS, INPUT_DIR, TABLES_DIR
+from smoldataenvs_tasks.contract import (
+    DEFAULT_LIMITS,
+    INPUT_DIR,
+    TABLES_DIR,
+    WORKDIR,
+    writable_dir_sizes,
+)
 from smoldataenvs_tasks.sandboxes import docker as docker_mod
 from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
 from smoldataenvs_tasks.sandboxes.docker import image as image_mod
@@ -77,13 +83,11 @@ def test_compose_sandbox_states_the_contract_like_docker_session(compose: str) -
     assert service["cap_drop"] == ["ALL"] and flags["--cap-drop"] == ["ALL"]
     assert service["read_only"] is True and "--read-only" in flags
     assert service["init"] is True and "--init" in flags
-    # DockerSession keeps /workdir in a tmpfs too; compose makes it a volume, because Inspect's
-    # read_file (`docker compose cp`) cannot see into a tmpfs.
-    session_sizes = docker_mod.tmpfs_sizes(limits)
-    assert tmpfs_sizes(service) == {k: v for k, v in session_sizes.items() if k != "/workdir"}
-    assert {"type": "volume", "target": "/workdir"} in service["volumes"]
+    # Every writable directory is a tmpfs of the contract's size, in compose as in DockerSession.
+    assert tmpfs_sizes(service) == writable_dir_sizes(limits)
+    assert not [v for v in service["volumes"] if v["target"] == WORKDIR]
     run_tmpfs = {t.split(":")[0]: t for t in flags["--tmpfs"]}
-    for path, size in docker_mod.tmpfs_sizes(limits).items():
+    for path, size in writable_dir_sizes(limits).items():
         assert f"size={size}," in run_tmpfs[path]
     tables = [v for v in service["volumes"] if v["target"] == TABLES_DIR]
     assert len(tables) == 1 and tables[0]["read_only"] is True
@@ -92,7 +96,7 @@ def test_compose_sandbox_states_the_contract_like_docker_session(compose: str) -
 def test_tmpfs_leaves_memory_for_processes_when_full() -> None:
     # A sandbox whose files filled all its memory could not start a shell (it would look
     # broken, and its sample would be ungraded instead of scored).
-    sizes = docker_mod.tmpfs_sizes(DEFAULT_LIMITS)
+    sizes = writable_dir_sizes(DEFAULT_LIMITS)
     assert sum(sizes.values()) <= DEFAULT_LIMITS.memory_bytes * 3 // 4
     assert sizes["/tmp"] >= DEFAULT_LIMITS.max_file_bytes  # a file at the size limit fits
 

@@ -9,7 +9,7 @@ by dead processes (`cleanup`).
 """
 
 from smoldataenvs_tasks.sandboxes.docker.cleanup import cleanup_stale
-from smoldataenvs_tasks.sandboxes.docker.container import NOFILE, container_args, tmpfs_sizes
+from smoldataenvs_tasks.sandboxes.docker.container import NOFILE, container_args
 from smoldataenvs_tasks.sandboxes.docker.engine import (
     LABEL_CONTENT,
     LABEL_OWNER,
@@ -58,5 +58,4 @@ __all__ = [
     "docker_binary",
     "image_status",
     "require_image",
-    "tmpfs_sizes",
 ]

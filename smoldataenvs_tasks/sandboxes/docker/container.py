@@ -10,22 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from smoldataenvs_tasks.contract import INPUT_DIR, SandboxLimits
+from smoldataenvs_tasks.contract import INPUT_DIR, SandboxLimits, writable_dir_sizes
 
 NOFILE = 4096
-
-
-def tmpfs_sizes(limits: SandboxLimits) -> dict[str, int]:
-    """Bytes each writable tmpfs may hold. Together 3/4 of the memory limit: tmpfs pages count
-    as the container's memory, so full disks still leave 1 GiB (of 4) for processes; a sandbox
-    whose files filled all its memory could not even start a shell, and would look broken."""
-    memory = limits.memory_bytes
-    return {
-        "/tmp": memory * 3 // 8,
-        "/workdir": memory // 4,
-        "/home/user": memory // 16,
-        INPUT_DIR: memory // 16,
-    }
 
 
 def container_args(limits: SandboxLimits) -> list[str]:
@@ -33,7 +20,7 @@ def container_args(limits: SandboxLimits) -> list[str]:
     memory = str(limits.memory_bytes)
     fsize = str(limits.max_file_bytes)
     tmpfs = []
-    for path, size in tmpfs_sizes(limits).items():
+    for path, size in writable_dir_sizes(limits).items():
         owner = "mode=1777" if path == "/tmp" else "uid=1000,gid=1000,mode=0755"
         tmpfs += ["--tmpfs", f"{path}:rw,nosuid,nodev,size={size},{owner}"]
     return [

@@ -14,7 +14,7 @@ Design notes (why, not what):
   0 into an ungraded sample; the same trick lets the host kill every user process after a timeout
   or an output overflow without losing the container.
 * The root filesystem is read-only; /tmp, /workdir, /home/user and /home/user/input are tmpfs
-  mounts (sizes in `tmpfs_sizes`). Their pages count against the container's memory limit, so a
+  mounts (sizes in `contract.writable_dir_sizes`). Their pages count against the container's memory limit, so a
   program's files can never fill the host's disk.
 * The image's init script (links the tables into the input dir, seeds Matplotlib's font cache)
   runs in the session's first command, not in an exec of its own: under Inspect the tables are
