@@ -129,7 +129,11 @@ async def test_hostile_answer_files_are_graded_zero_with_their_reasons(session):
         await make_answer(session, f"rm -rf {ANSWER_FILE}; {script}")
         verdicts[name] = await pipeline.decide_answer_file(record, session)
     fifo, huge, gold = verdicts["fifo"], verdicts["huge"], verdicts["gold"]
-    assert (fifo.reward, fifo.category, fifo.reason) == (0.0, "no_answer", "the answer file is a FIFO")
+    assert (fifo.reward, fifo.category, fifo.reason) == (
+        0.0,
+        "no_answer",
+        "the answer file is a FIFO",
+    )
     assert (huge.reward, huge.category, huge.method, huge.detail) == (
         0.0,
         "resource_limit",
