@@ -85,7 +85,8 @@ def run_probe():
 @scorer(metrics=[accuracy()])
 def answer_file():
     async def score(state: TaskState, target: Target) -> Score:
-        answer = (await sandbox().read_file("/workdir/answer.txt")).strip()
+        # /workdir is a tmpfs, which `docker compose cp` (Inspect's read_file) cannot see into.
+        answer = (await sandbox().exec(["cat", "/workdir/answer.txt"])).stdout.strip()
         return Score(value=1.0 if answer == target.text else 0.0, answer=answer)
 
     return score
