@@ -15,7 +15,6 @@ and why, is listed in docs/sandboxes.md.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +26,11 @@ from smoldataenvs_tasks.inspect_adapter.session_provider import (
     LimitsConfig,
     SessionSandboxEnvironment,
     config_of,
+    start_over_stage_dir,
     unavailable,
 )
 from smoldataenvs_tasks.sandboxes import base
 from smoldataenvs_tasks.sandboxes.bwrap import SANDBOX_UID, BwrapSession, probe_bwrap
-
-STAGE_DIR_KEY = "stage_dir"
 
 
 class BwrapSandboxConfig(LimitsConfig, frozen=True):
@@ -74,22 +72,10 @@ class BwrapSandboxEnvironment(SessionSandboxEnvironment):
         config: SandboxEnvironmentConfigType | None,
         metadata: dict[str, str],
     ) -> dict[str, SandboxEnvironment]:
-        owned = None
-        stage_dir = metadata.get(STAGE_DIR_KEY)
-        if not stage_dir:
-            owned = Path(tempfile.mkdtemp(prefix="smoldataenvs-empty-stage-"))
-            stage_dir = str(owned)
         limits = config_of(config, BwrapSandboxConfig, "bwrap").limits()
-        try:
-            session = await BwrapSession.start(Path(stage_dir), limits=limits)
-        except base.SandboxUnavailable as error:
-            if owned is not None:
-                shutil.rmtree(owned, ignore_errors=True)
-            raise unavailable("bwrap", error) from error
-        except BaseException:
-            if owned is not None:
-                shutil.rmtree(owned, ignore_errors=True)
-            raise
+        session, owned = await start_over_stage_dir(
+            metadata, "bwrap", lambda stage_dir: BwrapSession.start(stage_dir, limits=limits)
+        )
         return {"default": cls(session, owned)}
 
     @override

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from smoldataenvs_tasks.inspect_adapter.session_provider import (
     LimitsConfig,
     SessionSandboxEnvironment,
     config_of,
+    start_over_stage_dir,
     unavailable,
 )
 from smoldataenvs_tasks.sandboxes import base
@@ -53,7 +53,6 @@ from smoldataenvs_tasks.sandboxes.docker.image import resolve_image
 from smoldataenvs_tasks.sandboxes.docker.spares import Spares
 
 PROVIDER = "smoldataenvs-docker"
-STAGE_DIR_KEY = "stage_dir"
 
 logger = logging.getLogger(__name__)
 
@@ -114,20 +113,14 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
         metadata: dict[str, str],
     ) -> dict[str, SandboxEnvironment]:
         settings = _config(config)
-        owned = None
-        stage_dir = metadata.get(STAGE_DIR_KEY)
-        if not stage_dir:
-            owned = Path(tempfile.mkdtemp(prefix="smoldataenvs-empty-stage-"))
-            stage_dir = str(owned)
-        spares = cls._spares_for(settings, Path(stage_dir))
-        try:
-            session = await spares.take(Path(stage_dir))
-        except BaseException as error:
-            if owned is not None:
-                shutil.rmtree(owned, ignore_errors=True)
-            if isinstance(error, base.SandboxUnavailable):
-                raise unavailable("docker", error) from error
-            raise
+        spares: Spares | None = None
+
+        async def take(stage_dir: Path) -> DockerSession:
+            nonlocal spares
+            spares = cls._spares_for(settings, stage_dir)
+            return await spares.take(stage_dir)
+
+        session, owned = await start_over_stage_dir(metadata, "docker", take)
         cls._open.add(session)
         return {"default": cls(session, owned, spares)}
 

@@ -20,7 +20,11 @@ docs/design.md "The sandbox contract").
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Self, overload
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Self, TypeVar, overload
 
 from inspect_ai.util import (
     ExecResult,
@@ -76,6 +80,33 @@ def config_of(
 def unavailable(provider: str, error: base.SandboxUnavailable) -> RuntimeError:
     """The error Inspect prints as one line: this sandbox cannot run on this machine."""
     return PrerequisiteError(f"The {provider} sandbox cannot run here: {error}")
+
+
+# The sample metadata key holding the sample's stage dir (set by the task's setup).
+STAGE_DIR_KEY = "stage_dir"
+_Session = TypeVar("_Session")
+
+
+async def start_over_stage_dir(
+    metadata: dict[str, str], provider: str, start: Callable[[Path], Awaitable[_Session]]
+) -> tuple[_Session, Path | None]:
+    """`start` a session over the sample's stage dir, or over an empty one of its own when the
+    sample has none (a task other than ours); returns the session and that owned dir, which the
+    caller removes with the session. A start that fails removes it; SandboxUnavailable becomes
+    the one-line prerequisite error."""
+    owned = None
+    stage_dir = metadata.get(STAGE_DIR_KEY)
+    if not stage_dir:
+        owned = Path(tempfile.mkdtemp(prefix="smoldataenvs-empty-stage-"))
+        stage_dir = str(owned)
+    try:
+        return await start(Path(stage_dir)), owned
+    except BaseException as error:
+        if owned is not None:
+            shutil.rmtree(owned, ignore_errors=True)
+        if isinstance(error, base.SandboxUnavailable):
+            raise unavailable(provider, error) from error
+        raise
 
 
 class SessionSandboxEnvironment(SandboxEnvironment):
