@@ -21,7 +21,14 @@ from typing import Any
 
 from . import REPO, SPLIT
 from .bare import child_bare
-from .meter import CpuMeter, _current_rss_mb, _peak_rss_mb, new_cpu_group, remove_cpu_group
+from .meter import (
+    CpuMeter,
+    MachineCpu,
+    _current_rss_mb,
+    _peak_rss_mb,
+    new_cpu_group,
+    remove_cpu_group,
+)
 
 # The `--child` dispatch lives in the entry script, not in this module.
 ENTRY = REPO / "bench" / "bench_e2e.py"
@@ -35,6 +42,7 @@ def child_inspect(spec: dict[str, Any]) -> dict[str, Any]:
 
     rss_before = _current_rss_mb()
     meter = CpuMeter.own(spec.get("cpu_group"))
+    machine = MachineCpu()
     began_at = time.time()
     started = time.perf_counter()
     task_fn = smoldataenvs_program if spec["variant"] == "program" else smoldataenvs
@@ -58,8 +66,8 @@ def child_inspect(spec: dict[str, Any]) -> dict[str, Any]:
     )
     wall = time.perf_counter() - started
     ended_at = time.time()
-    # Docker's containers are charged to Docker's cgroups, not this run's: leave CPU out.
-    cpu = None if spec["sandbox"].startswith("docker") else meter.seconds()
+    # Docker's containers and engine are charged to no cgroup of this run: the whole machine's.
+    cpu = machine.seconds() if spec["sandbox"].startswith("docker") else meter.seconds()
     peak_rss = _peak_rss_mb()  # before reading the log back below
     log = read_eval_log(header.location)
     samples = log.samples or []
@@ -112,6 +120,7 @@ def child_lmeval(spec: dict[str, Any]) -> dict[str, Any]:
 
     rss_before = _current_rss_mb()
     meter = CpuMeter.own(spec.get("cpu_group"))
+    machine = MachineCpu()
     started = time.perf_counter()
     metadata = {"mirror": spec["mirror"], "sandbox": spec["sandbox"]}
     if spec["workers"]:
@@ -125,7 +134,7 @@ def child_lmeval(spec: dict[str, Any]) -> dict[str, Any]:
         bootstrap_iters=0,
     )
     wall = time.perf_counter() - started
-    cpu = meter.seconds()
+    cpu = machine.seconds() if spec["sandbox"].startswith("docker") else meter.seconds()
     peak_rss = _peak_rss_mb()
     samples = results["samples"]["smoldataenvs_program_test"]
     correct = sum(1 for s in samples if json.loads(s["filtered_resps"][0]).get("reward") == 1.0)

@@ -7,6 +7,7 @@ and by `run_child` to make and remove the groups.
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from pathlib import Path
@@ -57,6 +58,29 @@ class CpuMeter:
     def seconds(self) -> float | None:
         now = self._read()
         return None if now is None or self.start is None else now - self.start
+
+
+class MachineCpu:
+    """CPU seconds the whole machine spent busy since creation (/proc/stat: every process and
+    the kernel, idle and I/O wait excluded).
+
+    For the Docker rows: their containers are charged to Docker's cgroups and the engine's work
+    (dockerd, containerd, the per-container shims, runc) to none of the run's, so only the whole
+    machine sees what a sample costs. Read on a quiet machine (`--wait-quiet`), it is the run's.
+    """
+
+    def __init__(self) -> None:
+        self.start = self._read()
+
+    @staticmethod
+    def _read() -> float:
+        with open("/proc/stat") as handle:
+            fields = [int(v) for v in handle.readline().split()[1:]]
+        busy = sum(fields) - fields[3] - fields[4]  # minus idle, iowait
+        return busy / os.sysconf("SC_CLK_TCK")
+
+    def seconds(self) -> float:
+        return self._read() - self.start
 
 
 def _own_cgroup_dir() -> Path | None:

@@ -137,6 +137,10 @@ def plan(mode: str, only: str | None, docker_ok: bool) -> list[Config]:
                 add(f"insp-p-compose-{w}", "Inspect program, stock docker provider + compose",
                     "inspect", "program", "docker-compose", n_docker, w, "docker",
                     f"n{n_docker}")  # fmt: skip
+                # the same provider with a fresh container per sample (no reuse)
+                add(f"insp-p-dockerfresh-{w}", "Inspect program, smoldataenvs-docker, no reuse",
+                    "inspect", "program", "docker", n_docker, w, "docker", f"n{n_docker}",
+                    env={"SMOLDATAENVS_DOCKER_REUSE": "0"})  # fmt: skip
             # DockerSession (docker run/exec/rm) directly, the path lm-eval and `validate` take
             for w in (1, 2):
                 add(f"lmeval-p-docker-{w}", "lm-eval program", "lmeval", "program", "docker",

@@ -276,13 +276,30 @@ def _docker_verdicts(measured: dict[str, Measured], summary: dict[str, Any]) -> 
             mark = "met" if overhead <= TARGET_DOCKER_OVERHEAD_S else "NOT met"
             text += f" (target <= {TARGET_DOCKER_OVERHEAD_S} s at 1 worker): {mark}"
         lines.append(text)
-    one, two = measured.get("insp-p-docker-1"), measured.get("insp-p-docker-2")
-    if one and two and one.per_sample() and two.per_sample():
-        bare_scaling = summary.get(
-            f"scaling:{measured['bare-p-1'].config.label} (-, N={measured['bare-p-1'].config.n})"
-        )
+    bare_one = measured.get("bare-p-1")
+    bare_scaling = (
+        summary.get(f"scaling:{bare_one.config.label} (-, N={bare_one.config.n})")
+        if bare_one
+        else None
+    )
+    for key, label in (
+        ("insp-p-docker", "Inspect + smoldataenvs-docker"),
+        ("insp-p-dockerfresh", "Inspect + smoldataenvs-docker, no reuse"),
+        ("insp-p-compose", "Inspect + stock docker + compose"),
+    ):
+        one, two = measured.get(f"{key}-1"), measured.get(f"{key}-2")
+        if not (one and two and one.per_sample() and two.per_sample()):
+            continue
+        scaling = one.per_sample() / two.per_sample()
+        text = f"- {label}: throughput x{scaling:.2f} from 1 to 2 workers"
+        if key == "insp-p-docker":
+            mark = "met" if scaling >= TARGET_SCALING else "NOT met"
+            text += f" (target >= {TARGET_SCALING}x): {mark}"
+        lines.append(f"{text}; the bare programs: x{_fmt(bare_scaling, '.2f')}")
+    ours, fresh = measured.get("insp-p-docker-1"), measured.get("insp-p-dockerfresh-1")
+    if ours and fresh and ours.cpu_per_sample() and fresh.cpu_per_sample():
         lines.append(
-            f"- Inspect + smoldataenvs-docker: throughput x{one.per_sample() / two.per_sample():.2f}"
-            f" from 1 to 2 workers; the bare programs: x{_fmt(bare_scaling, '.2f')}"
+            f"- machine CPU per sample at 1 worker: {ours.cpu_per_sample():.3f} s with reuse, "
+            f"{fresh.cpu_per_sample():.3f} s with a fresh container per sample"
         )
     return lines if len(lines) > 2 else []

@@ -1,20 +1,21 @@
 """Inspect sandbox provider `smoldataenvs-docker`: each sample in its own `DockerSession`.
 
-What `-T sandbox=docker` runs (and `auto` where bwrap cannot): one container per sample with the
-contract's limits, a `docker exec` per command, a `docker rm` at the end, and none of
-`docker compose`'s per-sample calls or Inspect's fairness sleep (docs/performance.md). The
-container is a spare (sandboxes/docker/spares.py): started while the previous sample ran, so its
-`docker run` is off the sample's path; it serves this one sample and is never reused.
+What `-T sandbox=docker` runs (and `auto` where bwrap cannot): a container per sample with the
+contract's limits, a `docker exec` per command, and none of `docker compose`'s per-sample calls
+or Inspect's fairness sleep (docs/performance.md). Containers come from spares
+(sandboxes/docker/spares.py): started ahead of their sample, and after it reset (every process
+killed, every writable place emptied, then checked) and handed to a later sample, or removed when
+the reset cannot prove the container clean. `SMOLDATAENVS_DOCKER_REUSE=0` (or
+`DockerSandboxConfig(reuse=False)`) gives every sample a fresh container, removed after it.
 `-T sandbox=docker-compose` keeps Inspect's own docker provider with `resources/compose.yaml`.
 
     inspect eval smoldataenvs_tasks/smoldataenvs_program -T sandbox=docker --model ...
     Task(..., sandbox=("smoldataenvs-docker", DockerSandboxConfig(memory_bytes=2**31)))
 
 The sample's tables come from sample metadata key `stage_dir` (bind-mounted read-only at
-/mnt/tables; an empty directory when absent). At the sample's end its container is removed with
-`docker rm --force`: the engine kills every process in it at once, and the removal itself
-finishes while the next sample starts (its ~0.1-0.2 s off every sample's path; the task's cleanup
-waits for all of them). Every container carries our session label and its owner (host and pid):
+/mnt/tables; an empty directory when absent). The reset or removal at a sample's end finishes
+while the next sample starts (off every sample's path; the task's cleanup waits for all of them).
+Every container carries our session label and its owner (host and pid):
 containers a killed eval left behind are removed by the next run's first sandbox, by
 `smoldataenvs sandbox cleanup`, or by `inspect sandbox cleanup smoldataenvs-docker`.
 The Inspect API over the session is `session_provider`'s, shared with the bwrap provider; what
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,8 @@ from smoldataenvs_tasks.sandboxes.docker.image import resolve_image
 from smoldataenvs_tasks.sandboxes.docker.spares import Spares
 
 PROVIDER = "smoldataenvs-docker"
+# "0" gives every sample a container of its own, removed after it (no reuse; slower).
+REUSE_ENV = "SMOLDATAENVS_DOCKER_REUSE"
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +66,9 @@ class DockerSandboxConfig(LimitsConfig, frozen=True):
     package's Dockerfile and lock define, `smoldataenvs-sandbox:<content hash>`)."""
 
     image: str | None = None
+    # Reset a finished sample's container and give it to a later sample (sandboxes/docker/
+    # spares.py) instead of removing it; SMOLDATAENVS_DOCKER_REUSE=0 turns it off as well.
+    reuse: bool = True
 
 
 def _config(config: SandboxEnvironmentConfigType | None) -> DockerSandboxConfig:
@@ -78,7 +85,7 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
     _open: set[DockerSession] = set()  # noqa: RUF012
     _removing: set[asyncio.Task[None]] = set()  # noqa: RUF012
     # Spares per sandbox configuration and stage-dir parent (slots must share its filesystem).
-    _spares: dict[tuple[str | None, SandboxLimits, Path], Spares] = {}  # noqa: RUF012
+    _spares: dict[tuple[str | None, SandboxLimits, Path, bool], Spares] = {}  # noqa: RUF012
 
     def __init__(
         self,
@@ -127,9 +134,12 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
     @classmethod
     def _spares_for(cls, settings: DockerSandboxConfig, stage_dir: Path) -> Spares:
         limits = settings.limits()
-        key = (settings.image, limits, stage_dir.resolve().parent)
+        reuse = settings.reuse and os.environ.get(REUSE_ENV, "1").strip() != "0"
+        key = (settings.image, limits, stage_dir.resolve().parent, reuse)
         if key not in cls._spares:
-            cls._spares[key] = Spares(slot_root=key[2], limits=limits, image=settings.image)
+            cls._spares[key] = Spares(
+                slot_root=key[2], limits=limits, image=settings.image, reuse=reuse
+            )
         return cls._spares[key]
 
     @override
@@ -144,19 +154,25 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
         for environment in environments.values():
             ours = environment.as_type(DockerSessionSandboxEnvironment)
             cls._open.discard(ours.session)
-            if ours.spares is not None:
-                ours.spares.release()
             if interrupted:  # cancelled: Inspect shields this call, so finish here
+                if ours.spares is not None:
+                    ours.spares.release()
                 await cls._remove(ours)
                 continue
-            removal = asyncio.create_task(cls._remove(ours))
+            removal = asyncio.create_task(cls._remove(ours, reuse=True))
             cls._removing.add(removal)
             removal.add_done_callback(cls._removing.discard)
 
     @classmethod
-    async def _remove(cls, environment: DockerSessionSandboxEnvironment) -> None:
+    async def _remove(
+        cls, environment: DockerSessionSandboxEnvironment, *, reuse: bool = False
+    ) -> None:
         try:
-            await environment.session.close()  # docker rm --force: every process in it dies
+            if reuse and environment.spares is not None:
+                # Reset and kept for a later sample, or removed (spares.give_back).
+                await environment.spares.give_back(environment.session)
+            else:
+                await environment.session.close()  # docker rm --force: every process dies
         except Exception as error:  # its labels let `smoldataenvs sandbox cleanup` remove it
             logger.warning(f"could not remove sandbox container: {error}")
         finally:

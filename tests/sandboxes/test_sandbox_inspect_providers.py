@@ -52,12 +52,25 @@ def provider_spec(kind: str) -> SandboxEnvironmentSpec:
     return SandboxEnvironmentSpec(PROVIDER, DockerSandboxConfig.from_limits(SMALL_LIMITS))
 
 
+# A file in each writable directory and a process that would outlive the sample.
+LEAVE_TRACES = (
+    "for d in /tmp /workdir /dev/shm $HOME; do echo x > $d/trace; done; "
+    "setsid nohup sleep 600 >/dev/null 2>&1 &"
+)
+FIND_TRACES = (
+    "ls /tmp/trace /workdir/trace /dev/shm/trace $HOME/trace 2>/dev/null; "
+    "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -o 'sleep 60[0]' || true"
+)
+
+
 @solver
 def _probe_sandbox():
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         env = sandbox()
         listing = await env.exec(["sh", "-c", "id -u; pwd; ls"])
         state.metadata["listing"] = listing.stdout
+        # What an earlier sample left (below) must not be here, even in a reused container.
+        state.metadata["found"] = (await env.exec(["sh", "-c", FIND_TRACES])).stdout
         state.metadata["program"] = (
             await run_program_outcome(
                 as_program_host(env), "import os\nprint(len(os.listdir('.')))\n"
@@ -90,25 +103,36 @@ def _probe_sandbox():
         state.metadata["answer"] = await env.read_file("answer.txt")
         state.metadata["env"] = (await env.exec(["printenv", "EXTRA"], env={"EXTRA": "x"})).stdout
         state.metadata["host"] = (await env.exec(["cat", "/proc/sys/kernel/hostname"])).stdout
+        await env.exec(["sh", "-c", LEAVE_TRACES])
         return state
 
     return solve
 
 
 def test_provider_runs_samples_with_their_own_tables(provider_kind: str, tmp_path: Path) -> None:
-    _, stage_one = make_stage(tmp_path / "one")
-    _, stage_two = make_stage(tmp_path / "two", name="other.csv")
+    # Siblings, as a task's stage dirs are (a pool of containers serves one parent dir).
+    stages = tmp_path / "stages"
+    stages.mkdir()
+    stage_one, stage_two, stage_three = (stages / name for name in ("one", "two", "three"))
+    make_stage(tmp_path / "one")[1].rename(stage_one)
+    make_stage(tmp_path / "two", name="other.csv")[1].rename(stage_two)
+    make_stage(tmp_path / "three")[1].rename(stage_three)
     task = Task(
         dataset=[
             Sample(input="a", id="one", metadata={"stage_dir": str(stage_one)}),
             Sample(input="b", id="two", metadata={"stage_dir": str(stage_two)}),
+            Sample(input="d", id="three", metadata={"stage_dir": str(stage_three)}),
             Sample(input="c", id="none"),
         ],
         solver=_probe_sandbox(),
         sandbox=provider_spec(provider_kind),
     )
     [log] = inspect_eval(
-        task, model="mockllm/model", log_dir=str(tmp_path / "logs"), display="none"
+        task,
+        model="mockllm/model",
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        max_samples=1,  # in turn: each sample after the first may get a used sandbox
     )
     assert log.status == "success", log.error
     samples = {sample.id: sample.metadata for sample in log.samples}
@@ -125,9 +149,11 @@ def test_provider_runs_samples_with_their_own_tables(provider_kind: str, tmp_pat
         assert metadata["root"] == "unsupported"
         assert metadata["answer"] == "42\r\n"
         assert metadata["env"] == "x\n"
+        assert metadata["found"] == ""
     assert samples["one"]["program"]["stdout"] == "1\n"
-    if provider_kind == "docker":  # a container per sample (spares are never reused)
-        assert len({metadata["host"] for metadata in samples.values()}) == 3
+    assert samples["three"]["listing"] == samples["one"]["listing"]
+    if provider_kind == "docker":  # one at a time: a finished sample's container is reused
+        assert len({samples[name]["host"] for name in ("one", "two", "three")}) < 3
 
 
 def test_config_round_trips_the_limits() -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import logging
 import os
 import shutil
 import stat
@@ -68,6 +69,9 @@ from smoldataenvs_tasks.sandboxes.docker.image import (
     resolve_image,
 )
 from smoldataenvs_tasks.sandboxes.docker.remote import RemoteTables, remove_volume, run_stager
+from smoldataenvs_tasks.sandboxes.docker.reset import reset_container
+
+logger = logging.getLogger(__name__)
 
 # A command is killed this long after its own in-container deadline if it is still running.
 HOST_GRACE_S = 10.0
@@ -141,6 +145,8 @@ class DockerSession:
         # tables go into it before the first command.
         self.slot_dir: Path | None = None
         self._tables_from: Path | None = None
+        # Samples this container served before this session (recycle).
+        self.uses = 0
         self._memory_events = cgroup_file(
             container_id, "memory", "memory.oom_control", "memory.events"
         )
@@ -250,10 +256,43 @@ class DockerSession:
             await self.exec(["true"], timeout=60)
 
     async def close(self) -> None:
-        """Remove the container (every process in it dies) and its staging volume. Idempotent."""
+        """Remove the container (every process in it dies) and its staging volume. Idempotent;
+        nothing after `recycle` (the container is no longer this session's)."""
         if self._closed:
             return
         self._closed = True
+        await self._remove()
+
+    async def recycle(self) -> DockerSession | None:
+        """End this session and hand its container, wiped of every trace of it (reset.py), to a
+        new session for another sample; None when it cannot be proven clean (then it is removed,
+        as `close` would). Only a spare's container (its tables in a slot) can be recycled.
+
+        This session is closed from the start of the call: a late command of the old sample
+        raises SandboxFailure instead of running in the next sample's sandbox."""
+        if self._closed:
+            return None
+        self._closed = True
+        reason = "its tables are a bind mount of their own" if self.slot_dir is None else None
+        try:
+            reason = reason or await reset_container(self.container_id)
+            if reason is None:
+                await asyncio.to_thread(_empty_dir, self.slot_dir)
+        except Exception as error:  # the engine gone, the slot unwritable: not reused
+            reason = f"{type(error).__name__}: {error}"
+        except BaseException:  # cancelled mid-reset: a half-wiped container is never kept
+            await asyncio.shield(self._remove())
+            raise
+        if reason is not None:
+            logger.info(f"not reusing sandbox container {self.container_id[:12]}: {reason}")
+            await self._remove()
+            return None
+        fresh = DockerSession(self.container_id, image=self.image, limits=self.limits)
+        fresh.slot_dir = self.slot_dir
+        fresh.uses = self.uses + 1
+        return fresh
+
+    async def _remove(self) -> None:
         try:
             rc, _, err = await docker("rm", "--force", "--volumes", self.container_id)
             if rc != 0 and b"no such container" not in err.lower():
@@ -506,3 +545,10 @@ class DockerSession:
         if "permission denied" in lowered or "read-only file system" in lowered:
             return PermissionError(errno.EACCES, text, path)
         return OSError(errno.EIO, text, path)
+
+
+def _empty_dir(path: Path | None) -> None:
+    """Unlink the entries of a table slot (hard links and read-only copies; no subdirectories)."""
+    assert path is not None
+    for entry in os.scandir(path):
+        os.unlink(entry.path)

@@ -1,21 +1,29 @@
-"""Spare Docker sandboxes: containers started before the sample that will use them is known.
+"""Spare Docker sandboxes: containers started before the sample that will use them is known, and
+reused from one sample to the next once they are proven clean.
 
-`docker run` is most of what a Docker sandbox costs a sample (~0.3 s, more on a loaded machine);
-a spare takes it off the sample's path. A spare is never reused: each container serves one sample
-and is removed after it, exactly as a container started for that sample would be, so nothing can
-pass from one sample to the next. What makes a spare possible is its tables mount: each spare
-mounts an empty "slot" directory of its own at /mnt/tables, and when a sample takes it
-(`DockerSession.use_tables`) the sample's staged tables are hard-linked into the slot just before
-its first command.
+`docker run` and `docker rm` are most of what a Docker sandbox costs a sample: ~0.35 s of engine
+CPU together, against ~0.09 s for a `docker exec` (docs/performance.md). A spare takes the run
+off the sample's path; reuse takes both off the machine. When a sample ends, its container is
+reset (reset.py: every process of the sandbox user killed, every writable place emptied, IPC
+objects removed, then all of it checked) and kept for a later sample; a container that does not
+come back clean is removed, never reused. `tests/sandboxes/test_docker_reuse.py` proves a
+reused container shows a sample nothing of the one before: files, processes, IPC objects,
+environment, tables.
+
+What makes this possible is the tables mount: each spare mounts an empty "slot" directory of its
+own at /mnt/tables, and when a sample takes it (`DockerSession.use_tables`) the sample's staged
+tables are hard-linked into the slot just before its first command (and unlinked at reset).
 
     spares = Spares(slot_root=stage_dir.parent, limits=limits)
     session = await spares.take(stage_dir)     # a started spare, or a new container
     ...
-    await session.close(); spares.release()
+    await spares.give_back(session)            # reset and kept, or removed
     await spares.close()                       # the spares nobody took
 
 How many spares: as many as sessions were in use at once (so every worker of a steady eval
-finds one), at most one per CPU (idle containers are cheap, not free).
+finds one), at most one per CPU kept idle (idle containers are cheap, not free). `reuse=False`
+(or SMOLDATAENVS_DOCKER_REUSE=0 for the Inspect provider) gives every sample a container of its
+own, removed after it.
 
 Slots live next to the stage dirs (`slot_root`), so hard links work (one filesystem) and the
 data layer's sweep of stage dirs also removes the slots of a killed process.
@@ -69,13 +77,16 @@ class Spares:
         limits: SandboxLimits = DEFAULT_LIMITS,
         image: str | None = None,
         max_spares: int | None = None,
+        reuse: bool = True,
     ) -> None:
         self.slot_root = Path(slot_root)
         self.limits = limits
         self.image = image
         self.max_spares = max_spares or _usable_cpus()
+        self.reuse = reuse
         self.target = 1  # grows to the most sessions in use at once, up to max_spares
         self._in_use = 0
+        self._recycling = 0  # containers being reset for a next sample
         # Started spares (or the error a start ended in), first started first taken.
         self._ready: asyncio.Queue[DockerSession | BaseException] = asyncio.Queue()
         self._starting: set[asyncio.Task[None]] = set()
@@ -102,12 +113,33 @@ class Spares:
         return item
 
     def release(self) -> None:
-        """A session `take` gave out has ended (closed by its owner)."""
+        """A session `take` gave out has ended and its owner closed it (not reused)."""
         self._in_use = max(self._in_use - 1, 0)
 
+    async def give_back(self, session: DockerSession, *, reuse: bool = True) -> None:
+        """A session `take` gave out has ended: its container is reset and kept for a later
+        sample, or removed (`reuse=False`, reuse off, a failed reset, enough spares idle)."""
+        self.release()
+        if not (reuse and self.reuse) or self._closed:
+            await session.close()
+            return
+        self._recycling += 1
+        try:
+            fresh = await session.recycle()
+        finally:
+            self._recycling -= 1
+        if fresh is None:  # removed: start another if a sample will need it
+            self._refill()
+        elif self._closed or self._ready.qsize() >= self.max_spares + self._waiting:
+            await fresh.close()
+        else:
+            self._ready.put_nowait(fresh)
+
     def _refill(self) -> None:
-        """Start spares until those ready or starting cover every waiting taker plus `target`."""
-        missing = self._waiting + self.target - self._ready.qsize() - len(self._starting)
+        """Start spares until those ready, starting or being reset cover every waiting taker
+        plus `target`."""
+        supply = self._ready.qsize() + len(self._starting) + self._recycling
+        missing = self._waiting + self.target - supply
         for _ in range(max(missing, 0) if not self._closed else 0):
             task = asyncio.create_task(self._start_one())
             self._starting.add(task)
