@@ -21,7 +21,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smoldataenvs_tasks.contract import ANSWER_FILE, DEFAULT_LIMITS, PROGRAM_PATH, SandboxLimits
 from smoldataenvs_tasks.data.rows import TaskRecord
@@ -43,6 +43,9 @@ from smoldataenvs_tasks.scorers.verdict import (
     UngradedReason,
     Verdict,
 )
+
+if TYPE_CHECKING:
+    from smoldataenvs_tasks.sandboxes.session import SessionSource
 
 
 async def run_program_outcome(
@@ -195,8 +198,10 @@ async def grade_program_reply(
     revision: str | None = None,
     limits: SandboxLimits = DEFAULT_LIMITS,
     profile: str = DEFAULT_PROFILE,
+    sessions: SessionSource | None = None,
 ) -> Verdict:
-    """Fetch the task's tables, open a fresh sandbox, run the reply's program, close it."""
+    """Fetch the task's tables, open a sandbox (from `sessions` when given: a batch's, whose
+    Docker containers are reused after a reset), run the reply's program, end the sandbox."""
     from smoldataenvs_tasks.data.integrity import TableCorruptError
     from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables, verify_tables
     from smoldataenvs_tasks.data.tables import resolve_tables
@@ -229,7 +234,10 @@ async def grade_program_reply(
         except TableCorruptError as exc:  # changed since verify_tables read it
             return Verdict.ungraded(UngradedReason.TABLE_CORRUPT, str(exc), profile)
         try:
-            session = await open_session(sandbox, stage_dir, limits=limits)
+            if sessions is not None:
+                session = await sessions.open(stage_dir)
+            else:
+                session = await open_session(sandbox, stage_dir, limits=limits)
         except SandboxFailure as exc:
             return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc), profile)
         try:
@@ -237,7 +245,10 @@ async def grade_program_reply(
                 reply.completion, reply.record, session, limits=limits, profile=profile
             )
         finally:
-            await session.close()
+            if sessions is not None:
+                sessions.end(session)
+            else:
+                await session.close()
     finally:
         await asyncio.to_thread(shutil.rmtree, stage_dir, True)
 
@@ -252,9 +263,11 @@ async def grade_program_replies_async(
     concurrency: int | None = None,
     profile: str = DEFAULT_PROFILE,
 ) -> list[Verdict]:
+    from smoldataenvs_tasks.sandboxes.session import SessionSource
+
     gate = asyncio.Semaphore(concurrency or default_concurrency())
 
-    async def one(reply: ProgramReply) -> Verdict:
+    async def one(reply: ProgramReply, sessions: SessionSource) -> Verdict:
         async with gate:
             return await grade_program_reply(
                 reply,
@@ -263,9 +276,11 @@ async def grade_program_replies_async(
                 revision=revision,
                 limits=limits,
                 profile=profile,
+                sessions=sessions,
             )
 
-    return list(await asyncio.gather(*(one(reply) for reply in replies)))
+    async with SessionSource(sandbox, limits=limits) as sessions:
+        return list(await asyncio.gather(*(one(reply, sessions) for reply in replies)))
 
 
 def grade_program_replies(replies: Sequence[ProgramReply], **options) -> list[Verdict]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -52,11 +51,9 @@ from smoldataenvs_tasks.sandboxes import base
 from smoldataenvs_tasks.sandboxes.docker import SANDBOX_USER, DockerSession, cleanup_stale
 from smoldataenvs_tasks.sandboxes.docker.engine import docker
 from smoldataenvs_tasks.sandboxes.docker.image import resolve_image
-from smoldataenvs_tasks.sandboxes.docker.spares import Spares
+from smoldataenvs_tasks.sandboxes.docker.spares import Spares, reuse_enabled
 
 PROVIDER = "smoldataenvs-docker"
-# "0" gives every sample a container of its own, removed after it (no reuse; slower).
-REUSE_ENV = "SMOLDATAENVS_DOCKER_REUSE"
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +131,7 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
     @classmethod
     def _spares_for(cls, settings: DockerSandboxConfig, stage_dir: Path) -> Spares:
         limits = settings.limits()
-        reuse = settings.reuse and os.environ.get(REUSE_ENV, "1").strip() != "0"
+        reuse = reuse_enabled(settings.reuse)
         key = (settings.image, limits, stage_dir.resolve().parent, reuse)
         if key not in cls._spares:
             cls._spares[key] = Spares(

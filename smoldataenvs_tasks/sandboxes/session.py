@@ -6,17 +6,31 @@
     finally:
         await session.close()
 
+For many samples, `SessionSource` (what `pipeline.grade_program_replies` uses): Docker sessions
+come from spares started ahead and are reused after a reset (docker/spares.py), as under the
+Inspect provider; other kinds start and close per sample.
+
+    async with SessionSource("docker") as sessions:
+        session = await sessions.open(stage_dir)
+        ...
+        sessions.end(session)            # reset (or closed) in the background
+
 Kinds: "bwrap" (bwrap.py), "docker" (docker/session.py's DockerSession), "local" (no isolation; warns),
 and "auto" = bwrap where it works here, otherwise docker.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import logging
 from pathlib import Path
+from typing import Any
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
 from smoldataenvs_tasks.sandboxes.base import SandboxSession, SandboxUnavailable
+
+logger = logging.getLogger(__name__)
 
 KINDS = ("bwrap", "docker", "local", "auto")
 
@@ -57,3 +71,63 @@ async def open_session(
     from smoldataenvs_tasks.sandboxes.local import LocalSession
 
     return await LocalSession.start(stage_dir, limits=limits)
+
+
+class SessionSource:
+    """Sessions of one kind for the samples of one run (one event loop).
+
+    Docker: sessions are taken from spares (one pool per stage-dir parent: slots must share its
+    filesystem) and given back at `end`, where the container is reset and reused or removed
+    (docker/spares.py; SMOLDATAENVS_DOCKER_REUSE=0 turns reuse off). Other kinds: `open_session`
+    and `close`. `end` returns at once; leaving the `async with` waits for every reset and removal
+    and removes the idle spares.
+    """
+
+    def __init__(self, kind: str, *, limits: SandboxLimits = DEFAULT_LIMITS) -> None:
+        self.kind = kind
+        self.limits = limits
+        self._spares: dict[Path, Any] = {}  # stage-dir parent -> Spares
+        self._taken_from: dict[SandboxSession, Any] = {}
+        self._ending: set[asyncio.Task[None]] = set()
+
+    async def open(self, stage_dir: Path) -> SandboxSession:
+        if resolve_kind(self.kind) != "docker":
+            return await open_session(self.kind, stage_dir, limits=self.limits)
+        from smoldataenvs_tasks.sandboxes.docker.spares import Spares, reuse_enabled
+
+        parent = Path(stage_dir).resolve().parent
+        if parent not in self._spares:
+            self._spares[parent] = Spares(
+                slot_root=parent, limits=self.limits, reuse=reuse_enabled()
+            )
+        session = await self._spares[parent].take(Path(stage_dir))
+        self._taken_from[session] = self._spares[parent]
+        return session
+
+    def end(self, session: SandboxSession) -> None:
+        """The sample is done with `session`: reset for reuse or closed, in the background."""
+        spares = self._taken_from.pop(session, None)
+        ending = spares.give_back(session) if spares is not None else session.close()
+        task = asyncio.ensure_future(self._quietly(ending))
+        self._ending.add(task)
+        task.add_done_callback(self._ending.discard)
+
+    @staticmethod
+    async def _quietly(ending: Any) -> None:
+        try:
+            await ending
+        except Exception as error:  # a labelled container: `smoldataenvs sandbox cleanup`
+            logger.warning(f"could not end a sandbox session: {error}")
+
+    async def aclose(self) -> None:
+        while self._ending:
+            await asyncio.gather(*list(self._ending), return_exceptions=True)
+        pools = list(self._spares.values())
+        self._spares.clear()
+        await asyncio.gather(*(pool.close() for pool in pools), return_exceptions=True)
+
+    async def __aenter__(self) -> SessionSource:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.shield(self.aclose())

@@ -13,6 +13,7 @@ failure the runner classifies (timeout, signal, exit status, memory error, outpu
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -140,3 +141,37 @@ async def test_every_sample_program_gets_the_same_verdict_in_every_docker_path_a
         "correct", "wrong_value", "crash", "syntax_error", "no_answer", "timeout",
         "resource_limit", "shell_answer", "command_answer",
     } <= categories  # fmt: skip
+
+
+def test_a_batch_reusing_containers_gives_every_verdict_bwrap_gives(
+    no_leftovers: None,
+) -> None:
+    """lm-eval's path (`grade_program_replies`): one batch, one sample at a time, so each reply
+    after the first runs in a container an earlier reply (a timeout, a flood, a crash) used."""
+    import subprocess
+    import time
+
+    from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies
+    from smoldataenvs_tasks.sandboxes.docker import LABEL_OWNER
+
+    require_kind("bwrap")
+    gold = gold_replies()
+    replies = [
+        ProgramReply(task, completion)
+        for task in load_tasks("sample")
+        for completion in replies_for(task, gold).values()
+    ]
+    since = time.time()
+    in_docker = grade_program_replies(replies, sandbox="docker", limits=LIMITS, concurrency=1)
+    until = time.time()
+    in_bwrap = grade_program_replies(replies, sandbox="bwrap", limits=LIMITS, concurrency=1)
+    assert [v.to_dict() for v in in_docker] == [v.to_dict() for v in in_bwrap]
+    assert sum(v.reward == 1.0 for v in in_docker) >= 8  # the gold programs
+    owner = f"{LABEL_OWNER}={os.uname().nodename}:{os.getpid()}"
+    started = subprocess.run(
+        ["docker", "events", "--since", f"{since:.3f}", "--until", f"{until + 1:.3f}",
+         "--filter", "event=start", "--filter", f"label={owner}", "--format", "{{.ID}}"],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.split()  # fmt: skip
+    sandboxed = sum(1 for v in in_docker if v.to_dict()["category"] != "ungraded")
+    assert 0 < len(started) < sandboxed / 2, (len(started), sandboxed)

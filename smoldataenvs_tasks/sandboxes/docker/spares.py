@@ -22,7 +22,7 @@ tables are hard-linked into the slot just before its first command (and unlinked
 
 How many spares: as many as sessions were in use at once (so every worker of a steady eval
 finds one), at most one per CPU kept idle (idle containers are cheap, not free). `reuse=False`
-(or SMOLDATAENVS_DOCKER_REUSE=0 for the Inspect provider) gives every sample a container of its
+(or SMOLDATAENVS_DOCKER_REUSE=0) gives every sample a container of its
 own, removed after it.
 
 Slots live next to the stage dirs (`slot_root`), so hard links work (one filesystem) and the
@@ -42,6 +42,15 @@ from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
 from smoldataenvs_tasks.sandboxes.docker.session import DockerSession
 
 logger = logging.getLogger(__name__)
+
+# "0" gives every sample a container of its own, removed after it (no reuse; slower).
+REUSE_ENV = "SMOLDATAENVS_DOCKER_REUSE"
+
+
+def reuse_enabled(setting: bool = True) -> bool:
+    """Whether finished samples' containers are reset and reused: `setting` (a sandbox config's)
+    unless SMOLDATAENVS_DOCKER_REUSE=0 turns it off for the whole process."""
+    return setting and os.environ.get(REUSE_ENV, "1").strip() != "0"
 
 
 async def start_spare(
