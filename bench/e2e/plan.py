@@ -145,6 +145,9 @@ def plan(mode: str, only: str | None, docker_ok: bool) -> list[Config]:
             for w in (1, 2):
                 add(f"lmeval-p-docker-{w}", "lm-eval program", "lmeval", "program", "docker",
                     n_docker, w, "docker", f"n{n_docker}")  # fmt: skip
+                add(f"lmeval-p-dockerfresh-{w}", "lm-eval program, no reuse", "lmeval",
+                    "program", "docker", n_docker, w, "docker", f"n{n_docker}",
+                    env={"SMOLDATAENVS_DOCKER_REUSE": "0"})  # fmt: skip
         for label in ("rss1mb", "rss500mb"):
             add(f"insp-p-bwrap-{label}", f"Inspect program, {label[3:].upper()} tables",
                 "inspect", "program", "bwrap", n_rss, 2, "rss", label)  # fmt: skip

@@ -119,8 +119,8 @@ def report(measured: dict[str, Measured], runs: int) -> tuple[str, dict[str, Any
     out.append(
         "overhead = per sample - bare per program at the same number of workers ('default' rows "
         "are compared with 2 workers); CPU = user+sys seconds per sample of every process of the "
-        "run (its accounting cgroup; not measurable for Docker, whose containers are charged to "
-        "Docker's cgroups); fixed = run time outside every sample (task creation, start-up, log "
+        "run (its accounting cgroup; for Docker rows the whole machine's busy CPU during the run, "
+        "since containers and the engine are charged to no cgroup of the run); fixed = run time outside every sample (task creation, start-up, log "
         "finalisation), included in per sample; latency = median sample's own start-to-end time."
     )
 
@@ -286,6 +286,8 @@ def _docker_verdicts(measured: dict[str, Measured], summary: dict[str, Any]) -> 
         ("insp-p-docker", "Inspect + smoldataenvs-docker"),
         ("insp-p-dockerfresh", "Inspect + smoldataenvs-docker, no reuse"),
         ("insp-p-compose", "Inspect + stock docker + compose"),
+        ("lmeval-p-docker", "lm-eval (DockerSession from spares, reused)"),
+        ("lmeval-p-dockerfresh", "lm-eval, no reuse"),
     ):
         one, two = measured.get(f"{key}-1"), measured.get(f"{key}-2")
         if not (one and two and one.per_sample() and two.per_sample()):
