@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,12 +12,19 @@ _ROOT = Path(__file__).resolve().parents[2]
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
+from tests.sandboxes.docker_support import leftovers_guard  # noqa: E402
 from tests.sandboxes.helpers import SMALL_LIMITS, make_stage, require_kind  # noqa: E402
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def no_leftovers() -> Iterator[None]:
+    """Skips without Docker; fails the test if it left a container, volume or compose project."""
+    yield from leftovers_guard()
 
 
 @pytest.fixture

@@ -22,15 +22,10 @@ from inspect_ai.util import sandbox
 
 from smoldataenvs_tasks.data.source import SAMPLE_DIR
 from smoldataenvs_tasks.sandboxes.docker import COMPOSE_FILE, REMOTE_COMPOSE_FILE
-from tests.sandboxes.docker_support import leftovers_guard, serve_directory
+from tests.sandboxes.docker_support import serve_directory
 from tests.sandboxes.helpers import make_stage, require_kind
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-
-
-@pytest.fixture
-def no_leftovers() -> Iterator[None]:
-    yield from leftovers_guard()
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from smoldataenvs_tasks.data.tables import resolve_tables
 from smoldataenvs_tasks.pipeline import decide_program_reply
 from smoldataenvs_tasks.sandboxes.docker import DockerSession, RemoteTables
 from tests.replies import BAD_PROGRAM_REPLIES, ORDERS_TASK
-from tests.sandboxes.docker_support import leftovers_guard, serve_directory
+from tests.sandboxes.docker_support import serve_directory
 from tests.sandboxes.helpers import require_kind
 from tests.sandboxes.kinds import open_sandbox
 
@@ -54,16 +54,6 @@ FAILURE_REPLIES = {
     "output_flood": fenced("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)"),
     "stdin_is_empty": fenced("import sys\nprint(repr(sys.stdin.read()))"),
 }
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def no_leftovers() -> Iterator[None]:
-    yield from leftovers_guard()
 
 
 @pytest.fixture

@@ -13,25 +13,15 @@ import pytest
 
 from smoldataenvs_tasks.sandboxes.docker import DockerSession, RemoteStagingFailed, RemoteTables
 from tests.fakehub import FakeHub
-from tests.sandboxes.docker_support import leftovers_guard, our_volumes
+from tests.sandboxes.docker_support import our_volumes
 from tests.sandboxes.helpers import SMALL_LIMITS
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
 
 
-@pytest.fixture
-def no_leftovers() -> Iterator[None]:
-    yield from leftovers_guard()
-
-
 BUCKET = "owner/tables"
 TOKEN = "hf_stager_only_token"
 ORDERS = b"region,units\nnorth,3\nsouth,4\n"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ files, processes, IPC objects, extended attributes, modes, environment, tables
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,20 +15,10 @@ import pytest
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure
 from smoldataenvs_tasks.sandboxes.docker import DockerSession
 from smoldataenvs_tasks.sandboxes.docker.spares import Spares, start_spare
-from tests.sandboxes.docker_support import docker_lines, leftovers_guard
+from tests.sandboxes.docker_support import docker_lines
 from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_BYTES, TABLE_NAME, make_stage
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def no_leftovers() -> Iterator[None]:
-    yield from leftovers_guard()
 
 
 # Everything a sample could observe of the container that another sample could have changed,
@@ -92,6 +81,19 @@ echo done
 """
 
 
+async def spare_that_ran(tmp_path: Path, argv: list[str]) -> tuple[DockerSession, str]:
+    """A spare given a sample's tables, after that sample ran `argv` in it (and its stdout)."""
+    _, stage = make_stage(tmp_path / "a")
+    session = await start_spare(tmp_path, limits=SMALL_LIMITS)
+    session.use_tables(stage)
+    result = await session.exec(argv, timeout=30)
+    return session, result.stdout
+
+
+def container_exists(container_id: str) -> bool:
+    return docker_lines("ps", "-aq", "--filter", f"id={container_id}") != []
+
+
 async def fingerprint(session: DockerSession) -> dict:
     result = await session.exec(["python3", "-I", "-S", "-c", FINGERPRINT], timeout=30)
     assert result.returncode == 0, result.stderr
@@ -149,18 +151,15 @@ async def test_the_next_sample_sees_only_its_own_tables(tmp_path: Path, no_lefto
 async def test_a_container_still_fork_bombing_is_reset_or_removed(
     tmp_path: Path, no_leftovers: None
 ) -> None:
-    _, stage = make_stage(tmp_path / "a")
-    session = await start_spare(tmp_path, limits=SMALL_LIMITS)
-    session.use_tables(stage)
-    await session.exec(
+    session, _ = await spare_that_ran(
+        tmp_path,
         ["sh", "-c", "python3 -c 'import os\nwhile True:\n  try: os.fork()\n  except OSError: pass'"
          " >/dev/null 2>&1 & echo started"],
-        timeout=10,
     )  # fmt: skip
     reused = await session.recycle()
     try:
         if reused is None:  # the reset could not even start: the container is gone
-            assert docker_lines("ps", "-aq", "--filter", f"id={session.container_id}") == []
+            assert not container_exists(session.container_id)
         else:
             listing = await reused.exec(["sh", "-c", "ls /proc | grep -c '^[0-9]'"])
             # The keeper, its init, this shell and `ls`/`grep`: no bomb left.
@@ -174,18 +173,15 @@ async def test_a_container_the_reset_cannot_prove_clean_is_removed(
     tmp_path: Path, no_leftovers: None
 ) -> None:
     # A tree deeper than the reset's walk can go: it fails, so the container must not be kept.
-    _, stage = make_stage(tmp_path / "a")
-    session = await start_spare(tmp_path, limits=SMALL_LIMITS)
-    session.use_tables(stage)
-    deep = await session.exec(
+    session, deep = await spare_that_ran(
+        tmp_path,
         ["python3", "-c", "import os\nos.chdir('/tmp')\nfor _ in range(1500):\n"
          "    os.mkdir('d'); os.chdir('d')\nprint('ok')"],
-        timeout=30,
     )  # fmt: skip
-    assert deep.stdout == "ok\n", deep.stderr
+    assert deep == "ok\n"
     slot = session.slot_dir
     assert await session.recycle() is None
-    assert docker_lines("ps", "-aq", "--filter", f"id={session.container_id}") == []
+    assert not container_exists(session.container_id)
     assert slot is not None and not slot.exists()
 
 

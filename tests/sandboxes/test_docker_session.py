@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,15 +20,10 @@ from smoldataenvs_tasks.sandboxes.base import FileTooLarge, SandboxFailure, Sand
 from smoldataenvs_tasks.sandboxes.docker import DockerSession
 from smoldataenvs_tasks.sandboxes.docker import image as image_mod
 from smoldataenvs_tasks.scorers.verdict import Category
-from tests.sandboxes.docker_support import have_docker_cli, leftovers_guard, our_containers
+from tests.sandboxes.docker_support import have_docker_cli, our_containers
 from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_BYTES, TABLE_NAME, make_stage
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
-
-
-@pytest.fixture
-def no_leftovers() -> Iterator[None]:
-    yield from leftovers_guard()
 
 
 # Lists the command lines of every process the sandbox user can see (no `ps` in the image).
@@ -37,11 +32,6 @@ PROCESSES = [
     "-c",
     'for p in /proc/[0-9]*; do tr "\\0" " " < "$p/cmdline" 2>/dev/null; echo; done',
 ]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

@@ -53,11 +53,6 @@ UNSUPPORTED: dict[str, dict[str, str]] = {
 }
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(params=["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
 def provider_kind(request: pytest.FixtureRequest) -> Iterator[str]:
     require_kind(request.param)
