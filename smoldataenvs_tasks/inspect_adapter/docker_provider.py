@@ -151,23 +151,19 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
         for environment in environments.values():
             ours = environment.as_type(DockerSessionSandboxEnvironment)
             cls._open.discard(ours.session)
-            if interrupted:  # cancelled: Inspect shields this call, so finish here
-                if ours.spares is not None:
-                    ours.spares.release()
-                await cls._remove(ours)
+            if interrupted:  # cancelled: Inspect shields this call, so finish here (no reset)
+                await cls._remove(ours, reuse=False)
                 continue
             removal = asyncio.create_task(cls._remove(ours, reuse=True))
             cls._removing.add(removal)
             removal.add_done_callback(cls._removing.discard)
 
     @classmethod
-    async def _remove(
-        cls, environment: DockerSessionSandboxEnvironment, *, reuse: bool = False
-    ) -> None:
+    async def _remove(cls, environment: DockerSessionSandboxEnvironment, *, reuse: bool) -> None:
         try:
-            if reuse and environment.spares is not None:
+            if environment.spares is not None:
                 # Reset and kept for a later sample, or removed (spares.give_back).
-                await environment.spares.give_back(environment.session)
+                await environment.spares.give_back(environment.session, reuse=reuse)
             else:
                 await environment.session.close()  # docker rm --force: every process dies
         except Exception as error:  # its labels let `smoldataenvs sandbox cleanup` remove it
