@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import functools
 import http.server
+import os
 import statistics
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from smoldataenvs_tasks.sandboxes.docker import (  # noqa: E402
     RemoteTables,
     image_status,
 )
+from smoldataenvs_tasks.sandboxes.docker.api import API_ENV, local_socket  # noqa: E402
 
 STOCK_INSPECT_DOCKER_S = 2.5  # measured earlier for Inspect's default docker sandbox
 
@@ -53,7 +55,16 @@ async def session_overhead(stage: Path, n: int) -> list[float]:
     return times
 
 
-async def exec_costs(stage: Path, n: int) -> tuple[list[float], list[float]]:
+def _machine_cpu_s() -> float:
+    """Busy CPU seconds of the whole machine (the engine's work is charged to no process of ours)."""
+    with open("/proc/stat") as handle:
+        fields = [int(v) for v in handle.readline().split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+async def exec_costs(stage: Path, n: int) -> tuple[list[float], list[float], dict[str, tuple]]:
+    """Times of `true` and of importing pandas; and `true` through the Engine API and through
+    the CLI, interleaved: (median wall s, machine CPU s per exec) for each."""
     session = await DockerSession.start(stage)
     try:
         trivial, pandas = [], []
@@ -66,7 +77,20 @@ async def exec_costs(stage: Path, n: int) -> tuple[list[float], list[float]]:
             result = await session.exec(["python3", "-c", "import pandas; print(1)"])
             assert result.success, result.stderr
             pandas.append(time.perf_counter() - started)
-        return trivial, pandas
+        by_way: dict[str, tuple[list[float], float]] = {"api": ([], 0.0), "cli": ([], 0.0)}
+        for _ in range(3):
+            for way, setting in (("api", "1"), ("cli", "0")):
+                os.environ[API_ENV] = setting
+                walls, cpu = by_way[way]
+                cpu_before = _machine_cpu_s()
+                for _ in range(n):
+                    started = time.perf_counter()
+                    await session.exec(["true"])
+                    walls.append(time.perf_counter() - started)
+                by_way[way] = (walls, cpu + _machine_cpu_s() - cpu_before)
+        os.environ.pop(API_ENV, None)
+        ways = {way: (statistics.median(w), cpu / len(w)) for way, (w, cpu) in by_way.items()}
+        return trivial, pandas, ways
     finally:
         await session.close()
 
@@ -176,13 +200,18 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         stage = make_stage(Path(tmp))
         sessions = asyncio.run(session_overhead(stage, args.samples))
-        trivial, docker_pandas = asyncio.run(exec_costs(stage, args.samples))
+        trivial, docker_pandas, ways = asyncio.run(exec_costs(stage, args.samples))
         host_pandas = bare_pandas(args.samples)
         remote = asyncio.run(remote_overhead(args.samples))
         print(summary("DockerSession start+close", sessions))
         print(summary("DockerSession remote staging start+close", remote))
         print(summary("exec `true`", trivial))
         print(summary("exec `python3 -c 'import pandas'`", docker_pandas))
+        if local_socket() is not None:
+            (api_wall, api_cpu), (cli_wall, cli_cpu) = ways["api"], ways["cli"]
+            print(f"{'exec `true`, Engine API / docker CLI':<44} median {api_wall:.3f} / "
+                  f"{cli_wall:.3f} s, machine CPU {api_cpu:.3f} / {cli_cpu:.3f} s per exec "
+                  f"({cli_wall / api_wall:.2f}x, {cli_cpu / api_cpu:.2f}x)")  # fmt: skip
         print(summary("bare host `python -c 'import pandas'`", host_pandas))
         ratio = statistics.median(docker_pandas) / statistics.median(host_pandas)
         print(f"program overhead ratio (docker / bare): {ratio:.2f}")

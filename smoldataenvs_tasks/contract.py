@@ -90,7 +90,7 @@ class ExecResult:
     """What one command in a sandbox did. Sandboxes never raise for a command's own failures
     (non-zero exit, timeout, a limit hit): they report them here."""
 
-    returncode: int | None  # None when killed by us (timeout) before it exited
+    returncode: int | None  # None when killed by us (timeout, output flood) before it exited
     stdout: str
     stderr: str
     timed_out: bool = False

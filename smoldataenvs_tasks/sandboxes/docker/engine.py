@@ -1,4 +1,5 @@
-"""The Docker CLI, as the sandbox calls it: one binary, one way to run it, one reading of its errors.
+"""The Docker engine, as the sandbox calls it: the CLI for managing containers, `exec_in` for
+commands (over the Engine API's socket when the engine is local, api.py), one reading of errors.
 
 Every container the package starts carries `LABEL_SESSION` and an owner label (host and pid), so
 `cleanup.py` can find the ones a killed harness process left behind.
@@ -11,8 +12,10 @@ import contextlib
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 
 from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
+from smoldataenvs_tasks.sandboxes.docker import api
 
 LABEL_CONTENT = "org.smoldataenvs.content-hash"
 LABEL_SESSION = "org.smoldataenvs.session"
@@ -74,6 +77,39 @@ async def docker(
             await asyncio.shield(proc.wait())
         raise
     return proc.returncode if proc.returncode is not None else -1, out, err
+
+
+async def exec_in(
+    container_id: str,
+    argv: Sequence[str],
+    *,
+    user: str,
+    workdir: str = "/",
+    input: bytes | None = None,
+    timeout: float = CONTROL_TIMEOUT_S,
+) -> tuple[int, bytes, bytes]:
+    """`docker exec` of a short command of ours (a reset, a file read): (rc, stdout, stderr),
+    with the engine's refusals in stderr and rc 1 as the CLI gives them. TimeoutError after
+    `timeout` (the command may still run in the container: callers remove or reset it)."""
+    socket_path = api.local_socket()
+    if socket_path is None:
+        return await docker(
+            "exec", *(["--interactive"] if input is not None else []),
+            "--user", user, "--workdir", workdir, container_id, *argv,
+            input=input, timeout=timeout,
+        )  # fmt: skip
+    output = {1: bytearray(), 2: bytearray()}
+    try:
+        rc = await asyncio.wait_for(
+            api.exec_streamed(
+                socket_path, container_id, argv, user=user, workdir=workdir, env=(),
+                stdin=input, on_output=lambda stream, chunk: output[stream].extend(chunk),
+            ),
+            timeout,
+        )  # fmt: skip
+    except (api.EngineRefused, ConnectionError) as error:
+        return 1, bytes(output[1]), bytes(output[2]) + f"{error}\n".encode()
+    return rc, bytes(output[1]), bytes(output[2])
 
 
 def owner_label() -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from smoldataenvs_tasks.sandboxes.docker.engine import docker
+from smoldataenvs_tasks.sandboxes.docker.engine import exec_in
 from smoldataenvs_tasks.sandboxes.docker.image import SANDBOX_USER
 
 RESET_SCRIPT = (Path(__file__).with_name("reset_script.py")).read_text()
@@ -24,10 +24,9 @@ async def reset_container(container_id: str, *, timeout: float = RESET_TIMEOUT_S
     """None once the container holds nothing of its last sample; else the reason it may not be
     reused (the caller removes it)."""
     try:
-        rc, out, err = await docker(
-            "exec", "--user", SANDBOX_USER, "--workdir", "/", container_id,
-            "python3", "-I", "-S", "-c", RESET_SCRIPT,
-            timeout=timeout,
+        rc, out, err = await exec_in(
+            container_id, ["python3", "-I", "-S", "-c", RESET_SCRIPT],
+            user=SANDBOX_USER, timeout=timeout,
         )  # fmt: skip
     except TimeoutError:
         return f"the reset did not finish within {timeout:g} s"

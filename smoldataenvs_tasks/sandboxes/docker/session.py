@@ -35,7 +35,7 @@ import shutil
 import stat
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -48,6 +48,7 @@ from smoldataenvs_tasks.contract import (
     SandboxLimits,
 )
 from smoldataenvs_tasks.sandboxes.base import ExecResult, FileTooLarge, SandboxFailure
+from smoldataenvs_tasks.sandboxes.docker import api
 from smoldataenvs_tasks.sandboxes.docker.cleanup import sweep_once
 from smoldataenvs_tasks.sandboxes.docker.container import (
     cgroup_file,
@@ -60,6 +61,7 @@ from smoldataenvs_tasks.sandboxes.docker.engine import (
     docker,
     docker_binary,
     engine_error,
+    exec_in,
     owner_label,
 )
 from smoldataenvs_tasks.sandboxes.docker.image import (
@@ -75,6 +77,8 @@ logger = logging.getLogger(__name__)
 
 # A command is killed this long after its own in-container deadline if it is still running.
 HOST_GRACE_S = 10.0
+# After a command ends or is killed, its output still on the way is waited for this long.
+_DRAIN_S = 10.0
 # read_file refuses larger files (Inspect's docker provider caps reads at 100 MiB too).
 MAX_READ_BYTES = 100 * 1024 * 1024
 
@@ -341,23 +345,23 @@ class DockerSession:
         if self._needs_init and self._tables_from is not None:
             await asyncio.to_thread(self._link_tables)
         environment = {**SANDBOX_ENV, **(env or {})}
-        env_args: list[str] = []
+        variables: list[str] = []
         for key, value in environment.items():
             if not key or "=" in key or "\0" in key or "\0" in str(value):
                 raise ValueError(f"invalid environment variable {key!r}")
             # Always KEY=VALUE: a bare `-e KEY` would copy the host's value in.
-            env_args += ["--env", f"{key}={value}"]
+            variables.append(f"{key}={value}")
         data = input.encode() if isinstance(input, str) else input
-        command = [
-            docker_binary(), "exec", *(["--interactive"] if data is not None else []),
-            "--user", SANDBOX_USER, "--workdir", "/", *env_args,
-            self.container_id, "/bin/sh", "-c", _EXEC_WRAPPER, "sh",
+        wrapped = [
+            "/bin/sh", "-c", _EXEC_WRAPPER, "sh",
             "1" if self._needs_init else "0", workdir, f"{seconds:.3f}", *argv,
         ]  # fmt: skip
         oom_before = self._oom_count()
         pids_before = read_counter(self._pids_events, "max")
         started = time.monotonic()
-        captured = await self._capture(command, data, deadline=started + seconds + HOST_GRACE_S)
+        captured = await self._capture(
+            wrapped, variables, data, deadline=started + seconds + HOST_GRACE_S
+        )
         elapsed = time.monotonic() - started
 
         stderr = captured.stderr
@@ -391,7 +395,7 @@ class DockerSession:
             ):
                 limit = "processes"
         return ExecResult(
-            returncode=None if timed_out else rc,
+            returncode=None if timed_out or captured.overflow else rc,
             stdout=captured.stdout.decode(errors="replace"),
             stderr=stderr.decode(errors="replace"),
             timed_out=timed_out,
@@ -400,43 +404,30 @@ class DockerSession:
         )
 
     async def _capture(
-        self, command: list[str], data: bytes | None, *, deadline: float
+        self, wrapped: list[str], variables: list[str], data: bytes | None, *, deadline: float
     ) -> _Captured:
-        """Run the docker client, keeping at most max_output_bytes of each stream."""
+        """Run `wrapped` in the container (`docker exec`: over the engine's socket when it is
+        local, else the CLI), keeping at most max_output_bytes of each stream."""
         cap = self.limits.max_output_bytes
-        proc = await asyncio.create_subprocess_exec(
-            *command,
-            stdin=asyncio.subprocess.PIPE if data is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
         overflow = asyncio.Event()
-        buffers = {"out": bytearray(), "err": bytearray()}
+        buffers = {1: bytearray(), 2: bytearray()}
+        extra = {1: 0, 2: 64}  # room for the wrapper's marker line on stderr
 
-        async def pump(stream: asyncio.StreamReader, buf: bytearray, extra: int) -> None:
-            # `extra`: room for the wrapper's marker line on stderr. Past the cap, keep reading
-            # and discard: asyncio reports the exit only once every pipe has reached EOF.
-            while chunk := await stream.read(256 * 1024):
-                room = cap + extra - len(buf)
-                if len(chunk) > room:
-                    overflow.set()
-                buf += chunk[: max(room, 0)]
+        def keep(stream: int, chunk: bytes) -> None:
+            # Past the cap, keep reading and discard: the command's end is seen only once its
+            # output has been read to the end.
+            buf = buffers[stream]
+            room = cap + extra[stream] - len(buf)
+            if len(chunk) > room:
+                overflow.set()
+            buf += chunk[: max(room, 0)]
 
-        async def feed() -> None:
-            assert proc.stdin is not None
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                proc.stdin.write(data or b"")
-                await proc.stdin.drain()
-            proc.stdin.close()
-
-        assert proc.stdout is not None and proc.stderr is not None
-        tasks = [
-            asyncio.create_task(pump(proc.stdout, buffers["out"], 0)),
-            asyncio.create_task(pump(proc.stderr, buffers["err"], 64)),
-        ]
-        if data is not None:
-            tasks.append(asyncio.create_task(feed()))
-        finished = asyncio.create_task(proc.wait())
+        socket_path = api.local_socket()
+        if socket_path is not None:
+            running = _ApiExec(socket_path, self.container_id, wrapped, variables, data, keep)
+        else:
+            running = await _CliExec.start(self.container_id, wrapped, variables, data, keep)
+        finished = asyncio.create_task(running.wait())
         overflowed = asyncio.create_task(overflow.wait())
         deadline_hit = False
         try:
@@ -445,27 +436,25 @@ class DockerSession:
                 timeout=max(deadline - time.monotonic(), 0),
                 return_when=asyncio.FIRST_COMPLETED,
             )
-            if finished not in done:
+            if finished in done:
+                returncode, refusal = finished.result()
+            else:  # killed by us: no exit code of its own, as every sandbox reports it
                 deadline_hit = overflowed not in done
                 await self._kill_user_processes()
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
-            # Drain what is left in the pipes (bounded by the cap) once the client exited.
-            await asyncio.wait(tasks, timeout=10)
+                await running.stop()
+                returncode, refusal = None, b""
         except BaseException:
             # Cancelled (e.g. the sample's time limit): leave nothing running behind us.
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+            await asyncio.shield(running.stop(drain=False))
             await asyncio.shield(self._kill_user_processes())
             raise
         finally:
-            for task in (*tasks, overflowed):
-                task.cancel()
+            finished.cancel()
+            overflowed.cancel()
         return _Captured(
-            returncode=proc.returncode,
-            stdout=bytes(buffers["out"]),
-            stderr=bytes(buffers["err"]),
+            returncode=returncode,
+            stdout=bytes(buffers[1]),
+            stderr=bytes(buffers[2]) + refusal,
             overflow=overflow.is_set(),
             deadline_hit=deadline_hit,
         )
@@ -475,10 +464,9 @@ class DockerSession:
         if self._closed:
             return
         with contextlib.suppress(Exception):
-            await docker(
-                "exec", "--user", SANDBOX_USER, self.container_id,
-                "/bin/sh", "-c", "kill -KILL -1 2>/dev/null; true",
-                timeout=30,
+            await exec_in(
+                self.container_id, ["/bin/sh", "-c", "kill -KILL -1 2>/dev/null; true"],
+                user=SANDBOX_USER, timeout=30,
             )  # fmt: skip
 
     def _oom_count(self) -> int | None:
@@ -501,10 +489,10 @@ class DockerSession:
         target = self._absolute(path)
         data = contents.encode() if isinstance(contents, str) else contents
         await self._ensure_init()
-        rc, _, err = await docker(
-            "exec", "--interactive", "--user", SANDBOX_USER, self.container_id,
-            "/bin/sh", "-c", 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', "sh", target,
-            input=data,
+        rc, _, err = await exec_in(
+            self.container_id,
+            ["/bin/sh", "-c", 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', "sh", target],
+            user=SANDBOX_USER, workdir=INPUT_DIR, input=data,
         )  # fmt: skip
         if rc != 0:
             raise self._file_error(target, err)
@@ -515,9 +503,9 @@ class DockerSession:
         target = self._absolute(path)
         limit = MAX_READ_BYTES if max_bytes is None else max_bytes
         await self._ensure_init()
-        rc, out, err = await docker(
-            "exec", "--user", SANDBOX_USER, self.container_id,
-            "/bin/sh", "-c", _READ_SCRIPT, "sh", target, str(limit),
+        rc, out, err = await exec_in(
+            self.container_id, ["/bin/sh", "-c", _READ_SCRIPT, "sh", target, str(limit)],
+            user=SANDBOX_USER, workdir=INPUT_DIR,
         )  # fmt: skip
         if rc == 27 and err.startswith(b"file too large"):
             raise FileTooLarge(errno.EFBIG, f"larger than {limit} bytes", target)
@@ -545,6 +533,104 @@ class DockerSession:
         if "permission denied" in lowered or "read-only file system" in lowered:
             return PermissionError(errno.EACCES, text, path)
         return OSError(errno.EIO, text, path)
+
+
+class _ApiExec:
+    """A command running through the Engine API (api.py)."""
+
+    def __init__(
+        self,
+        socket_path: str,
+        container_id: str,
+        wrapped: list[str],
+        variables: list[str],
+        data: bytes | None,
+        keep: Callable[[int, bytes], None],
+    ) -> None:
+        self._task = asyncio.create_task(
+            api.exec_streamed(
+                socket_path, container_id, wrapped, user=SANDBOX_USER, workdir="/",
+                env=variables, stdin=data, on_output=keep,
+            )
+        )  # fmt: skip
+
+    async def wait(self) -> tuple[int | None, bytes]:
+        """(exit code, b"") or, when the engine would not run it, (1, its refusal) as the CLI."""
+        try:
+            return await asyncio.shield(self._task), b""
+        except (api.EngineRefused, ConnectionError) as error:
+            return 1, f"{error}\n".encode()
+
+    async def stop(self, *, drain: bool = True) -> None:
+        """After the caller killed the command in the container: take in what is still on the
+        way (`drain`, up to a few seconds), then cut the stream."""
+        if drain:
+            await asyncio.wait({self._task}, timeout=_DRAIN_S)
+        self._task.cancel()
+        with contextlib.suppress(BaseException):
+            await self._task
+
+
+class _CliExec:
+    """A command running through `docker exec` (the CLI), for engines the API path does not
+    reach (api.local_socket)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, tasks: list[asyncio.Task[None]]) -> None:
+        self._proc = proc
+        self._tasks = tasks
+
+    @classmethod
+    async def start(
+        cls,
+        container_id: str,
+        wrapped: list[str],
+        variables: list[str],
+        data: bytes | None,
+        keep: Callable[[int, bytes], None],
+    ) -> _CliExec:
+        env_args = [arg for variable in variables for arg in ("--env", variable)]
+        proc = await asyncio.create_subprocess_exec(
+            docker_binary(), "exec", *(["--interactive"] if data is not None else []),
+            "--user", SANDBOX_USER, "--workdir", "/", *env_args, container_id, *wrapped,
+            stdin=asyncio.subprocess.PIPE if data is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+
+        async def pump(stream: asyncio.StreamReader, number: int) -> None:
+            while chunk := await stream.read(256 * 1024):
+                keep(number, chunk)
+
+        async def feed() -> None:
+            assert proc.stdin is not None
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                proc.stdin.write(data or b"")
+                await proc.stdin.drain()
+            proc.stdin.close()
+
+        assert proc.stdout is not None and proc.stderr is not None
+        tasks = [
+            asyncio.create_task(pump(proc.stdout, 1)),
+            asyncio.create_task(pump(proc.stderr, 2)),
+        ]
+        if data is not None:
+            tasks.append(asyncio.create_task(feed()))
+        return cls(proc, tasks)
+
+    async def wait(self) -> tuple[int | None, bytes]:
+        await self._proc.wait()
+        # Drain what is left in the pipes (bounded by the cap) once the client exited.
+        await asyncio.wait(self._tasks, timeout=_DRAIN_S)
+        return self._proc.returncode, b""
+
+    async def stop(self, *, drain: bool = True) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self._proc.kill()
+        await self._proc.wait()
+        if drain:  # what the client read before it died is still in the pipes
+            await asyncio.wait(self._tasks, timeout=_DRAIN_S)
+        for task in self._tasks:
+            task.cancel()
 
 
 def _empty_dir(path: Path | None) -> None:
