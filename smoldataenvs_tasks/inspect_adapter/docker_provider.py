@@ -3,9 +3,10 @@
 What `-T sandbox=docker` runs (and `auto` where bwrap cannot): a container per sample with the
 contract's limits, a `docker exec` per command, and none of `docker compose`'s per-sample calls
 or Inspect's fairness sleep (docs/performance.md). Containers come from spares
-(sandboxes/docker/spares.py): started ahead of their sample, and after it reset (every process
-killed, every writable place emptied, then checked) and handed to a later sample, or removed when
-the reset cannot prove the container clean. `SMOLDATAENVS_DOCKER_REUSE=0` (or
+(sandboxes/docker/spares.py, through sandboxes/session.SessionSource as lm-eval's do): started
+ahead of their sample, and after it reset (every process killed, every writable place emptied,
+then checked) and handed to a later sample, or removed when the reset cannot prove the container
+clean. `SMOLDATAENVS_DOCKER_REUSE=0` (or
 `DockerSandboxConfig(reuse=False)`) gives every sample a fresh container, removed after it.
 `-T sandbox=docker-compose` keeps Inspect's own docker provider with `resources/compose.yaml`.
 
@@ -51,7 +52,7 @@ from smoldataenvs_tasks.sandboxes import base
 from smoldataenvs_tasks.sandboxes.docker import SANDBOX_USER, DockerSession, cleanup_stale
 from smoldataenvs_tasks.sandboxes.docker.engine import docker
 from smoldataenvs_tasks.sandboxes.docker.image import resolve_image
-from smoldataenvs_tasks.sandboxes.docker.spares import Spares, reuse_enabled
+from smoldataenvs_tasks.sandboxes.session import SessionSource
 
 PROVIDER = "smoldataenvs-docker"
 
@@ -76,24 +77,23 @@ def _config(config: SandboxEnvironmentConfigType | None) -> DockerSandboxConfig:
 class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
     sandbox_users = frozenset({"user", "1000", SANDBOX_USER})
 
-    # Sessions this process started and has not closed (task_cleanup closes what is left), and
-    # the removals of finished samples' containers still under way. One registry per process,
-    # as containers are: their owner label is this process.
+    # Sessions this process started and has not closed (task_cleanup closes what is left). One
+    # registry per process, as containers are: their owner label is this process.
     _open: set[DockerSession] = set()  # noqa: RUF012
-    _removing: set[asyncio.Task[None]] = set()  # noqa: RUF012
-    # Spares per sandbox configuration and stage-dir parent (slots must share its filesystem).
-    _spares: dict[tuple[str | None, SandboxLimits, Path, bool], Spares] = {}  # noqa: RUF012
+    # Where sessions come from and go back to (spares, resets, removals in the background): one
+    # source per image, limits and reuse setting, shared by the tasks of this process.
+    _sources: dict[tuple[str | None, SandboxLimits, bool], SessionSource] = {}  # noqa: RUF012
 
     def __init__(
         self,
         session: DockerSession,
         owned_stage_dir: Path | None = None,
-        spares: Spares | None = None,
+        source: SessionSource | None = None,
     ) -> None:
         super().__init__(session)
         self.session: DockerSession = session
         self.owned_stage_dir = owned_stage_dir
-        self.spares = spares  # where the session came from (told when it ends)
+        self.source = source  # where the session came from (told when it ends)
 
     @classmethod
     def config_deserialize(cls, config: dict[str, Any]) -> BaseModel:
@@ -116,28 +116,23 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
         config: SandboxEnvironmentConfigType | None,
         metadata: dict[str, str],
     ) -> dict[str, SandboxEnvironment]:
-        settings = _config(config)
-        spares: Spares | None = None
+        source = cls._source_for(_config(config))
 
         async def take(stage_dir: Path) -> DockerSession:
-            nonlocal spares
-            spares = cls._spares_for(settings, stage_dir)
-            return await spares.take(stage_dir)
+            return await source.open(stage_dir)  # type: ignore[return-value]
 
         session, owned = await start_over_stage_dir(metadata, "docker", take)
         cls._open.add(session)
-        return {"default": cls(session, owned, spares)}
+        return {"default": cls(session, owned, source)}
 
     @classmethod
-    def _spares_for(cls, settings: DockerSandboxConfig, stage_dir: Path) -> Spares:
-        limits = settings.limits()
-        reuse = reuse_enabled(settings.reuse)
-        key = (settings.image, limits, stage_dir.resolve().parent, reuse)
-        if key not in cls._spares:
-            cls._spares[key] = Spares(
-                slot_root=key[2], limits=limits, image=settings.image, reuse=reuse
+    def _source_for(cls, settings: DockerSandboxConfig) -> SessionSource:
+        key = (settings.image, settings.limits(), settings.reuse)
+        if key not in cls._sources:
+            cls._sources[key] = SessionSource(
+                "docker", limits=key[1], image=settings.image, reuse=settings.reuse
             )
-        return cls._spares[key]
+        return cls._sources[key]
 
     @override
     @classmethod
@@ -151,42 +146,39 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
         for environment in environments.values():
             ours = environment.as_type(DockerSessionSandboxEnvironment)
             cls._open.discard(ours.session)
-            if interrupted:  # cancelled: Inspect shields this call, so finish here (no reset)
-                await cls._remove(ours, reuse=False)
-                continue
-            removal = asyncio.create_task(cls._remove(ours, reuse=True))
-            cls._removing.add(removal)
-            removal.add_done_callback(cls._removing.discard)
+            owned = ours.owned_stage_dir
 
-    @classmethod
-    async def _remove(cls, environment: DockerSessionSandboxEnvironment, *, reuse: bool) -> None:
-        try:
-            if environment.spares is not None:
-                # Reset and kept for a later sample, or removed (spares.give_back).
-                await environment.spares.give_back(environment.session, reuse=reuse)
-            else:
-                await environment.session.close()  # docker rm --force: every process dies
-        except Exception as error:  # its labels let `smoldataenvs sandbox cleanup` remove it
-            logger.warning(f"could not remove sandbox container: {error}")
-        finally:
-            if environment.owned_stage_dir is not None:
-                shutil.rmtree(environment.owned_stage_dir, ignore_errors=True)
+            def remove_owned(owned: Path | None = owned) -> None:
+                if owned is not None:
+                    shutil.rmtree(owned, ignore_errors=True)
+
+            if ours.source is None:  # not from a source (cannot happen via sample_init)
+                await ours.session.close()
+                remove_owned()
+            elif interrupted:  # cancelled: Inspect shields this call, so finish here (no reset)
+                try:
+                    await ours.source.end_now(ours.session, reuse=False)
+                except Exception as error:  # labelled: `smoldataenvs sandbox cleanup` removes it
+                    logger.warning(f"could not remove sandbox container: {error}")
+                finally:
+                    remove_owned()
+            else:  # reset and kept for a later sample, or removed: off the sample's path
+                ours.source.end(ours.session, then=remove_owned)
 
     @classmethod
     async def removals_done(cls) -> None:
-        """Wait until the containers of every finished sample are gone."""
-        while cls._removing:
-            await asyncio.gather(*list(cls._removing), return_exceptions=True)
+        """Wait until the containers of every finished sample are reset or gone."""
+        await asyncio.gather(*(source.ended() for source in list(cls._sources.values())))
 
     @override
     @classmethod
     async def task_cleanup(
         cls, task_name: str, config: SandboxEnvironmentConfigType | None, cleanup: bool
     ) -> None:
-        spares = list(cls._spares.values())
-        cls._spares.clear()
-        await asyncio.gather(*(pool.close() for pool in spares))  # spares no sample took
-        await cls.removals_done()
+        sources = list(cls._sources.values())
+        cls._sources.clear()
+        # Every finished sample's reset or removal, then the spares no sample took.
+        await asyncio.gather(*(source.aclose() for source in sources), return_exceptions=True)
         # Samples whose cleanup could not run (or failed): close them now, unless the user asked
         # to keep sandboxes (--no-sandbox-cleanup; `smoldataenvs sandbox cleanup` removes them).
         if not cleanup:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,14 +79,25 @@ class SessionSource:
 
     Docker: sessions are taken from spares (one pool per stage-dir parent: slots must share its
     filesystem) and given back at `end`, where the container is reset and reused or removed
-    (docker/spares.py; SMOLDATAENVS_DOCKER_REUSE=0 turns reuse off). Other kinds: `open_session`
-    and `close`. `end` returns at once; leaving the `async with` waits for every reset and removal
-    and removes the idle spares.
+    (docker/spares.py; `reuse=False` or SMOLDATAENVS_DOCKER_REUSE=0 turns reuse off). Other
+    kinds: `open_session` and `close`. `end` returns at once; `ended()` waits for every reset
+    and removal; leaving the `async with` (or `aclose`) also removes the idle spares.
+    The lm-eval and `validate` batches (pipeline) and the Inspect provider
+    (inspect_adapter/docker_provider.py) all take their sessions here.
     """
 
-    def __init__(self, kind: str, *, limits: SandboxLimits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        limits: SandboxLimits = DEFAULT_LIMITS,
+        image: str | None = None,
+        reuse: bool = True,
+    ) -> None:
         self.kind = kind
         self.limits = limits
+        self.image = image
+        self.reuse = reuse
         self._spares: dict[Path, Any] = {}  # stage-dir parent -> Spares
         self._taken_from: dict[SandboxSession, Any] = {}
         self._ending: set[asyncio.Task[None]] = set()
@@ -98,30 +110,48 @@ class SessionSource:
         parent = Path(stage_dir).resolve().parent
         if parent not in self._spares:
             self._spares[parent] = Spares(
-                slot_root=parent, limits=self.limits, reuse=reuse_enabled()
+                slot_root=parent,
+                limits=self.limits,
+                image=self.image,
+                reuse=reuse_enabled(self.reuse),
             )
         session = await self._spares[parent].take(Path(stage_dir))
         self._taken_from[session] = self._spares[parent]
         return session
 
-    def end(self, session: SandboxSession) -> None:
-        """The sample is done with `session`: reset for reuse or closed, in the background."""
-        spares = self._taken_from.pop(session, None)
-        ending = spares.give_back(session) if spares is not None else session.close()
-        task = asyncio.ensure_future(self._quietly(ending))
+    def end(self, session: SandboxSession, *, then: Callable[[], None] | None = None) -> None:
+        """The sample is done with `session`: reset for reuse or closed, in the background;
+        `then()` runs after that (e.g. removing a stage dir the session had mounted)."""
+        task = asyncio.ensure_future(self._quietly(self.end_now(session, reuse=True), then))
         self._ending.add(task)
         task.add_done_callback(self._ending.discard)
 
+    async def end_now(self, session: SandboxSession, *, reuse: bool = False) -> None:
+        """End `session` before returning: closed, or with `reuse` reset for a later sample (a
+        cancelled sample's is closed: a half-done reset is never kept)."""
+        spares = self._taken_from.pop(session, None)
+        if spares is not None:
+            await spares.give_back(session, reuse=reuse)
+        else:
+            await session.close()
+
+    async def ended(self) -> None:
+        """Wait until every session `end` was given is reset or removed."""
+        while self._ending:
+            await asyncio.gather(*list(self._ending), return_exceptions=True)
+
     @staticmethod
-    async def _quietly(ending: Any) -> None:
+    async def _quietly(ending: Awaitable[None], then: Callable[[], None] | None) -> None:
         try:
             await ending
         except Exception as error:  # a labelled container: `smoldataenvs sandbox cleanup`
             logger.warning(f"could not end a sandbox session: {error}")
+        finally:
+            if then is not None:
+                then()
 
     async def aclose(self) -> None:
-        while self._ending:
-            await asyncio.gather(*list(self._ending), return_exceptions=True)
+        await self.ended()
         pools = list(self._spares.values())
         self._spares.clear()
         await asyncio.gather(*(pool.close() for pool in pools), return_exceptions=True)
