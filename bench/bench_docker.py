@@ -24,6 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # bench_e2e's modules, as under -P too
+
+from e2e.meter import MachineCpu  # noqa: E402
 
 from smoldataenvs_tasks.sandboxes.docker import (  # noqa: E402
     COMPOSE_FILE,
@@ -55,13 +58,6 @@ async def session_overhead(stage: Path, n: int) -> list[float]:
     return times
 
 
-def _machine_cpu_s() -> float:
-    """Busy CPU seconds of the whole machine (the engine's work is charged to no process of ours)."""
-    with open("/proc/stat") as handle:
-        fields = [int(v) for v in handle.readline().split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
-
-
 async def exec_costs(stage: Path, n: int) -> tuple[list[float], list[float], dict[str, tuple]]:
     """Times of `true` and of importing pandas; and `true` through the Engine API and through
     the CLI, interleaved: (median wall s, machine CPU s per exec) for each."""
@@ -82,12 +78,12 @@ async def exec_costs(stage: Path, n: int) -> tuple[list[float], list[float], dic
             for way, setting in (("api", "1"), ("cli", "0")):
                 os.environ[API_ENV] = setting
                 walls, cpu = by_way[way]
-                cpu_before = _machine_cpu_s()
+                machine = MachineCpu()
                 for _ in range(n):
                     started = time.perf_counter()
                     await session.exec(["true"])
                     walls.append(time.perf_counter() - started)
-                by_way[way] = (walls, cpu + _machine_cpu_s() - cpu_before)
+                by_way[way] = (walls, cpu + machine.seconds())
         os.environ.pop(API_ENV, None)
         ways = {way: (statistics.median(w), cpu / len(w)) for way, (w, cpu) in by_way.items()}
         return trivial, pandas, ways

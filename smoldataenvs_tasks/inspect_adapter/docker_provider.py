@@ -26,7 +26,6 @@ Inspect's conformance checks it does not pass, and why, is in docs/sandboxes.md.
 from __future__ import annotations
 
 import asyncio
-import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -56,8 +55,6 @@ from smoldataenvs_tasks.sandboxes.session import SessionSource
 
 PROVIDER = "smoldataenvs-docker"
 
-logger = logging.getLogger(__name__)
-
 
 class DockerSandboxConfig(LimitsConfig, frozen=True):
     """The Docker sandbox's settings: the contract's limits, and the image (default: the one this
@@ -85,10 +82,7 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
     _sources: dict[tuple[str | None, SandboxLimits, bool], SessionSource] = {}  # noqa: RUF012
 
     def __init__(
-        self,
-        session: DockerSession,
-        owned_stage_dir: Path | None = None,
-        source: SessionSource | None = None,
+        self, session: DockerSession, owned_stage_dir: Path | None, source: SessionSource
     ) -> None:
         super().__init__(session)
         self.session: DockerSession = session
@@ -152,23 +146,10 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
                 if owned is not None:
                     shutil.rmtree(owned, ignore_errors=True)
 
-            if ours.source is None:  # not from a source (cannot happen via sample_init)
-                await ours.session.close()
-                remove_owned()
-            elif interrupted:  # cancelled: Inspect shields this call, so finish here (no reset)
-                try:
-                    await ours.source.end_now(ours.session, reuse=False)
-                except Exception as error:  # labelled: `smoldataenvs sandbox cleanup` removes it
-                    logger.warning(f"could not remove sandbox container: {error}")
-                finally:
-                    remove_owned()
+            if interrupted:  # cancelled: Inspect shields this call, so finish here (no reset)
+                await ours.source.end_now(ours.session, reuse=False, then=remove_owned)
             else:  # reset and kept for a later sample, or removed: off the sample's path
                 ours.source.end(ours.session, then=remove_owned)
-
-    @classmethod
-    async def removals_done(cls) -> None:
-        """Wait until the containers of every finished sample are reset or gone."""
-        await asyncio.gather(*(source.ended() for source in list(cls._sources.values())))
 
     @override
     @classmethod

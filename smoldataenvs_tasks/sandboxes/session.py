@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -122,33 +122,36 @@ class SessionSource:
     def end(self, session: SandboxSession, *, then: Callable[[], None] | None = None) -> None:
         """The sample is done with `session`: reset for reuse or closed, in the background;
         `then()` runs after that (e.g. removing a stage dir the session had mounted)."""
-        task = asyncio.ensure_future(self._quietly(self.end_now(session, reuse=True), then))
+        task = asyncio.ensure_future(self.end_now(session, reuse=True, then=then))
         self._ending.add(task)
         task.add_done_callback(self._ending.discard)
 
-    async def end_now(self, session: SandboxSession, *, reuse: bool = False) -> None:
+    async def end_now(
+        self,
+        session: SandboxSession,
+        *,
+        reuse: bool = False,
+        then: Callable[[], None] | None = None,
+    ) -> None:
         """End `session` before returning: closed, or with `reuse` reset for a later sample (a
-        cancelled sample's is closed: a half-done reset is never kept)."""
-        spares = self._taken_from.pop(session, None)
-        if spares is not None:
-            await spares.give_back(session, reuse=reuse)
-        else:
-            await session.close()
-
-    async def ended(self) -> None:
-        """Wait until every session `end` was given is reset or removed."""
-        while self._ending:
-            await asyncio.gather(*list(self._ending), return_exceptions=True)
-
-    @staticmethod
-    async def _quietly(ending: Awaitable[None], then: Callable[[], None] | None) -> None:
+        cancelled sample's is closed: a half-done reset is never kept); then `then()`. A failure
+        to end it is logged, not raised."""
         try:
-            await ending
+            spares = self._taken_from.pop(session, None)
+            if spares is not None:
+                await spares.give_back(session, reuse=reuse)
+            else:
+                await session.close()
         except Exception as error:  # a labelled container: `smoldataenvs sandbox cleanup`
             logger.warning(f"could not end a sandbox session: {error}")
         finally:
             if then is not None:
                 then()
+
+    async def ended(self) -> None:
+        """Wait until every session `end` was given is reset or removed."""
+        while self._ending:
+            await asyncio.gather(*list(self._ending), return_exceptions=True)
 
     async def aclose(self) -> None:
         await self.ended()

@@ -220,6 +220,15 @@ async def test_a_socket_nobody_listens_on_is_an_unreachable_engine(
 
 # -- a real engine: the API and the CLI give the same results ---------------------------------
 
+
+@pytest.fixture
+def api_in_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's own settings, under which its execs must take the API path (else skip)."""
+    monkeypatch.delenv(api.API_ENV, raising=False)
+    if api.local_socket() is None:
+        pytest.skip("the engine is not on a local socket: the API path is not used")
+
+
 COMMANDS: list[tuple[str, list[str], dict]] = [
     ("stdin round trip", ["python3", "-c", "import sys; sys.stdout.write(sys.stdin.read())"],
      {"input": "x" * 3_000_000}),
@@ -240,11 +249,8 @@ COMMANDS: list[tuple[str, list[str], dict]] = [
 @pytest.mark.docker
 @pytest.mark.anyio
 async def test_every_command_gives_the_same_result_through_the_api_and_the_cli(
-    stage_dir: Path, no_leftovers: None, monkeypatch: pytest.MonkeyPatch
+    stage_dir: Path, no_leftovers: None, api_in_use: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(api.API_ENV, raising=False)
-    if api.local_socket() is None:
-        pytest.skip("the engine is not on a local socket: the API path is not used")
     async with await DockerSession.start(stage_dir, limits=SMALL_LIMITS) as session:
         await session.exec(["mkdir", "-p", "sub"])
         for name, argv, options in COMMANDS:
@@ -263,11 +269,8 @@ async def test_every_command_gives_the_same_result_through_the_api_and_the_cli(
 @pytest.mark.docker
 @pytest.mark.anyio
 async def test_a_removed_container_is_a_sandbox_failure_through_the_api(
-    stage_dir: Path, no_leftovers: None, monkeypatch: pytest.MonkeyPatch
+    stage_dir: Path, no_leftovers: None, api_in_use: None
 ) -> None:
-    monkeypatch.delenv(api.API_ENV, raising=False)
-    if api.local_socket() is None:
-        pytest.skip("the engine is not on a local socket: the API path is not used")
     session = await DockerSession.start(stage_dir, limits=SMALL_LIMITS)
     await session.exec(["true"])
     gone = DockerSession(session.container_id, image=session.image, limits=SMALL_LIMITS)

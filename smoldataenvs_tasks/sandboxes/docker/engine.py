@@ -12,7 +12,7 @@ import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
 from smoldataenvs_tasks.sandboxes.docker import api
@@ -79,6 +79,110 @@ async def docker(
     return proc.returncode if proc.returncode is not None else -1, out, err
 
 
+# After a command ends or is killed, its output still on the way is waited for this long.
+DRAIN_S = 10.0
+
+
+class _ApiExec:
+    """A `docker exec` running through the Engine API (api.py)."""
+
+    def __init__(self, task: asyncio.Task[int]) -> None:
+        self._task = task
+
+    async def wait(self) -> tuple[int, bytes]:
+        """(exit code, b"") or, when the engine would not run it, (1, its refusal) as the CLI."""
+        try:
+            return await asyncio.shield(self._task), b""
+        except (api.EngineRefused, ConnectionError) as error:
+            return 1, f"{error}\n".encode()
+
+    async def stop(self, *, drain: bool = True) -> None:
+        """After the caller killed the command in the container: take in what is still on the
+        way (`drain`, up to DRAIN_S), then cut the stream."""
+        if drain:
+            await asyncio.wait({self._task}, timeout=DRAIN_S)
+        self._task.cancel()
+        with contextlib.suppress(BaseException):
+            await self._task
+
+
+class _CliExec:
+    """A `docker exec` running through the CLI, for engines the API path does not reach."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, tasks: list[asyncio.Task[None]]) -> None:
+        self._proc = proc
+        self._tasks = tasks
+
+    async def wait(self) -> tuple[int, bytes]:
+        await self._proc.wait()
+        # Drain what is left in the pipes (bounded by the caller's cap) once the client exited.
+        await asyncio.wait(self._tasks, timeout=DRAIN_S)
+        return self._proc.returncode if self._proc.returncode is not None else -1, b""
+
+    async def stop(self, *, drain: bool = True) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self._proc.kill()
+        await self._proc.wait()
+        if drain:  # what the client read before it died is still in the pipes
+            await asyncio.wait(self._tasks, timeout=DRAIN_S)
+        for task in self._tasks:
+            task.cancel()
+
+
+async def start_exec(
+    container_id: str,
+    argv: Sequence[str],
+    *,
+    user: str,
+    workdir: str = "/",
+    env: Sequence[str] = (),
+    input: bytes | None = None,
+    on_output: Callable[[int, bytes], None],
+) -> _ApiExec | _CliExec:
+    """Start `docker exec` of `argv` (over the engine's socket when it is local, api.py; else the
+    CLI); its output goes to `on_output(stream, bytes)` (1 = stdout, 2 = stderr) as it comes.
+    `await running.wait()` gives (exit code, the engine's refusal or b""); `running.stop()` cuts
+    it off (the command itself keeps running in the container: callers kill it there)."""
+    socket_path = api.local_socket()
+    if socket_path is not None:
+        return _ApiExec(
+            asyncio.create_task(
+                api.exec_streamed(
+                    socket_path, container_id, argv, user=user, workdir=workdir, env=env,
+                    stdin=input, on_output=on_output,
+                )
+            )
+        )  # fmt: skip
+    env_args = [arg for variable in env for arg in ("--env", variable)]
+    proc = await asyncio.create_subprocess_exec(
+        docker_binary(), "exec", *(["--interactive"] if input is not None else []),
+        "--user", user, "--workdir", workdir, *env_args, container_id, *argv,
+        stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+    async def pump(stream: asyncio.StreamReader, number: int) -> None:
+        while chunk := await stream.read(256 * 1024):
+            on_output(number, chunk)
+
+    async def feed() -> None:
+        assert proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.write(input or b"")
+            await proc.stdin.drain()
+        proc.stdin.close()
+
+    assert proc.stdout is not None and proc.stderr is not None
+    tasks = [
+        asyncio.create_task(pump(proc.stdout, 1)),
+        asyncio.create_task(pump(proc.stderr, 2)),
+    ]
+    if input is not None:
+        tasks.append(asyncio.create_task(feed()))
+    return _CliExec(proc, tasks)
+
+
 async def exec_in(
     container_id: str,
     argv: Sequence[str],
@@ -91,25 +195,17 @@ async def exec_in(
     """`docker exec` of a short command of ours (a reset, a file read): (rc, stdout, stderr),
     with the engine's refusals in stderr and rc 1 as the CLI gives them. TimeoutError after
     `timeout` (the command may still run in the container: callers remove or reset it)."""
-    socket_path = api.local_socket()
-    if socket_path is None:
-        return await docker(
-            "exec", *(["--interactive"] if input is not None else []),
-            "--user", user, "--workdir", workdir, container_id, *argv,
-            input=input, timeout=timeout,
-        )  # fmt: skip
     output = {1: bytearray(), 2: bytearray()}
+    running = await start_exec(
+        container_id, argv, user=user, workdir=workdir, input=input,
+        on_output=lambda stream, chunk: output[stream].extend(chunk),
+    )  # fmt: skip
     try:
-        rc = await asyncio.wait_for(
-            api.exec_streamed(
-                socket_path, container_id, argv, user=user, workdir=workdir, env=(),
-                stdin=input, on_output=lambda stream, chunk: output[stream].extend(chunk),
-            ),
-            timeout,
-        )  # fmt: skip
-    except (api.EngineRefused, ConnectionError) as error:
-        return 1, bytes(output[1]), bytes(output[2]) + f"{error}\n".encode()
-    return rc, bytes(output[1]), bytes(output[2])
+        rc, refusal = await asyncio.wait_for(running.wait(), timeout)
+    except BaseException:
+        await asyncio.shield(running.stop(drain=False))
+        raise
+    return rc, bytes(output[1]), bytes(output[2]) + refusal
 
 
 def owner_label() -> str:

@@ -35,7 +35,7 @@ import shutil
 import stat
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -48,7 +48,6 @@ from smoldataenvs_tasks.contract import (
     SandboxLimits,
 )
 from smoldataenvs_tasks.sandboxes.base import ExecResult, FileTooLarge, SandboxFailure
-from smoldataenvs_tasks.sandboxes.docker import api
 from smoldataenvs_tasks.sandboxes.docker.cleanup import sweep_once
 from smoldataenvs_tasks.sandboxes.docker.container import (
     cgroup_file,
@@ -59,10 +58,10 @@ from smoldataenvs_tasks.sandboxes.docker.container import (
 from smoldataenvs_tasks.sandboxes.docker.engine import (
     LABEL_SESSION,
     docker,
-    docker_binary,
     engine_error,
     exec_in,
     owner_label,
+    start_exec,
 )
 from smoldataenvs_tasks.sandboxes.docker.image import (
     INIT_SCRIPT,
@@ -77,8 +76,6 @@ logger = logging.getLogger(__name__)
 
 # A command is killed this long after its own in-container deadline if it is still running.
 HOST_GRACE_S = 10.0
-# After a command ends or is killed, its output still on the way is waited for this long.
-_DRAIN_S = 10.0
 # read_file refuses larger files (Inspect's docker provider caps reads at 100 MiB too).
 MAX_READ_BYTES = 100 * 1024 * 1024
 
@@ -422,11 +419,10 @@ class DockerSession:
                 overflow.set()
             buf += chunk[: max(room, 0)]
 
-        socket_path = api.local_socket()
-        if socket_path is not None:
-            running = _ApiExec(socket_path, self.container_id, wrapped, variables, data, keep)
-        else:
-            running = await _CliExec.start(self.container_id, wrapped, variables, data, keep)
+        running = await start_exec(
+            self.container_id, wrapped, user=SANDBOX_USER, env=variables, input=data,
+            on_output=keep,
+        )  # fmt: skip
         finished = asyncio.create_task(running.wait())
         overflowed = asyncio.create_task(overflow.wait())
         deadline_hit = False
@@ -533,104 +529,6 @@ class DockerSession:
         if "permission denied" in lowered or "read-only file system" in lowered:
             return PermissionError(errno.EACCES, text, path)
         return OSError(errno.EIO, text, path)
-
-
-class _ApiExec:
-    """A command running through the Engine API (api.py)."""
-
-    def __init__(
-        self,
-        socket_path: str,
-        container_id: str,
-        wrapped: list[str],
-        variables: list[str],
-        data: bytes | None,
-        keep: Callable[[int, bytes], None],
-    ) -> None:
-        self._task = asyncio.create_task(
-            api.exec_streamed(
-                socket_path, container_id, wrapped, user=SANDBOX_USER, workdir="/",
-                env=variables, stdin=data, on_output=keep,
-            )
-        )  # fmt: skip
-
-    async def wait(self) -> tuple[int | None, bytes]:
-        """(exit code, b"") or, when the engine would not run it, (1, its refusal) as the CLI."""
-        try:
-            return await asyncio.shield(self._task), b""
-        except (api.EngineRefused, ConnectionError) as error:
-            return 1, f"{error}\n".encode()
-
-    async def stop(self, *, drain: bool = True) -> None:
-        """After the caller killed the command in the container: take in what is still on the
-        way (`drain`, up to a few seconds), then cut the stream."""
-        if drain:
-            await asyncio.wait({self._task}, timeout=_DRAIN_S)
-        self._task.cancel()
-        with contextlib.suppress(BaseException):
-            await self._task
-
-
-class _CliExec:
-    """A command running through `docker exec` (the CLI), for engines the API path does not
-    reach (api.local_socket)."""
-
-    def __init__(self, proc: asyncio.subprocess.Process, tasks: list[asyncio.Task[None]]) -> None:
-        self._proc = proc
-        self._tasks = tasks
-
-    @classmethod
-    async def start(
-        cls,
-        container_id: str,
-        wrapped: list[str],
-        variables: list[str],
-        data: bytes | None,
-        keep: Callable[[int, bytes], None],
-    ) -> _CliExec:
-        env_args = [arg for variable in variables for arg in ("--env", variable)]
-        proc = await asyncio.create_subprocess_exec(
-            docker_binary(), "exec", *(["--interactive"] if data is not None else []),
-            "--user", SANDBOX_USER, "--workdir", "/", *env_args, container_id, *wrapped,
-            stdin=asyncio.subprocess.PIPE if data is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-
-        async def pump(stream: asyncio.StreamReader, number: int) -> None:
-            while chunk := await stream.read(256 * 1024):
-                keep(number, chunk)
-
-        async def feed() -> None:
-            assert proc.stdin is not None
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                proc.stdin.write(data or b"")
-                await proc.stdin.drain()
-            proc.stdin.close()
-
-        assert proc.stdout is not None and proc.stderr is not None
-        tasks = [
-            asyncio.create_task(pump(proc.stdout, 1)),
-            asyncio.create_task(pump(proc.stderr, 2)),
-        ]
-        if data is not None:
-            tasks.append(asyncio.create_task(feed()))
-        return cls(proc, tasks)
-
-    async def wait(self) -> tuple[int | None, bytes]:
-        await self._proc.wait()
-        # Drain what is left in the pipes (bounded by the cap) once the client exited.
-        await asyncio.wait(self._tasks, timeout=_DRAIN_S)
-        return self._proc.returncode, b""
-
-    async def stop(self, *, drain: bool = True) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self._proc.kill()
-        await self._proc.wait()
-        if drain:  # what the client read before it died is still in the pipes
-            await asyncio.wait(self._tasks, timeout=_DRAIN_S)
-        for task in self._tasks:
-            task.cancel()
 
 
 def _empty_dir(path: Path | None) -> None:
