@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxUnavailable
-from smoldataenvs_tasks.sandboxes.docker import DockerSession, api
+from smoldataenvs_tasks.sandboxes.docker import DockerSession, api, keeper
 from smoldataenvs_tasks.sandboxes.docker.engine import exec_in
 from tests.sandboxes.helpers import SMALL_LIMITS
 
@@ -223,8 +223,11 @@ async def test_a_socket_nobody_listens_on_is_an_unreachable_engine(
 
 @pytest.fixture
 def api_in_use(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine's own settings, under which its execs must take the API path (else skip)."""
+    """The engine's own settings, under which its execs must take the API path (else skip);
+    containers without a keeper, so every command is a `docker exec` (test_docker_keeper.py
+    compares the keeper with both)."""
     monkeypatch.delenv(api.API_ENV, raising=False)
+    monkeypatch.setenv(keeper.KEEPER_ENV, "0")
     if api.local_socket() is None:
         pytest.skip("the engine is not on a local socket: the API path is not used")
 

@@ -95,7 +95,7 @@ def _cannot_connect(socket_path: str, error: OSError) -> ConnectionError:
     )
 
 
-async def _open(socket_path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def open_connection(socket_path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     try:
         return await asyncio.open_unix_connection(socket_path, limit=1 << 20)
     except OSError as error:
@@ -152,7 +152,7 @@ def _error_message(body: bytes, status: int) -> str:
 
 async def _call(socket_path: str, method: str, path: str, body: Any = None) -> Any:
     """One API call on a connection of its own: the decoded JSON answer, or EngineRefused."""
-    reader, writer = await _open(socket_path)
+    reader, writer = await open_connection(socket_path)
     try:
         writer.write(_request_bytes(method, path, body, ["Connection: close"]))
         await writer.drain()
@@ -199,23 +199,12 @@ async def exec_streamed(
         },
     )
     exec_id = quote(str(created["Id"]), safe="")
-    reader, writer = await _open(socket_path)
+    reader, writer = await open_connection(socket_path)
     try:
-        writer.write(
-            _request_bytes(
-                "POST",
-                f"/exec/{exec_id}/start",
-                {"Detach": False, "Tty": False},
-                ["Connection: Upgrade", "Upgrade: tcp"],
-            )
-        )
-        await writer.drain()
-        status, headers = await _read_head(reader)
-        if status not in (101, 200):
-            raise EngineRefused(status, _error_message(await _read_body(reader, headers), status))
+        await upgrade(reader, writer, f"/exec/{exec_id}/start", {"Detach": False, "Tty": False})
         feeding = asyncio.create_task(_feed(writer, stdin))
         try:
-            await _demultiplex(reader, on_output)
+            await demultiplex(reader, on_output)
         finally:
             feeding.cancel()
             with contextlib.suppress(BaseException):
@@ -225,6 +214,18 @@ async def exec_streamed(
         with contextlib.suppress(Exception):
             await writer.wait_closed()
     return await _exit_code(socket_path, exec_id)
+
+
+async def upgrade(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, body: Any = None
+) -> None:
+    """POST `path` asking the engine to hijack the connection (exec start, container attach);
+    from its answer on, the connection carries raw streams. EngineRefused if it will not."""
+    writer.write(_request_bytes("POST", path, body, ["Connection: Upgrade", "Upgrade: tcp"]))
+    await writer.drain()
+    status, headers = await _read_head(reader)
+    if status not in (101, 200):
+        raise EngineRefused(status, _error_message(await _read_body(reader, headers), status))
 
 
 async def _feed(writer: asyncio.StreamWriter, stdin: bytes | None) -> None:
@@ -238,7 +239,7 @@ async def _feed(writer: asyncio.StreamWriter, stdin: bytes | None) -> None:
             writer.write_eof()
 
 
-async def _demultiplex(
+async def demultiplex(
     reader: asyncio.StreamReader, on_output: Callable[[int, bytes], None]
 ) -> None:
     while True:

@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 
 from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
-from smoldataenvs_tasks.sandboxes.docker import api
+from smoldataenvs_tasks.sandboxes.docker import api, keeper
 
 LABEL_CONTENT = "org.smoldataenvs.content-hash"
 LABEL_SESSION = "org.smoldataenvs.session"
@@ -138,11 +138,16 @@ async def start_exec(
     env: Sequence[str] = (),
     input: bytes | None = None,
     on_output: Callable[[int, bytes], None],
-) -> _ApiExec | _CliExec:
+) -> _ApiExec | _CliExec | keeper.KeeperExec:
     """Start `docker exec` of `argv` (over the engine's socket when it is local, api.py; else the
     CLI); its output goes to `on_output(stream, bytes)` (1 = stdout, 2 = stderr) as it comes.
     `await running.wait()` gives (exit code, the engine's refusal or b""); `running.stop()` cuts
-    it off (the command itself keeps running in the container: callers kill it there)."""
+    it off (the command itself keeps running in the container: callers kill it there).
+    A container run with a keeper (keeper.py) takes its sandbox user's commands through it."""
+    if keeper.takes_commands(container_id, user):
+        return await keeper.start_command(
+            container_id, argv, workdir=workdir, env=env, input=input, on_output=on_output
+        )
     socket_path = api.local_socket()
     if socket_path is not None:
         return _ApiExec(

@@ -48,6 +48,7 @@ from smoldataenvs_tasks.contract import (
     SandboxLimits,
 )
 from smoldataenvs_tasks.sandboxes.base import ExecResult, FileTooLarge, SandboxFailure
+from smoldataenvs_tasks.sandboxes.docker import api, keeper
 from smoldataenvs_tasks.sandboxes.docker.cleanup import sweep_once
 from smoldataenvs_tasks.sandboxes.docker.container import (
     cgroup_file,
@@ -116,6 +117,7 @@ class _Captured:
     stderr: bytes
     overflow: bool
     deadline_hit: bool
+    keeper_died: bool = False
 
 
 class DockerSession:
@@ -211,21 +213,34 @@ class DockerSession:
         image = await resolve_image(image)
         await sweep_once()
         name = f"smoldataenvs-{os.getpid()}-{uuid.uuid4().hex[:10]}"
+        socket_path = api.local_socket() if keeper.enabled() else None
+        if socket_path is not None:  # commands through the keeper (keeper.py), no exec each
+            keeper_flags, command = keeper.run_flags(), keeper.keeper_command()
+        else:
+            keeper_flags = ["--user", KEEPER_USER, "--entrypoint", "/bin/sleep"]
+            command = ["infinity"]
         rc, out, err = await docker(
             "run", "--detach", "--rm", "--pull", "never",
             "--name", name,
             "--label", f"{LABEL_SESSION}=1",
             "--label", owner_label(),
-            "--user", KEEPER_USER,
-            "--entrypoint", "/bin/sleep",
             "--mount", mount,
             *container_args(limits),
-            image, "infinity",
+            *keeper_flags,
+            image, *command,
         )  # fmt: skip
         if rc != 0:
             message = err.decode(errors="replace").strip()
             raise engine_error(message) or SandboxFailure(f"docker run failed: {message}")
-        return cls(out.decode().strip(), image=image, limits=limits, volume=volume)
+        session = cls(out.decode().strip(), image=image, limits=limits, volume=volume)
+        if socket_path is not None:
+            keeper.register(session.container_id, socket_path)
+            try:  # attached now, while the container is a spare, not at its first command
+                await keeper.connect(session.container_id)
+            except BaseException:
+                await asyncio.shield(session.close())
+                raise
+        return session
 
     def use_tables(self, stage_dir: Path) -> None:
         """A spare's sample: the tables of `stage_dir` appear at /mnt/tables from the first
@@ -275,6 +290,8 @@ class DockerSession:
             return None
         self._closed = True
         reason = "its tables are a bind mount of their own" if self.slot_dir is None else None
+        if keeper.lost(self.container_id):
+            reason = "its keeper died"
         try:
             reason = reason or await reset_container(self.container_id)
             if reason is None:
@@ -295,6 +312,7 @@ class DockerSession:
 
     async def _remove(self) -> None:
         try:
+            await keeper.forget(self.container_id)
             rc, _, err = await docker("rm", "--force", "--volumes", self.container_id)
             if rc != 0 and b"no such container" not in err.lower():
                 raise SandboxFailure(f"docker rm failed: {err.decode(errors='replace').strip()}")
@@ -362,10 +380,13 @@ class DockerSession:
         elapsed = time.monotonic() - started
 
         stderr = captured.stderr
+        if captured.keeper_died:
+            return await self._after_keeper_death(captured, oom_before, elapsed)
         if not stderr.startswith(_MARKER_PREFIX):
-            if captured.returncode == 137 and await self._oom_happened(oom_before, 137):
+            if captured.returncode in (126, 137) and await self._oom_happened(oom_before, 137):
                 # Earlier commands filled the memory (tmpfs files count) so even the wrapper
-                # was OOM-killed: the program's doing, not a broken sandbox.
+                # was OOM-killed, or the runtime could not start it (126): the program's doing,
+                # not a broken sandbox.
                 return ExecResult(137, "", "", limit="memory", duration_s=elapsed)
             # The wrapper never ran: docker itself failed (container gone, engine down).
             message = stderr.decode(errors="replace").strip()
@@ -400,6 +421,29 @@ class DockerSession:
             duration_s=elapsed,
         )
 
+    async def _after_keeper_death(
+        self, captured: _Captured, oom_before: int | None, elapsed: float
+    ) -> ExecResult:
+        """The container's keeper died while the command ran (keeper.py). Only a memory blow-up
+        of the sample kills it: then the command ends as one killed at the memory limit would
+        (what is left of it is killed), and the container goes on without its keeper."""
+        await self._kill_user_processes()
+        if not await self._oom_happened(oom_before, 137):
+            raise SandboxFailure(
+                f"the keeper of sandbox container {self.container_id[:12]} died, not of memory"
+            )
+        stderr = captured.stderr
+        if stderr.startswith(_MARKER_PREFIX):
+            stderr = stderr.partition(b"\n")[2]
+        self._needs_init = False
+        return ExecResult(
+            returncode=137,
+            stdout=captured.stdout.decode(errors="replace"),
+            stderr=stderr.decode(errors="replace"),
+            limit="memory",
+            duration_s=elapsed,
+        )
+
     async def _capture(
         self, wrapped: list[str], variables: list[str], data: bytes | None, *, deadline: float
     ) -> _Captured:
@@ -425,7 +469,7 @@ class DockerSession:
         )  # fmt: skip
         finished = asyncio.create_task(running.wait())
         overflowed = asyncio.create_task(overflow.wait())
-        deadline_hit = False
+        deadline_hit = keeper_died = False
         try:
             done, _ = await asyncio.wait(
                 {finished, overflowed},
@@ -434,6 +478,9 @@ class DockerSession:
             )
             if finished in done:
                 returncode, refusal = finished.result()
+                keeper_died = getattr(running, "keeper_died", False)
+                if keeper_died:
+                    refusal = b""  # not the command's output; _after_keeper_death says why
             else:  # killed by us: no exit code of its own, as every sandbox reports it
                 deadline_hit = overflowed not in done
                 await self._kill_user_processes()
@@ -453,6 +500,7 @@ class DockerSession:
             stderr=bytes(buffers[2]) + refusal,
             overflow=overflow.is_set(),
             deadline_hit=deadline_hit,
+            keeper_died=keeper_died,
         )
 
     async def _kill_user_processes(self) -> None:

@@ -1,0 +1,278 @@
+"""The keeper of a sandbox container: runs the host's commands as the sandbox user, no engine call
+per command. Runs inside the container as its main process (root, see below); not imported by the
+package: `keeper.py` starts the container with this file's source as `python3 -I -S -c` (stdlib
+only).
+
+Why it exists: a `docker exec` costs the engine ~0.075 s of CPU (runc starts, joins the
+container's namespaces and cgroups, then exits); a sample made two (its program and the reset).
+The keeper is attached to once per container (`POST /containers/{id}/attach`), and each command
+is then a fork and an exec inside the container.
+
+The channel is the container's stdin and stdout, which only the engine (and so only the host) can
+reach; nothing in the container can open them (they belong to root, and the sandbox user cannot
+read another user's /proc entries). Both carry frames: a header (kind, command id, payload
+length; `HEADER`) and the payload.
+
+    host -> keeper  S start {"argv", "env", "workdir", "stdin"}   I stdin bytes   E end of stdin
+                    F forget (the host stopped waiting: close its pipes, still reap it)
+    keeper -> host  O stdout bytes   R stderr bytes   X exit {"rc"} or {"error"}
+    shell -> host   D the keeper died (keeper.py's KEEPER_SHELL sends it, then keeps the
+                    container alive with `sleep`: later commands go through `docker exec`)
+
+The keeper can die: a sample that fills the memory with many processes each smaller than the
+keeper makes it the out-of-memory killer's pick (lowering its oom_score_adj would need
+SYS_RESOURCE, which not every engine grants). The sample then sees what it would see elsewhere (a
+command killed at the memory limit) and the container lives on without its keeper.
+
+Privileges. The keeper runs as root with three capabilities and no others (keeper.py):
+SETUID and SETGID to become the sandbox user and SETPCAP to empty the command's bounding set.
+Every command runs under `setpriv` as uid and
+gid 1000 (group list: 1000), with no capabilities and no_new_privs: what `docker exec --user
+1000:1000` gives, and stricter in one way, an empty bounding set (a `docker exec` in this
+container would inherit the keeper's three there, unusable as uid 1000 with no_new_privs). The sandbox
+user cannot signal, trace or read the keeper (another uid, no capabilities), so a program's
+`kill -9 -1` or memory blow-up cannot take the sandbox down.
+
+Exit, as `docker exec` reports it: the command's exit status, 128 + n for a death by signal n,
+once its output pipes are closed, or `DRAIN_AFTER_EXIT_S` after it exited when a background
+process still holds them (containerd waits as long, then cuts the stream).
+"""
+
+import json
+import os
+import selectors
+import struct
+import subprocess
+import sys
+import time
+
+HEADER = struct.Struct(">BII")
+START, STDIN, STDIN_END, FORGET = b"S"[0], b"I"[0], b"E"[0], b"F"[0]
+OUT, ERR, EXIT = b"O"[0], b"R"[0], b"X"[0]
+# Frames of at most PIPE_BUF bytes are written whole: a keeper killed mid-write never leaves half a
+# frame in the stream, so the "died" frame its parent shell sends next is read as one.
+CHUNK = 4096 - HEADER.size
+DRAIN_AFTER_EXIT_S = 2.0
+DROP_TO_SANDBOX_USER = [
+    "setpriv", "--reuid=1000", "--regid=1000", "--groups=1000",
+    "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+]  # fmt: skip
+
+
+class Command:
+    def __init__(self, number, proc):
+        self.number = number
+        self.proc = proc
+        self.pidfd = os.pidfd_open(proc.pid)
+        self.open_pipes = {}  # fd -> frame kind
+        self.pending_stdin = bytearray()
+        self.stdin_ended = False
+        self.rc = None
+        self.exited_at = None
+        self.forgotten = False
+
+
+class Keeper:
+    def __init__(self):
+        self.selector = selectors.DefaultSelector()
+        self.commands = {}
+        self.inbox = bytearray()
+        self.base_env = dict(os.environ)
+        os.set_blocking(0, False)
+        self.selector.register(0, selectors.EVENT_READ, ("inbox", None))
+
+    # -- frames to the host ---------------------------------------------------------------------
+
+    def send(self, kind, number, payload=b""):
+        data = HEADER.pack(kind, number, len(payload)) + payload
+        view = memoryview(data)
+        while view:  # stdout is blocking: the engine reads it as fast as the host does
+            written = os.write(1, view)
+            view = view[written:]
+
+    def finish(self, command, result):
+        self.commands.pop(command.number, None)
+        for fd in list(command.open_pipes):
+            self.close_pipe(command, fd)
+        if command.proc.stdin is not None and not command.proc.stdin.closed:
+            self.close_stdin(command)
+        if command.pidfd is not None:
+            self.selector.unregister(command.pidfd)
+            os.close(command.pidfd)
+            command.pidfd = None
+        if not command.forgotten:
+            self.send(EXIT, command.number, json.dumps(result).encode())
+
+    # -- frames from the host -------------------------------------------------------------------
+
+    def read_inbox(self):
+        try:
+            data = os.read(0, 1 << 20)
+        except BlockingIOError:
+            return
+        if not data:
+            sys.exit(0)  # the engine closed our stdin: the container is being taken down
+        self.inbox += data
+        while len(self.inbox) >= HEADER.size:
+            kind, number, size = HEADER.unpack_from(self.inbox)
+            if len(self.inbox) < HEADER.size + size:
+                return
+            payload = bytes(self.inbox[HEADER.size : HEADER.size + size])
+            del self.inbox[: HEADER.size + size]
+            self.handle(kind, number, payload)
+
+    def handle(self, kind, number, payload):
+        if kind == START:
+            self.start(number, json.loads(payload))
+            return
+        command = self.commands.get(number)
+        if command is None:
+            return  # a command that already ended
+        if kind == STDIN:
+            command.pending_stdin += payload
+            self.flush_stdin(command)
+        elif kind == STDIN_END:
+            command.stdin_ended = True
+            self.flush_stdin(command)
+        elif kind == FORGET:
+            command.forgotten = True
+            for fd in list(command.open_pipes):
+                self.close_pipe(command, fd)
+            if command.proc.stdin is not None and not command.proc.stdin.closed:
+                self.close_stdin(command)
+            self.maybe_finish(command)
+
+    # -- commands -------------------------------------------------------------------------------
+
+    def start(self, number, request):
+        argv = [str(arg) for arg in request["argv"]]
+        workdir = str(request.get("workdir") or "/")
+        if workdir != "/":
+            # The directory is entered as the sandbox user (root here has no DAC capabilities).
+            argv = ["env", f"--chdir={workdir}", "--", *argv]
+        env = dict(self.base_env)
+        for variable in request.get("env") or ():
+            key, _, value = str(variable).partition("=")
+            env[key] = value
+        try:
+            proc = subprocess.Popen(
+                DROP_TO_SANDBOX_USER + argv,
+                stdin=subprocess.PIPE if request.get("stdin") else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd="/",
+            )
+        except Exception as error:  # reported to the host, never fatal here
+            self.send(
+                EXIT, number, json.dumps({"error": f"{type(error).__name__}: {error}"}).encode()
+            )
+            return
+        command = Command(number, proc)
+        self.commands[number] = command
+        for pipe, kind in ((proc.stdout, OUT), (proc.stderr, ERR)):
+            fd = pipe.fileno()
+            os.set_blocking(fd, False)
+            command.open_pipes[fd] = kind
+            self.selector.register(fd, selectors.EVENT_READ, ("output", command))
+        if proc.stdin is not None:
+            os.set_blocking(proc.stdin.fileno(), False)
+        self.selector.register(command.pidfd, selectors.EVENT_READ, ("exit", command))
+
+    def flush_stdin(self, command):
+        pipe = command.proc.stdin
+        if pipe is None or pipe.closed:
+            command.pending_stdin.clear()
+            return
+        fd = pipe.fileno()
+        try:
+            while command.pending_stdin:
+                written = os.write(fd, command.pending_stdin[: 64 * 1024])
+                del command.pending_stdin[:written]
+        except BlockingIOError:
+            pass
+        except OSError:  # the command closed its stdin or exited: the rest is dropped
+            command.pending_stdin.clear()
+        waiting = bool(command.pending_stdin)
+        registered = fd in self.selector.get_map()
+        if waiting and not registered:
+            self.selector.register(fd, selectors.EVENT_WRITE, ("stdin", command))
+        elif not waiting and registered:
+            self.selector.unregister(fd)
+        if not waiting and command.stdin_ended:
+            self.close_stdin(command)
+
+    def close_stdin(self, command):
+        pipe = command.proc.stdin
+        if pipe.fileno() in self.selector.get_map():
+            self.selector.unregister(pipe.fileno())
+        command.pending_stdin.clear()
+        try:
+            pipe.close()
+        except OSError:
+            pass
+
+    def read_output(self, command, fd):
+        try:
+            data = os.read(fd, CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self.send(command.open_pipes[fd], command.number, data)
+            return
+        self.close_pipe(command, fd)
+        self.maybe_finish(command)
+
+    def close_pipe(self, command, fd):
+        command.open_pipes.pop(fd, None)
+        self.selector.unregister(fd)
+        os.close(fd)
+
+    def reap(self, command):
+        _, status = os.waitpid(command.proc.pid, 0)
+        command.proc.returncode = 0  # reaped here; keeps Popen from waiting again
+        if os.WIFSIGNALED(status):
+            command.rc = 128 + os.WTERMSIG(status)
+        else:
+            command.rc = os.waitstatus_to_exitcode(status)
+        command.exited_at = time.monotonic()
+        self.selector.unregister(command.pidfd)
+        os.close(command.pidfd)
+        command.pidfd = None
+        self.maybe_finish(command)
+
+    def maybe_finish(self, command):
+        if command.rc is None:
+            return
+        if not command.open_pipes or time.monotonic() >= command.exited_at + DRAIN_AFTER_EXIT_S:
+            self.finish(command, {"rc": command.rc})
+
+    def next_timeout(self):
+        waits = [
+            command.exited_at + DRAIN_AFTER_EXIT_S - time.monotonic()
+            for command in self.commands.values()
+            if command.exited_at is not None
+        ]
+        return max(min(waits), 0) if waits else None
+
+    def run(self):
+        while True:
+            for key, _ in self.selector.select(self.next_timeout()):
+                role, command = key.data
+                if role == "inbox":
+                    self.read_inbox()
+                elif role == "output":
+                    if key.fd in command.open_pipes:  # not closed earlier in this round
+                        self.read_output(command, key.fd)
+                elif role == "stdin":
+                    self.flush_stdin(command)
+                elif role == "exit":
+                    self.reap(command)
+            for command in list(self.commands.values()):
+                self.maybe_finish(command)
+
+
+if __name__ == "__main__":
+    Keeper().run()

@@ -1,0 +1,209 @@
+"""The keeper (sandboxes/docker/keeper.py, keeper_script.py): commands through one attached
+channel instead of a `docker exec` each must be indistinguishable from `docker exec` to the
+command, out of reach of the sandbox user, and survivable when a sample's memory use kills it.
+
+    python -m pytest tests/sandboxes/test_docker_keeper.py -q
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from smoldataenvs_tasks.sandboxes.base import SandboxFailure
+from smoldataenvs_tasks.sandboxes.docker import DockerSession, api, keeper
+from smoldataenvs_tasks.sandboxes.docker.spares import start_spare
+from tests.sandboxes.helpers import SMALL_LIMITS
+from tests.sandboxes.test_docker_api import COMMANDS
+
+pytestmark = [pytest.mark.docker, pytest.mark.anyio]
+
+
+@pytest.fixture
+def keeper_in_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's own settings, under which new containers get a keeper (else skip)."""
+    monkeypatch.delenv(api.API_ENV, raising=False)
+    monkeypatch.delenv(keeper.KEEPER_ENV, raising=False)
+    if api.local_socket() is None:
+        pytest.skip("the engine is not on a local socket: containers get no keeper")
+
+
+@pytest.fixture
+async def session(stage_dir: Path, no_leftovers: None, keeper_in_use: None):
+    async with await DockerSession.start(stage_dir, limits=SMALL_LIMITS) as started:
+        assert keeper.takes_commands(started.container_id, keeper.RUNS_AS)
+        yield started
+
+
+def through(monkeypatch: pytest.MonkeyPatch, transport: str) -> None:
+    """Route the next commands of a keeper container: "keeper", "api" (docker exec over the
+    socket) or "cli" (docker exec through the docker CLI)."""
+    monkeypatch.setenv(keeper.KEEPER_ENV, "1" if transport == "keeper" else "0")
+    monkeypatch.setenv(api.API_ENV, "0" if transport == "cli" else "1")
+
+
+TRANSPORTS = ("keeper", "api", "cli")
+# What `docker exec --user 1000:1000` gives a command, read from inside: identity, capabilities,
+# no_new_privs and seccomp, resource limits, cgroup, namespaces, environment, open descriptors.
+PRIVILEGES = (
+    "grep -E '^(Uid|Gid|Groups|Cap[A-Za-z]+|NoNewPrivs|Seccomp|Seccomp_filters):' "
+    "/proc/self/status; ulimit -a; cat /proc/self/cgroup; "
+    "for n in ipc mnt net pid uts user cgroup; do readlink /proc/self/ns/$n; done; "
+    "env | sort; ls /proc/self/fd; cat /proc/self/oom_score_adj; umask"
+)
+
+
+async def test_every_command_gives_the_same_result_through_the_keeper_and_docker_exec(
+    session: DockerSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await session.exec(["mkdir", "-p", "sub"])
+    commands = [
+        *COMMANDS,
+        ("privileges", ["sh", "-c", PRIVILEGES], {}),
+        # docker exec waits ~2 s for output a background process holds open, then cuts it.
+        ("a background process holds stdout", ["sh", "-c", "sleep 4 & echo started"], {}),
+        ("killed by a signal", ["sh", "-c", "kill -TERM $$"], {}),
+    ]
+    for name, argv, options in commands:
+        results = {}
+        for transport in TRANSPORTS:
+            through(monkeypatch, transport)
+            result = await session.exec(argv, **options)
+            if name == "privileges":
+                # The one knowing difference: the keeper also empties the bounding set, which a
+                # docker exec inherits from the keeper (keeper_script.py).
+                bounding = "CapBnd:\t0000000000000000\n"
+                assert (bounding in result.stdout) == (transport == "keeper")
+                kept = [line for line in result.stdout.splitlines(True) if "CapBnd" not in line]
+                result = dataclasses.replace(result, stdout="".join(kept))
+            results[transport] = dataclasses.replace(result, duration_s=0.0)
+        assert results["keeper"] == results["api"] == results["cli"], name
+        if name == "privileges":
+            status = results["keeper"].stdout
+            assert "NoNewPrivs:\t1" in status and "CapEff:\t0000000000000000" in status
+            assert "Uid:\t1000\t1000\t1000\t1000" in status
+        if name == "a background process holds stdout":
+            assert results["keeper"].stdout == "started\n"
+
+
+async def test_commands_running_at_once_each_get_their_own_input_and_output(
+    session: DockerSession,
+) -> None:
+    echo = ["python3", "-c", "import sys; d = sys.stdin.read(); print(len(d), d[:3]); "
+            "print(d[-3:], file=sys.stderr)"]  # fmt: skip
+    inputs = [f"{n:03d}" * (50_000 * n + 1) for n in range(1, 7)]
+    results = await asyncio.gather(*(session.exec(echo, input=text) for text in inputs))
+    for text, result in zip(inputs, results, strict=True):
+        assert result.returncode == 0
+        assert result.stdout == f"{len(text)} {text[:3]}\n"
+        assert result.stderr == f"{text[-3:]}\n"
+
+
+# Run as the sandbox user: every other process in the container (the keeper, its shell, the
+# container's init) must refuse to be signalled, traced, or have its descriptors or memory read.
+REACH_THE_KEEPER = r"""
+import ctypes, os, signal
+me = os.getuid()
+others = [int(p) for p in os.listdir("/proc") if p.isdigit() and os.stat(f"/proc/{p}").st_uid != me]
+assert others, "no process of another user to reach"
+libc = ctypes.CDLL(None, use_errno=True)
+for pid in others:
+    for how in ("kill", "ptrace", "stdin", "environ", "mem"):
+        try:
+            if how == "kill":
+                os.kill(pid, signal.SIGKILL)
+            elif how == "ptrace":
+                if libc.ptrace(16, pid, None, None) != 0:  # PTRACE_ATTACH
+                    raise OSError(ctypes.get_errno(), "ptrace")
+            elif how == "stdin":
+                open(f"/proc/{pid}/fd/0", "wb").write(b"S\0\0\0\1\0\0\0\2{}")
+            else:
+                open(f"/proc/{pid}/{how}", "rb").read(1)
+        except OSError:
+            continue
+        print("reached", pid, how)
+print("refused by", len(others))
+"""
+
+
+async def test_the_sandbox_user_cannot_reach_the_keeper(session: DockerSession) -> None:
+    result = await session.exec(["python3", "-c", REACH_THE_KEEPER])
+    assert result.returncode == 0, result.stderr
+    assert "reached" not in result.stdout
+    assert result.stdout.startswith("refused by ")
+    again = await session.exec(["sh", "-c", "kill -KILL -1; echo after"])
+    assert again.stdout == "after\n"
+    assert keeper.takes_commands(session.container_id, keeper.RUNS_AS)  # still through it
+    assert (await session.exec(["echo", "still here"])).stdout == "still here\n"
+
+
+# Fills the writable directories, then forks processes each smaller than the keeper until the
+# memory limit is reached: the out-of-memory killer's pick is then the keeper.
+KEEPER_SIZED_BLOW_UP = r"""
+import os, time
+for d, mb in (("/tmp", 180), ("/workdir", 120), ("/home/user", 28)):
+    for part in range(0, mb, 60):  # files under the 64 MiB file-size limit
+        with open(f"{d}/fill{part}", "wb") as f:
+            f.write(b"\0" * (min(60, mb - part) << 20))
+for _ in range(60):
+    if os.fork() == 0:
+        b = bytearray(4 << 20)
+        for i in range(0, len(b), 4096):
+            b[i] = 1
+        time.sleep(30)
+        os._exit(0)
+time.sleep(30)
+"""
+
+
+async def test_a_memory_blow_up_that_kills_the_keeper_is_a_memory_limit_and_no_outage(
+    tmp_path: Path, no_leftovers: None, keeper_in_use: None
+) -> None:
+    slot_root = tmp_path / "slots"
+    session = await start_spare(slot_root, limits=SMALL_LIMITS)
+    try:
+        result = await session.exec(["python3", "-c", KEEPER_SIZED_BLOW_UP], timeout=60)
+        assert result.limit == "memory" and result.returncode == 137
+        assert keeper.lost(session.container_id)  # this blow-up did take the keeper down
+        # The sample goes on in the same container, through docker exec (once the killed
+        # processes' memory is back, as after any blow-up).
+        for _ in range(10):
+            after = await session.exec(["sh", "-c", "rm -f /tmp/fill* /workdir/fill*; echo on"])
+            if after.limit != "memory":
+                break
+            await asyncio.sleep(0.5)
+        assert after.stdout == "on\n", after
+        container_id = session.container_id
+        assert await session.recycle() is None  # never reused without its keeper
+        listed = subprocess.run(
+            ["docker", "ps", "--all", "--quiet", "--no-trunc", "--filter", f"id={container_id}"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert listed.stdout.strip() == ""
+    finally:
+        await session.close()
+
+
+async def test_a_container_removed_behind_the_sessions_back_is_a_sandbox_failure(
+    session: DockerSession,
+) -> None:
+    await session.exec(["true"])
+    subprocess.run(
+        ["docker", "rm", "--force", session.container_id], capture_output=True, check=True
+    )
+    with pytest.raises(SandboxFailure, match="is gone"):
+        await session.exec(["true"])
+
+
+async def test_without_a_keeper_containers_keep_sleep_and_docker_exec(
+    stage_dir: Path, no_leftovers: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(keeper.KEEPER_ENV, "0")
+    async with await DockerSession.start(stage_dir, limits=SMALL_LIMITS) as session:
+        assert not keeper.takes_commands(session.container_id, keeper.RUNS_AS)
+        result = await session.exec(["sh", "-c", "cat /proc/1/cmdline | tr '\\0' ' '"])
+        assert "sleep infinity" in result.stdout
