@@ -5,8 +5,8 @@
     .venv/bin/python bench/bench_e2e.py --smoke    # 3 tasks: proves it runs (tests/bench)
     .venv/bin/python bench/bench_e2e.py --only core,threads --wait-quiet 2.5 --json out.json
 
-Groups (`--only`): core and docker (repeated, interleaved), defaults, threads, scale, agentic,
-lmeval, rss. The numbers, the machine and the levers are in docs/performance.md.
+Groups (`--only`): core, docker and docker-scale (repeated, interleaved), defaults, threads,
+scale, agentic, lmeval, rss. The numbers, the machine and the levers are in docs/performance.md.
 
 What it does, all in one run so the ratios are measured side by side:
 
@@ -183,7 +183,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--only",
         default=None,
-        help="comma-separated groups: core, defaults, scale, agentic, lmeval, docker, rss",
+        help="comma-separated groups: core, defaults, scale, agentic, lmeval, docker, "
+        "docker-scale, rss",
     )
     parser.add_argument("--skip-docker", action="store_true")
     parser.add_argument(

@@ -66,6 +66,11 @@ SIZES = {  # (N for the core rows, N for the scale rows, N in Docker, N per big-
 }
 
 
+# N of the docker-scale rows: the test split's size, what a leaderboard run grades (smaller N
+# lets the run's fixed start-up cost weigh on the 1-to-2-worker ratio).
+N_DOCKER_SCALE = {"full": 250, "quick": 30, "smoke": 0}
+
+
 def plan(mode: str, only: str | None, docker_ok: bool) -> list[Config]:
     """Every configuration to measure, in the order they are run."""
     n_small, n_large, n_docker, n_rss = SIZES[mode]
@@ -85,7 +90,7 @@ def plan(mode: str, only: str | None, docker_ok: bool) -> list[Config]:
         env: dict[str, str] | None = None,
     ) -> None:
         # Docker rows too: their overhead is read against the bare floor, so they interleave with it
-        repeated = group in ("core", "docker")
+        repeated = group in ("core", "docker", "docker-scale")
         configs.append(
             Config(
                 key,
@@ -148,6 +153,12 @@ def plan(mode: str, only: str | None, docker_ok: bool) -> list[Config]:
                 add(f"lmeval-p-dockerfresh-{w}", "lm-eval program, no reuse", "lmeval",
                     "program", "docker", n_docker, w, "docker", f"n{n_docker}",
                     env={"SMOLDATAENVS_DOCKER_REUSE": "0"})  # fmt: skip
+        if docker_ok:
+            n_scale = N_DOCKER_SCALE[mode]
+            for w in (1, 2):  # the scaling of our Docker provider at a real run's size
+                add(f"insp-p-dockerscale-{w}", "Inspect program, smoldataenvs-docker provider",
+                    "inspect", "program", "docker", n_scale, w, "docker-scale",
+                    f"n{n_scale}")  # fmt: skip
         for label in ("rss1mb", "rss500mb"):
             add(f"insp-p-bwrap-{label}", f"Inspect program, {label[3:].upper()} tables",
                 "inspect", "program", "bwrap", n_rss, 2, "rss", label)  # fmt: skip

@@ -284,6 +284,7 @@ def _docker_verdicts(measured: dict[str, Measured], summary: dict[str, Any]) -> 
     )
     for key, label in (
         ("insp-p-docker", "Inspect + smoldataenvs-docker"),
+        ("insp-p-dockerscale", "Inspect + smoldataenvs-docker at the test split's size"),
         ("insp-p-dockerfresh", "Inspect + smoldataenvs-docker, no reuse"),
         ("insp-p-compose", "Inspect + stock docker + compose"),
         ("lmeval-p-docker", "lm-eval (DockerSession from spares, reused)"),
@@ -293,8 +294,8 @@ def _docker_verdicts(measured: dict[str, Measured], summary: dict[str, Any]) -> 
         if not (one and two and one.per_sample() and two.per_sample()):
             continue
         scaling = one.per_sample() / two.per_sample()
-        text = f"- {label}: throughput x{scaling:.2f} from 1 to 2 workers"
-        if key == "insp-p-docker":
+        text = f"- {label}: throughput x{scaling:.2f} from 1 to 2 workers (N={one.config.n})"
+        if key in ("insp-p-docker", "insp-p-dockerscale"):
             mark = "met" if scaling >= TARGET_SCALING else "NOT met"
             text += f" (target >= {TARGET_SCALING}x): {mark}"
         lines.append(f"{text}; the bare programs: x{_fmt(bare_scaling, '.2f')}")

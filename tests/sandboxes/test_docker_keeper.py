@@ -199,6 +199,21 @@ async def test_a_container_removed_behind_the_sessions_back_is_a_sandbox_failure
         await session.exec(["true"])
 
 
+async def test_a_container_removed_mid_command_is_a_sandbox_failure_not_a_result(
+    session: DockerSession,
+) -> None:
+    async def remove_soon() -> None:
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(
+            subprocess.run, ["docker", "rm", "--force", session.container_id], capture_output=True
+        )
+
+    removing = asyncio.create_task(remove_soon())
+    with pytest.raises(SandboxFailure, match="is gone"):
+        await session.exec(["sh", "-c", "echo begun; sleep 30"])  # its marker came through
+    await removing
+
+
 async def test_without_a_keeper_containers_keep_sleep_and_docker_exec(
     stage_dir: Path, no_leftovers: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -93,6 +93,9 @@ class KeeperExec:
         self.result: asyncio.Future[tuple[int, bytes]] = asyncio.get_running_loop().create_future()
         # The keeper died while this ran (the caller tells a memory blow-up from a broken sandbox).
         self.keeper_died = False
+        # The channel closed while this ran (the container was removed or stopped): no outcome of
+        # the command's own, whatever it printed before.
+        self.channel_lost = False
 
     async def wait(self) -> tuple[int, bytes]:
         """(exit code, b"") or, when the command could not run, (1, why) as the CLI gives it."""
@@ -192,32 +195,37 @@ class Channel:
             )
             return
         self._inbox += chunk
-        while len(self._inbox) >= _HEADER_SIZE:
-            size = int.from_bytes(self._inbox[5:9], "big")
-            if len(self._inbox) < _HEADER_SIZE + size:
-                return
-            kind = self._inbox[0]
-            number = int.from_bytes(self._inbox[1:5], "big")
-            payload = bytes(self._inbox[_HEADER_SIZE : _HEADER_SIZE + size])
-            del self._inbox[: _HEADER_SIZE + size]
-            if kind == _DIED:
-                self._keeper_died()
-                continue
-            running = self._running.get(number)
-            if running is None:
-                continue  # a command we stopped listening to
-            if kind == _OUT:
-                running.on_output(1, payload)
-            elif kind == _ERR:
-                running.on_output(2, payload)
-            elif kind == _EXIT:
-                del self._running[number]
-                outcome = json.loads(payload)
-                if "rc" in outcome:
-                    running.result.set_result((int(outcome["rc"]), b""))
-                else:
-                    message = f"the sandbox keeper could not start the command: {outcome['error']}"
-                    running.result.set_result((126, f"{message}\n".encode()))
+        inbox, at = self._inbox, 0
+        while len(inbox) - at >= _HEADER_SIZE:
+            size = int.from_bytes(inbox[at + 5 : at + 9], "big")
+            if len(inbox) - at < _HEADER_SIZE + size:
+                break
+            kind = inbox[at]
+            number = int.from_bytes(inbox[at + 1 : at + 5], "big")
+            payload = bytes(inbox[at + _HEADER_SIZE : at + _HEADER_SIZE + size])
+            at += _HEADER_SIZE + size
+            self._dispatch(kind, number, payload)
+        del inbox[:at]  # once per chunk: frames are small, chunks are not
+
+    def _dispatch(self, kind: int, number: int, payload: bytes) -> None:
+        if kind == _DIED:
+            self._keeper_died()
+            return
+        running = self._running.get(number)
+        if running is None:
+            return  # a command we stopped listening to
+        if kind == _OUT:
+            running.on_output(1, payload)
+        elif kind == _ERR:
+            running.on_output(2, payload)
+        elif kind == _EXIT:
+            del self._running[number]
+            outcome = json.loads(payload)
+            if "rc" in outcome:
+                running.result.set_result((int(outcome["rc"]), b""))
+            else:
+                message = f"the sandbox keeper could not start the command: {outcome['error']}"
+                running.result.set_result((126, f"{message}\n".encode()))
 
     def _keeper_died(self) -> None:
         logger.warning(
@@ -235,6 +243,7 @@ class Channel:
             self._closed = f"Error response from daemon: {why}"
         for running in self._running.values():
             if not running.result.done():
+                running.channel_lost = not running.keeper_died
                 running.result.set_result((1, f"{self._closed}\n".encode()))
         self._running.clear()
 

@@ -53,8 +53,9 @@ OUT, ERR, EXIT = b"O"[0], b"R"[0], b"X"[0]
 # frame in the stream, so the "died" frame its parent shell sends next is read as one.
 CHUNK = 4096 - HEADER.size
 DRAIN_AFTER_EXIT_S = 2.0
+# By absolute path, as root: the PATH in a command's environment is the caller's to choose.
 DROP_TO_SANDBOX_USER = [
-    "setpriv", "--reuid=1000", "--regid=1000", "--groups=1000",
+    "/usr/bin/setpriv", "--reuid=1000", "--regid=1000", "--groups=1000",
     "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
 ]  # fmt: skip
 
@@ -149,7 +150,7 @@ class Keeper:
         workdir = str(request.get("workdir") or "/")
         if workdir != "/":
             # The directory is entered as the sandbox user (root here has no DAC capabilities).
-            argv = ["env", f"--chdir={workdir}", "--", *argv]
+            argv = ["/usr/bin/env", f"--chdir={workdir}", "--", *argv]
         env = dict(self.base_env)
         for variable in request.get("env") or ():
             key, _, value = str(variable).partition("=")

@@ -494,6 +494,10 @@ class DockerSession:
         finally:
             finished.cancel()
             overflowed.cancel()
+        if getattr(running, "channel_lost", False):
+            # The container went away mid-command: whatever it printed, no outcome of its own.
+            message = refusal.decode(errors="replace").strip()
+            raise engine_error(message) or SandboxFailure(message)
         return _Captured(
             returncode=returncode,
             stdout=bytes(buffers[1]),
