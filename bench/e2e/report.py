@@ -298,7 +298,17 @@ def _docker_verdicts(measured: dict[str, Measured], summary: dict[str, Any]) -> 
         if key in ("insp-p-docker", "insp-p-dockerscale"):
             mark = "met" if scaling >= TARGET_SCALING else "NOT met"
             text += f" (target >= {TARGET_SCALING}x): {mark}"
-        lines.append(f"{text}; the bare programs: x{_fmt(bare_scaling, '.2f')}")
+        text += f"; the bare programs: x{_fmt(bare_scaling, '.2f')}"
+        if bare_scaling:  # the programs' own scaling bounds any harness's
+            text += f" ({scaling / bare_scaling:.0%} of it)"
+        overheads = [
+            run.per_sample() - floor.per_sample()
+            for run, floor in ((one, measured.get("bare-p-1")), (two, measured.get("bare-p-2")))
+            if floor and floor.per_sample()
+        ]
+        if len(overheads) == 2:
+            text += f"; overhead per sample {overheads[0]:+.3f} s -> {overheads[1]:+.3f} s"
+        lines.append(text)
     ours, fresh = measured.get("insp-p-docker-1"), measured.get("insp-p-dockerfresh-1")
     if ours and fresh and ours.cpu_per_sample() and fresh.cpu_per_sample():
         lines.append(

@@ -1,7 +1,7 @@
 """The keeper of a sandbox container: runs the host's commands as the sandbox user, no engine call
-per command. Runs inside the container as its main process (root, see below); not imported by the
-package: `keeper.py` starts the container with this file's source as `python3 -I -S -c` (stdlib
-only).
+per command. Runs inside the container as root (see below), under the container's main shell
+(keeper.py's KEEPER_SHELL passes this file's source to `python3 -I -S -c`; stdlib only). Not
+imported by the package.
 
 Why it exists: a `docker exec` costs the engine ~0.075 s of CPU (runc starts, joins the
 container's namespaces and cgroups, then exits); a sample made two (its program and the reset).
@@ -26,12 +26,11 @@ command killed at the memory limit) and the container lives on without its keepe
 
 Privileges. The keeper runs as root with three capabilities and no others (keeper.py):
 SETUID and SETGID to become the sandbox user and SETPCAP to empty the command's bounding set.
-Every command runs under `setpriv` as uid and
-gid 1000 (group list: 1000), with no capabilities and no_new_privs: what `docker exec --user
-1000:1000` gives, and stricter in one way, an empty bounding set (a `docker exec` in this
-container would inherit the keeper's three there, unusable as uid 1000 with no_new_privs). The sandbox
-user cannot signal, trace or read the keeper (another uid, no capabilities), so a program's
-`kill -9 -1` or memory blow-up cannot take the sandbox down.
+Every command runs under `setpriv` as uid and gid 1000 (group list: 1000), with no capabilities
+and no_new_privs: what `docker exec --user 1000:1000` gives, and stricter in one way, an empty
+bounding set (a `docker exec` in this container would inherit the keeper's three there, unusable
+as uid 1000 with no_new_privs). The sandbox user cannot signal, trace or read the keeper
+(another uid, no capabilities), so a program's `kill -9 -1` cannot take the sandbox down.
 
 Exit, as `docker exec` reports it: the command's exit status, 128 + n for a death by signal n,
 once its output pipes are closed, or `DRAIN_AFTER_EXIT_S` after it exited when a background
