@@ -1,6 +1,7 @@
 """`docker exec` over the Engine API's unix socket, without starting the docker CLI.
 
-Every sandboxed command and every reset is a `docker exec`. Through the CLI each one starts a
+Where a container has no keeper (keeper.py), every command and every reset is a `docker exec`.
+Through the CLI each one starts a
 42 MB Go binary: ~25 ms of CPU and ~25 ms of latency on top of the engine's own work
 (bench/bench_docker.py, docs/performance.md). Speaking the engine's HTTP API on its socket from
 this process costs neither. Only `exec` goes this way; `run`, `rm`, `inspect`, `build` and the
@@ -36,6 +37,9 @@ DEFAULT_SOCKET = "/var/run/docker.sock"
 # again for this long (the engine records it before closing the stream; this is a safety net).
 EXIT_CODE_WAIT_S = 5.0
 _FRAME = struct.Struct(">BxxxI")
+# After a command ends or is killed, its output still on the way is waited for this long (every
+# exec runner: engine.py's and keeper.py's).
+DRAIN_S = 10.0
 
 
 class EngineRefused(Exception):

@@ -1,5 +1,6 @@
-"""The Docker engine, as the sandbox calls it: the CLI for managing containers, `exec_in` for
-commands (over the Engine API's socket when the engine is local, api.py), one reading of errors.
+"""The Docker engine, as the sandbox calls it: the CLI for managing containers, `start_exec` and
+`exec_in` for commands (through the container's keeper, keeper.py, or a `docker exec` over the
+Engine API's socket when the engine is local, api.py, else the CLI), one reading of errors.
 
 Every container the package starts carries `LABEL_SESSION` and an owner label (host and pid), so
 `cleanup.py` can find the ones a killed harness process left behind.
@@ -79,12 +80,11 @@ async def docker(
     return proc.returncode if proc.returncode is not None else -1, out, err
 
 
-# After a command ends or is killed, its output still on the way is waited for this long.
-DRAIN_S = 10.0
-
-
 class _ApiExec:
     """A `docker exec` running through the Engine API (api.py)."""
+
+    # What only a command through a keeper can report (keeper.KeeperExec).
+    keeper_died = channel_lost = False
 
     def __init__(self, task: asyncio.Task[int]) -> None:
         self._task = task
@@ -98,9 +98,9 @@ class _ApiExec:
 
     async def stop(self, *, drain: bool = True) -> None:
         """After the caller killed the command in the container: take in what is still on the
-        way (`drain`, up to DRAIN_S), then cut the stream."""
+        way (`drain`, up to api.DRAIN_S), then cut the stream."""
         if drain:
-            await asyncio.wait({self._task}, timeout=DRAIN_S)
+            await asyncio.wait({self._task}, timeout=api.DRAIN_S)
         self._task.cancel()
         with contextlib.suppress(BaseException):
             await self._task
@@ -109,6 +109,8 @@ class _ApiExec:
 class _CliExec:
     """A `docker exec` running through the CLI, for engines the API path does not reach."""
 
+    keeper_died = channel_lost = False  # as _ApiExec
+
     def __init__(self, proc: asyncio.subprocess.Process, tasks: list[asyncio.Task[None]]) -> None:
         self._proc = proc
         self._tasks = tasks
@@ -116,7 +118,7 @@ class _CliExec:
     async def wait(self) -> tuple[int, bytes]:
         await self._proc.wait()
         # Drain what is left in the pipes (bounded by the caller's cap) once the client exited.
-        await asyncio.wait(self._tasks, timeout=DRAIN_S)
+        await asyncio.wait(self._tasks, timeout=api.DRAIN_S)
         return self._proc.returncode if self._proc.returncode is not None else -1, b""
 
     async def stop(self, *, drain: bool = True) -> None:
@@ -124,7 +126,7 @@ class _CliExec:
             self._proc.kill()
         await self._proc.wait()
         if drain:  # what the client read before it died is still in the pipes
-            await asyncio.wait(self._tasks, timeout=DRAIN_S)
+            await asyncio.wait(self._tasks, timeout=api.DRAIN_S)
         for task in self._tasks:
             task.cancel()
 

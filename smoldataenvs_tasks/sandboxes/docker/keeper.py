@@ -42,8 +42,6 @@ KEEPER_ENV = "SMOLDATAENVS_DOCKER_KEEPER"
 RUNS_AS = "1000:1000"
 # The keeper's privileges: root with only these capabilities (keeper_script.py says why each).
 CAPABILITIES = ("SETUID", "SETGID", "SETPCAP")
-# After a command ends or is killed, its output still on the way is waited for this long.
-DRAIN_S = 10.0
 
 _START, _STDIN, _STDIN_END, _FORGET = b"S"[0], b"I"[0], b"E"[0], b"F"[0]
 _OUT, _ERR, _EXIT, _DIED = b"O"[0], b"R"[0], b"X"[0], b"D"[0]
@@ -77,10 +75,6 @@ def keeper_command() -> list[str]:
     return ["-c", KEEPER_SHELL, "keeper", KEEPER_SCRIPT]
 
 
-class KeeperGone(ConnectionError):
-    """The keeper's channel closed: the container was removed, stopped or its keeper died."""
-
-
 class KeeperExec:
     """One command running through a keeper; the interface of engine's other exec runners."""
 
@@ -103,9 +97,9 @@ class KeeperExec:
 
     async def stop(self, *, drain: bool = True) -> None:
         """After the caller killed the command in the container: take in what is still on the
-        way (`drain`, up to DRAIN_S), then stop listening (the keeper still reaps it)."""
+        way (`drain`, up to api.DRAIN_S), then stop listening (the keeper still reaps it)."""
         if drain:
-            await asyncio.wait({self.result}, timeout=DRAIN_S)
+            await asyncio.wait({self.result}, timeout=api.DRAIN_S)
         if not self.result.done():
             if self._channel is not None:
                 self._channel.forget_command(self.number)
@@ -156,8 +150,9 @@ class Channel:
         number = next(_numbers) & 0xFFFFFFFF
         running = KeeperExec(self, number, on_output)
         self._running[number] = running
-        request = {"argv": list(argv), "env": list(env), "workdir": workdir}
-        request["stdin"] = input is not None
+        request = {
+            "argv": list(argv), "env": list(env), "workdir": workdir, "stdin": input is not None
+        }  # fmt: skip
         self._send(_START, number, json.dumps(request).encode())
         if input is not None:
             for offset in range(0, len(input), _STDIN_PIECE):

@@ -91,15 +91,9 @@ class Keeper:
             view = view[written:]
 
     def finish(self, command, result):
+        """Called once the command was reaped (`reap` closed its pidfd)."""
         self.commands.pop(command.number, None)
-        for fd in list(command.open_pipes):
-            self.close_pipe(command, fd)
-        if command.proc.stdin is not None and not command.proc.stdin.closed:
-            self.close_stdin(command)
-        if command.pidfd is not None:
-            self.selector.unregister(command.pidfd)
-            os.close(command.pidfd)
-            command.pidfd = None
+        self.close_pipes(command)
         if not command.forgotten:
             self.send(EXIT, command.number, json.dumps(result).encode())
 
@@ -136,10 +130,7 @@ class Keeper:
             self.flush_stdin(command)
         elif kind == FORGET:
             command.forgotten = True
-            for fd in list(command.open_pipes):
-                self.close_pipe(command, fd)
-            if command.proc.stdin is not None and not command.proc.stdin.closed:
-                self.close_stdin(command)
+            self.close_pipes(command)
             self.maybe_finish(command)
 
     # -- commands -------------------------------------------------------------------------------
@@ -224,6 +215,13 @@ class Keeper:
             return
         self.close_pipe(command, fd)
         self.maybe_finish(command)
+
+    def close_pipes(self, command):
+        """Every pipe to and from the command: its output is no longer read, its input dropped."""
+        for fd in list(command.open_pipes):
+            self.close_pipe(command, fd)
+        if command.proc.stdin is not None and not command.proc.stdin.closed:
+            self.close_stdin(command)
 
     def close_pipe(self, command, fd):
         command.open_pipes.pop(fd, None)

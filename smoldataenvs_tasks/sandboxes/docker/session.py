@@ -2,23 +2,24 @@
 through the `smoldataenvs-docker` provider (inspect_adapter/docker_provider.py).
 
 One container per session, started from the sandbox image with the contract's limits; each
-command is a `docker exec`. Inspect can also run the same image through its own docker provider
+command goes through the container's keeper (keeper.py) where the engine is local, else it is a
+`docker exec`. Inspect can also run the same image through its own docker provider
 with `resources/compose.yaml` (bind-mounted tables) or `resources/compose.remote.yaml` (a stager).
 
     async with await DockerSession.start(stage_dir) as session:
         result = await session.exec(["python3", "-c", "print(1)"], timeout=30)
 
 Design notes (why, not what):
-* The container's keeper process (`sleep infinity` under docker-init) runs as uid 65534 and every
-  command as uid 1000, so a program's `kill -9 -1` cannot take the sandbox down and turn its own
-  0 into an ungraded sample; the same trick lets the host kill every user process after a timeout
-  or an output overflow without losing the container.
+* The container's keeper process (keeper_script.py as root, or `sleep infinity` as uid 65534
+  without one) is another uid than every command's (1000), so a program's `kill -9 -1` cannot
+  take the sandbox down and turn its own 0 into an ungraded sample; the same trick lets the host
+  kill every user process after a timeout or an output overflow without losing the container.
 * The root filesystem is read-only; /tmp, /workdir, /home/user and /home/user/input are tmpfs
   mounts (sizes in `contract.writable_dir_sizes`). Their pages count against the container's memory limit, so a
   program's files can never fill the host's disk.
 * The image's init script (links the tables into the input dir, seeds Matplotlib's font cache)
   runs in the session's first command, not in an exec of its own: under Inspect the tables are
-  staged after the container starts, and one `docker exec` less is ~0.07 s of every sample.
+  staged after the container starts, and one command less is one fewer round trip per sample.
 * A spare (spares.py: started before its sample is known) mounts an empty "slot" directory of its
   own; `use_tables(stage_dir)` names the sample's stage dir, whose tables are hard-linked into the
   slot on the host just before the first command. Read-only inside either way.
@@ -478,7 +479,7 @@ class DockerSession:
             )
             if finished in done:
                 returncode, refusal = finished.result()
-                keeper_died = getattr(running, "keeper_died", False)
+                keeper_died = running.keeper_died
                 if keeper_died:
                     refusal = b""  # not the command's output; _after_keeper_death says why
             else:  # killed by us: no exit code of its own, as every sandbox reports it
@@ -494,7 +495,7 @@ class DockerSession:
         finally:
             finished.cancel()
             overflowed.cancel()
-        if getattr(running, "channel_lost", False):
+        if running.channel_lost:
             # The container went away mid-command: whatever it printed, no outcome of its own.
             message = refusal.decode(errors="replace").strip()
             raise engine_error(message) or SandboxFailure(message)
