@@ -103,6 +103,19 @@ async def test_commands_running_at_once_each_get_their_own_input_and_output(
         assert result.stderr == f"{text[-3:]}\n"
 
 
+async def test_a_cancelled_command_reaped_later_leaves_the_next_commands_pipes_open(
+    session: DockerSession,
+) -> None:
+    """Regression: the keeper closed a cancelled command's pipes by number while its Popen files
+    still owned them; a later command got the same numbers, and when the cancelled one was reaped
+    and collected its files closed the later command's pipes (keeper died of EBADF, CI run 21)."""
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(session.exec(["sleep", "1"], timeout=60), 0.3)
+    later = await session.exec(["sh", "-c", "sleep 2; echo after; echo err >&2"])
+    assert (later.returncode, later.stdout, later.stderr) == (0, "after\n", "err\n")
+    assert keeper.takes_commands(session.container_id, keeper.RUNS_AS)
+
+
 # Run as the sandbox user: every other process in the container (the keeper, its shell, the
 # container's init) must refuse to be signalled, traced, or have its descriptors or memory read.
 REACH_THE_KEEPER = r"""

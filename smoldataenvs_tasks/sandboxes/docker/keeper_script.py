@@ -64,7 +64,7 @@ class Command:
         self.number = number
         self.proc = proc
         self.pidfd = os.pidfd_open(proc.pid)
-        self.open_pipes = {}  # fd -> frame kind
+        self.open_pipes = {}  # fd -> (frame kind, the Popen file that owns the fd)
         self.pending_stdin = bytearray()
         self.stdin_ended = False
         self.rc = None
@@ -164,7 +164,7 @@ class Keeper:
         for pipe, kind in ((proc.stdout, OUT), (proc.stderr, ERR)):
             fd = pipe.fileno()
             os.set_blocking(fd, False)
-            command.open_pipes[fd] = kind
+            command.open_pipes[fd] = (kind, pipe)
             self.selector.register(fd, selectors.EVENT_READ, ("output", command))
         if proc.stdin is not None:
             os.set_blocking(proc.stdin.fileno(), False)
@@ -211,7 +211,7 @@ class Keeper:
         except OSError:
             data = b""
         if data:
-            self.send(command.open_pipes[fd], command.number, data)
+            self.send(command.open_pipes[fd][0], command.number, data)
             return
         self.close_pipe(command, fd)
         self.maybe_finish(command)
@@ -224,9 +224,12 @@ class Keeper:
             self.close_stdin(command)
 
     def close_pipe(self, command, fd):
-        command.open_pipes.pop(fd, None)
+        """Closed through the Popen file that owns the fd, never with os.close: that file would
+        close the same number again when the command is collected, and by then the number may be
+        a later command's pipe (a cancelled command outliving its pipes did exactly that)."""
+        _, pipe = command.open_pipes.pop(fd)
         self.selector.unregister(fd)
-        os.close(fd)
+        pipe.close()
 
     def reap(self, command):
         _, status = os.waitpid(command.proc.pid, 0)
