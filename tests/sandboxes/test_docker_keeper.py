@@ -8,7 +8,9 @@ command, out of reach of the sandbox user, and survivable when a sample's memory
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import random
 import subprocess
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from smoldataenvs_tasks.sandboxes.docker import DockerSession, api, keeper
 from smoldataenvs_tasks.sandboxes.docker.spares import start_spare
 from tests.sandboxes.helpers import SMALL_LIMITS
 from tests.sandboxes.test_docker_api import COMMANDS
+from tests.sandboxes.test_docker_session import PROCESSES
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
 
@@ -53,7 +56,10 @@ PRIVILEGES = (
     "grep -E '^(Uid|Gid|Groups|Cap[A-Za-z]+|NoNewPrivs|Seccomp|Seccomp_filters):' "
     "/proc/self/status; ulimit -a; cat /proc/self/cgroup; "
     "for n in ipc mnt net pid uts user cgroup; do readlink /proc/self/ns/$n; done; "
-    "env | sort; ls /proc/self/fd; cat /proc/self/oom_score_adj; umask"
+    "env | sort; ls /proc/self/fd; cat /proc/self/oom_score_adj; umask; "
+    # Whether the command's process group leads its session (runc's setsid; the keeper's own).
+    'awk \'{print ($5 == $6) ? "group leads its session" : "group inside a session"}\' '
+    "/proc/self/stat"
 )
 
 
@@ -86,6 +92,7 @@ async def test_every_command_gives_the_same_result_through_the_keeper_and_docker
             status = results["keeper"].stdout
             assert "NoNewPrivs:\t1" in status and "CapEff:\t0000000000000000" in status
             assert "Uid:\t1000\t1000\t1000\t1000" in status
+            assert "group leads its session" in status
         if name == "a background process holds stdout":
             assert results["keeper"].stdout == "started\n"
 
@@ -114,6 +121,52 @@ async def test_a_cancelled_command_reaped_later_leaves_the_next_commands_pipes_o
     later = await session.exec(["sh", "-c", "sleep 2; echo after; echo err >&2"])
     assert (later.returncode, later.stdout, later.stderr) == (0, "after\n", "err\n")
     assert keeper.takes_commands(session.container_id, keeper.RUNS_AS)
+
+
+async def test_the_keeper_survives_many_commands_cancelled_at_random_moments(
+    session: DockerSession,
+) -> None:
+    """Commands started, fed, cancelled and reaped in every order (seeded): the keeper keeps
+    serving, and every command that is not cancelled gets exactly its own output."""
+    rng = random.Random(16)
+
+    async def one(n: int) -> None:
+        text = f"{n:04d}" * rng.randint(1, 40_000)
+        argv = ["sh", "-c", f"sleep {rng.choice(['0', '0.05', '0.2', '0.5'])}; cat; echo {n} >&2"]
+        cancel_after = rng.choice([None, None, 0.01, 0.1, 0.3])
+        running = session.exec(argv, input=text, timeout=60)
+        if cancel_after is None:
+            result = await running
+            assert (result.returncode, result.stdout, result.stderr) == (0, text, f"{n}\n")
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(running, cancel_after)
+
+    for batch in range(0, 40, 5):
+        await asyncio.gather(*(one(n) for n in range(batch, batch + 5)))
+    assert keeper.takes_commands(session.container_id, keeper.RUNS_AS)
+    left = await session.exec(PROCESSES)
+    leftovers = [line for line in left.stdout.splitlines() if line.startswith(("sleep", "cat"))]
+    assert leftovers == []
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_command_cut_off_beside_others_kills_only_its_own_process_group(
+    session: DockerSession, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    """Inspect runs a turn's parallel tool calls at once: one cut off by the host (its output
+    overflowed, or it was cancelled) must not take the others down with `kill -1`."""
+    through(monkeypatch, transport)
+    sibling = asyncio.create_task(session.exec(["sh", "-c", "sleep 3; echo sibling"], timeout=60))
+    await asyncio.sleep(0.5)
+    flooded = await session.exec(["sh", "-c", "yes; sleep 101"], timeout=60)
+    assert flooded.limit == "output"
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(session.exec(["sleep", "102"], timeout=60), 0.5)
+    result = await sibling
+    assert (result.returncode, result.stdout) == (0, "sibling\n")
+    left = await session.exec(PROCESSES)
+    assert "sleep 101" not in left.stdout and "sleep 102" not in left.stdout
 
 
 # Run as the sandbox user: every other process in the container (the keeper, its shell, the

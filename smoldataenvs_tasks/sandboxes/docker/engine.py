@@ -96,6 +96,11 @@ class _ApiExec:
         except (api.EngineRefused, ConnectionError) as error:
             return 1, f"{error}\n".encode()
 
+    def kill_group(self) -> bool:
+        """A `docker exec` cannot be killed through its stream: the caller kills the command's
+        process group in the container (keeper.KeeperExec can)."""
+        return False
+
     async def stop(self, *, drain: bool = True) -> None:
         """After the caller killed the command in the container: take in what is still on the
         way (`drain`, up to api.DRAIN_S), then cut the stream."""
@@ -121,6 +126,9 @@ class _CliExec:
         await asyncio.wait(self._tasks, timeout=api.DRAIN_S)
         return self._proc.returncode if self._proc.returncode is not None else -1, b""
 
+    def kill_group(self) -> bool:
+        return False  # as _ApiExec
+
     async def stop(self, *, drain: bool = True) -> None:
         with contextlib.suppress(ProcessLookupError):
             self._proc.kill()
@@ -129,6 +137,10 @@ class _CliExec:
             await asyncio.wait(self._tasks, timeout=api.DRAIN_S)
         for task in self._tasks:
             task.cancel()
+
+
+# What start_exec returns: wait(), stop(), kill_group(), keeper_died, channel_lost.
+ExecRunner = _ApiExec | _CliExec | keeper.KeeperExec
 
 
 async def start_exec(
@@ -140,11 +152,12 @@ async def start_exec(
     env: Sequence[str] = (),
     input: bytes | None = None,
     on_output: Callable[[int, bytes], None],
-) -> _ApiExec | _CliExec | keeper.KeeperExec:
+) -> ExecRunner:
     """Start `docker exec` of `argv` (over the engine's socket when it is local, api.py; else the
     CLI); its output goes to `on_output(stream, bytes)` (1 = stdout, 2 = stderr) as it comes.
     `await running.wait()` gives (exit code, the engine's refusal or b""); `running.stop()` cuts
-    it off (the command itself keeps running in the container: callers kill it there).
+    it off (the command itself keeps running in the container: callers kill it there, or have
+    `running.kill_group()` do it where it can).
     A container run with a keeper (keeper.py) takes its sandbox user's commands through it."""
     if keeper.takes_commands(container_id, user):
         return await keeper.start_command(

@@ -43,7 +43,7 @@ RUNS_AS = "1000:1000"
 # The keeper's privileges: root with only these capabilities (keeper_script.py says why each).
 CAPABILITIES = ("SETUID", "SETGID", "SETPCAP")
 
-_START, _STDIN, _STDIN_END, _FORGET = b"S"[0], b"I"[0], b"E"[0], b"F"[0]
+_START, _STDIN, _STDIN_END, _FORGET, _KILL = b"S"[0], b"I"[0], b"E"[0], b"F"[0], b"K"[0]
 _OUT, _ERR, _EXIT, _DIED = b"O"[0], b"R"[0], b"X"[0], b"D"[0]
 _HEADER_SIZE = 9
 _STDIN_PIECE = 256 * 1024
@@ -94,6 +94,13 @@ class KeeperExec:
     async def wait(self) -> tuple[int, bytes]:
         """(exit code, b"") or, when the command could not run, (1, why) as the CLI gives it."""
         return await asyncio.shield(self.result)
+
+    def kill_group(self) -> bool:
+        """Have the keeper SIGKILL this command's process group (it leads its own), leaving the
+        container's other commands running. False when there is no keeper to ask."""
+        if self._channel is None or self.result.done():
+            return self._channel is not None
+        return self._channel.kill_command(self.number)
 
     async def stop(self, *, drain: bool = True) -> None:
         """After the caller killed the command in the container: take in what is still on the
@@ -161,6 +168,12 @@ class Channel:
         with contextlib.suppress(ConnectionError):
             await self._writer.drain()
         return running
+
+    def kill_command(self, number: int) -> bool:
+        if self._closed is not None:
+            return False
+        self._send(_KILL, number)
+        return True
 
     def forget_command(self, number: int) -> None:
         if self._running.pop(number, None) is not None and self._closed is None:

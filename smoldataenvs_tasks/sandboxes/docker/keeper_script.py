@@ -15,6 +15,7 @@ length; `HEADER`) and the payload.
 
     host -> keeper  S start {"argv", "env", "workdir", "stdin"}   I stdin bytes   E end of stdin
                     F forget (the host stopped waiting: close its pipes, still reap it)
+                    K kill the command's process group (it was cut off by the host)
     keeper -> host  O stdout bytes   R stderr bytes   X exit {"rc"} or {"error"}
     shell -> host   D the keeper died (keeper.py's KEEPER_SHELL sends it, then keeps the
                     container alive with `sleep`: later commands go through `docker exec`)
@@ -40,19 +41,21 @@ process still holds them (containerd waits as long, then cuts the stream).
 import json
 import os
 import selectors
+import signal
 import struct
 import subprocess
 import sys
 import time
 
 HEADER = struct.Struct(">BII")
-START, STDIN, STDIN_END, FORGET = b"S"[0], b"I"[0], b"E"[0], b"F"[0]
+START, STDIN, STDIN_END, FORGET, KILL = b"S"[0], b"I"[0], b"E"[0], b"F"[0], b"K"[0]
 OUT, ERR, EXIT = b"O"[0], b"R"[0], b"X"[0]
 # Frames of at most PIPE_BUF bytes are written whole: a keeper killed mid-write never leaves half a
 # frame in the stream, so the "died" frame its parent shell sends next is read as one.
 CHUNK = 4096 - HEADER.size
 DRAIN_AFTER_EXIT_S = 2.0
 # By absolute path, as root: the PATH in a command's environment is the caller's to choose.
+SANDBOX_UID = 1000
 DROP_TO_SANDBOX_USER = [
     "/usr/bin/setpriv", "--reuid=1000", "--regid=1000", "--groups=1000",
     "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
@@ -132,6 +135,8 @@ class Keeper:
             command.forgotten = True
             self.close_pipes(command)
             self.maybe_finish(command)
+        elif kind == KILL:
+            self.kill_group(command)
 
     # -- commands -------------------------------------------------------------------------------
 
@@ -153,6 +158,9 @@ class Keeper:
                 stderr=subprocess.PIPE,
                 env=env,
                 cwd="/",
+                # Its own session and process group, as a `docker exec` is (runc calls setsid):
+                # the group is what KILL ends without touching the other commands.
+                start_new_session=True,
             )
         except Exception as error:  # reported to the host, never fatal here
             self.send(
@@ -230,6 +238,19 @@ class Keeper:
         _, pipe = command.open_pipes.pop(fd)
         self.selector.unregister(fd)
         pipe.close()
+
+    def kill_group(self, command):
+        if command.rc is not None:
+            return  # reaped: its number may already name another process group
+        # kill() needs the sender's uid to match the target's; root here has no CAP_KILL. The
+        # real uid stays 0, so the effective one (and the capabilities) come back after.
+        os.seteuid(SANDBOX_UID)
+        try:
+            os.killpg(command.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        finally:
+            os.seteuid(0)
 
     def reap(self, command):
         _, status = os.waitpid(command.proc.pid, 0)

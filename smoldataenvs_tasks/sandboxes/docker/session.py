@@ -59,6 +59,7 @@ from smoldataenvs_tasks.sandboxes.docker.container import (
 )
 from smoldataenvs_tasks.sandboxes.docker.engine import (
     LABEL_SESSION,
+    ExecRunner,
     docker,
     engine_error,
     exec_in,
@@ -98,6 +99,26 @@ _EXEC_WRAPPER = (
     't=$3; shift 3; exec /usr/bin/timeout -k 2 "$t" "$@"'
 )
 _MARKER_PREFIX = b"smoldata-exec "
+
+# Runs as the sandbox user: SIGKILL all its processes, then wait until none but this shell is
+# left. A killed process counts against the pids limit until the container's init reaps it; not
+# waiting, the next command could fail to fork, the last one's doing (60 processes killed by a
+# memory blow-up took ~0.1 s to go).
+_KILL_ALL_SCRIPT = (
+    "i=0; while [ $i -lt 40 ]; do kill -KILL -1 2>/dev/null; left=0; "
+    'for p in /proc/[0-9]*; do [ "${p#/proc/}" = $$ ] && continue; '
+    '[ -O "$p" ] && { left=1; break; }; done; '
+    "[ $left = 0 ] && break; sleep 0.05; i=$((i + 1)); done; true"
+)
+
+
+def _marker_pid(stderr: bytes) -> int | None:
+    """The command's pid from its marker line (see _EXEC_WRAPPER), once that line came in."""
+    if not stderr.startswith(_MARKER_PREFIX) or b"\n" not in stderr:
+        return None
+    fields = stderr.partition(b"\n")[0][len(_MARKER_PREFIX) :].split()
+    return int(fields[0]) if fields and fields[0].isdigit() else None
+
 
 # Runs as the sandbox user: a regular file's bytes ($1), refused past $2 bytes before reading.
 _READ_SCRIPT = (
@@ -145,6 +166,9 @@ class DockerSession:
         self._closed = False
         # The image's init script has not run yet: the first command runs it (see _EXEC_WRAPPER).
         self._needs_init = True
+        # Commands running now (Inspect runs a turn's parallel tool calls at once): a command cut
+        # off while others run kills only its own process group (_kill_command).
+        self._in_flight = 0
         # A spare's slot dir (mounted at /mnt/tables; removed at close) and the stage dir whose
         # tables go into it before the first command.
         self.slot_dir: Path | None = None
@@ -464,10 +488,15 @@ class DockerSession:
                 overflow.set()
             buf += chunk[: max(room, 0)]
 
-        running = await start_exec(
-            self.container_id, wrapped, user=SANDBOX_USER, env=variables, input=data,
-            on_output=keep,
-        )  # fmt: skip
+        self._in_flight += 1  # back down in the `finally` below
+        try:
+            running = await start_exec(
+                self.container_id, wrapped, user=SANDBOX_USER, env=variables, input=data,
+                on_output=keep,
+            )  # fmt: skip
+        except BaseException:
+            self._in_flight -= 1
+            raise
         finished = asyncio.create_task(running.wait())
         overflowed = asyncio.create_task(overflow.wait())
         deadline_hit = keeper_died = False
@@ -484,15 +513,16 @@ class DockerSession:
                     refusal = b""  # not the command's output; _after_keeper_death says why
             else:  # killed by us: no exit code of its own, as every sandbox reports it
                 deadline_hit = overflowed not in done
-                await self._kill_user_processes()
+                await self._kill_command(running, buffers[2])
                 await running.stop()
                 returncode, refusal = None, b""
         except BaseException:
             # Cancelled (e.g. the sample's time limit): leave nothing running behind us.
+            await asyncio.shield(self._kill_command(running, buffers[2]))
             await asyncio.shield(running.stop(drain=False))
-            await asyncio.shield(self._kill_user_processes())
             raise
         finally:
+            self._in_flight -= 1
             finished.cancel()
             overflowed.cancel()
         if running.channel_lost:
@@ -508,13 +538,38 @@ class DockerSession:
             keeper_died=keeper_died,
         )
 
+    async def _kill_command(self, running: ExecRunner, stderr_so_far: bytes) -> None:
+        """End a command the host cut off (deadline, output overflow, cancellation). Alone in
+        the sandbox, every process of the sandbox user dies, background ones included. With
+        other commands running, only its own process group (a command leads its own, through
+        the keeper as under `docker exec`), so theirs go on: through the keeper, which knows
+        it; else by the pid in its marker; before the marker arrived, everything after all."""
+        if self._in_flight <= 1 or self._closed:
+            await self._kill_user_processes()
+            return
+        if running.kill_group():
+            return
+        pid = _marker_pid(bytes(stderr_so_far))
+        if pid is None:
+            logger.warning(
+                "a command cut off before it started took the commands running beside it down"
+            )
+            await self._kill_user_processes()
+            return
+        with contextlib.suppress(Exception):
+            await exec_in(
+                self.container_id, ["/bin/sh", "-c", f"kill -KILL -{pid} 2>/dev/null; true"],
+                user=SANDBOX_USER, timeout=30,
+            )  # fmt: skip
+
     async def _kill_user_processes(self) -> None:
-        """SIGKILL every process of the sandbox user; the keeper (another uid) survives."""
+        """SIGKILL every process of the sandbox user and wait (up to ~2 s) until they are reaped;
+        the keeper (another uid) survives."""
         if self._closed:
             return
         with contextlib.suppress(Exception):
             await exec_in(
-                self.container_id, ["/bin/sh", "-c", "kill -KILL -1 2>/dev/null; true"],
+                self.container_id, ["/bin/sh", "-c", _KILL_ALL_SCRIPT],
                 user=SANDBOX_USER, timeout=30,
             )  # fmt: skip
 
