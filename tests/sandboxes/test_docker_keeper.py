@@ -18,6 +18,7 @@ import pytest
 
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure
 from smoldataenvs_tasks.sandboxes.docker import DockerSession, api, keeper
+from smoldataenvs_tasks.sandboxes.docker.container import cgroup_file, read_counter
 from smoldataenvs_tasks.sandboxes.docker.spares import start_spare
 from tests.sandboxes.helpers import SMALL_LIMITS
 from tests.sandboxes.test_docker_api import COMMANDS
@@ -167,6 +168,71 @@ async def test_a_command_cut_off_beside_others_kills_only_its_own_process_group(
     assert (result.returncode, result.stdout) == (0, "sibling\n")
     left = await session.exec(PROCESSES)
     assert "sleep 101" not in left.stdout and "sleep 102" not in left.stdout
+
+
+# Forks sleeping children until the pids limit refuses one, then sleeps itself.
+FILL_THE_PIDS_LIMIT = r"""
+import os, time
+while True:
+    try:
+        if os.fork() == 0:
+            time.sleep(300)
+            os._exit(0)
+    except OSError:
+        break
+print("full", flush=True)
+time.sleep(300)
+"""
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_command_cancelled_at_the_pids_limit_is_still_killed_with_all_it_started(
+    session: DockerSession, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    """The kill is a process of its own, which a container at its pids limit cannot start: the
+    limit is lifted for it, then put back."""
+    through(monkeypatch, transport)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(session.exec(["python3", "-c", FILL_THE_PIDS_LIMIT]), 4)
+    after = await session.exec(["echo", "on"])
+    assert after.stdout == "on\n", after
+    left = await session.exec(PROCESSES)
+    assert not [line for line in left.stdout.splitlines() if line.startswith("python3 -c")]
+    limit = subprocess.run(
+        ["docker", "inspect", "--format", "{{.HostConfig.PidsLimit}}", session.container_id],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert limit == str(SMALL_LIMITS.max_processes)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_command_that_cannot_start_at_the_pids_limit_is_the_process_limit_not_a_failure(
+    session: DockerSession, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    """A command running beside another that filled the pids limit cannot even start: the
+    program's doing, reported as the process limit the same way through every transport (not a
+    broken sandbox); once the filler is cancelled, the sandbox serves again."""
+    through(monkeypatch, transport)
+    refusals = cgroup_file(session.container_id, "pids", "pids.events", "pids.events")
+    if refusals is None:
+        pytest.skip("the container's pids counters are not readable from here")
+    before = read_counter(refusals, "max") or 0
+    filling = asyncio.create_task(session.exec(["python3", "-c", FILL_THE_PIDS_LIMIT]))
+    for _ in range(200):  # until a fork was refused: the limit is full
+        if (read_counter(refusals, "max") or 0) > before:
+            break
+        await asyncio.sleep(0.05)
+    refused = await session.exec(["echo", "on"])
+    # Refused before the wrapper (126, one message for every transport), or inside it when a
+    # slot came free for an instant (coreutils timeout's own fork fails: 125).
+    assert (refused.limit, refused.stdout) == ("processes", ""), refused
+    assert refused.returncode in (125, 126)
+    if refused.returncode == 126:
+        assert refused.stderr == "cannot start the command: the sandbox is at its process limit\n"
+    filling.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await filling
+    assert (await session.exec(["echo", "on"])).stdout == "on\n"
 
 
 # Run as the sandbox user: every other process in the container (the keeper, its shell, the

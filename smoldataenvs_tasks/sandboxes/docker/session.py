@@ -112,6 +112,14 @@ _KILL_ALL_SCRIPT = (
 )
 
 
+_AT_PROCESS_LIMIT = "cannot start the command: the sandbox is at its process limit\n"
+
+
+def _grew(counters: Path | None, key: str, before: int | None) -> bool:
+    """Whether a cgroup counter read before a command (`before`; None: unreadable) grew since."""
+    return before is not None and (read_counter(counters, key) or 0) > before
+
+
 def _marker_pid(stderr: bytes) -> int | None:
     """The command's pid from its marker line (see _EXEC_WRAPPER), once that line came in."""
     if not stderr.startswith(_MARKER_PREFIX) or b"\n" not in stderr:
@@ -413,6 +421,11 @@ class DockerSession:
                 # was OOM-killed, or the runtime could not start it (126): the program's doing,
                 # not a broken sandbox.
                 return ExecResult(137, "", "", limit="memory", duration_s=elapsed)
+            if captured.returncode == 126 and _grew(self._pids_events, "max", pids_before):
+                # The processes of earlier or parallel commands fill the pids limit, so not even
+                # the wrapper could be forked: also the program's doing. One message, whatever the
+                # transport said (the keeper's BlockingIOError, runc's error).
+                return ExecResult(126, "", _AT_PROCESS_LIMIT, limit="processes", duration_s=elapsed)
             # The wrapper never ran: docker itself failed (container gone, engine down).
             message = stderr.decode(errors="replace").strip()
             raise engine_error(message) or SandboxFailure(
@@ -433,9 +446,7 @@ class DockerSession:
                 limit = "memory"
             elif rc == 128 + 25:  # SIGXFSZ: a write past the 1 GiB file-size limit
                 limit = "file_size"
-            elif pids_before is not None and (read_counter(self._pids_events, "max") or 0) > (
-                pids_before
-            ):
+            elif _grew(self._pids_events, "max", pids_before):
                 limit = "processes"
         return ExecResult(
             returncode=None if timed_out or captured.overflow else rc,
@@ -565,13 +576,28 @@ class DockerSession:
     async def _kill_user_processes(self) -> None:
         """SIGKILL every process of the sandbox user and wait (up to ~2 s) until they are reaped;
         the keeper (another uid) survives."""
-        if self._closed:
+        if self._closed or await self._run_kill_all():
             return
-        with contextlib.suppress(Exception):
-            await exec_in(
+        # The kill could not start: the container is at its pids limit (a fork bomb, or what a
+        # memory blow-up that killed the keeper left). Lift the limit for the kill's own process,
+        # then put it back; the engine does both on a running container.
+        cap = str(self.limits.max_processes)
+        lifted = str(self.limits.max_processes + 16)
+        await docker("update", "--pids-limit", lifted, self.container_id)
+        try:
+            await self._run_kill_all()
+        finally:
+            await docker("update", "--pids-limit", cap, self.container_id)
+
+    async def _run_kill_all(self) -> bool:
+        try:
+            rc, _, _ = await exec_in(
                 self.container_id, ["/bin/sh", "-c", _KILL_ALL_SCRIPT],
                 user=SANDBOX_USER, timeout=30,
             )  # fmt: skip
+        except Exception:  # a gone container or engine: nothing left to kill in it
+            return True
+        return rc == 0
 
     def _oom_count(self) -> int | None:
         return read_counter(self._memory_events, "oom_kill")
