@@ -235,6 +235,21 @@ async def test_a_command_that_cannot_start_at_the_pids_limit_is_the_process_limi
     assert (await session.exec(["echo", "on"])).stdout == "on\n"
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_call_cancelled_while_its_command_starts_leaves_nothing_running(
+    session: DockerSession, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    """Cancelled at moments from 'before the request went out' to 'running': whatever had
+    started is ended. A large stdin keeps the start (sending it) long enough to be hit."""
+    through(monkeypatch, transport)
+    stdin = "x" * (8 << 20)
+    for delay in (0.001, 0.003, 0.01, 0.03, 0.1, 0.3):
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(session.exec(["sh", "-c", "sleep 301"], input=stdin), delay)
+    left = await session.exec(PROCESSES)
+    assert "sleep 301" not in left.stdout
+
+
 # Run as the sandbox user: every other process in the container (the keeper, its shell, the
 # container's init) must refuse to be signalled, traced, or have its descriptors or memory read.
 REACH_THE_KEEPER = r"""

@@ -214,7 +214,10 @@ async def exec_streamed(
             with contextlib.suppress(BaseException):
                 await feeding
     finally:
-        writer.close()
+        # Aborted, not closed: close() first sends what is left of the stdin, which a command
+        # that does not read it never takes (a call cancelled then waited ~2 minutes for the
+        # engine to give up). The output has been read to its end, or is no longer wanted.
+        writer.transport.abort()
         with contextlib.suppress(Exception):
             await writer.wait_closed()
     return await _exit_code(socket_path, exec_id)

@@ -260,7 +260,9 @@ class Channel:
         self._reading.cancel()
         with contextlib.suppress(BaseException):
             await self._reading
-        self._writer.close()
+        # Aborted, not closed: frames still unsent are for a container going away (close()
+        # would wait until they were taken, by a keeper that may be gone).
+        self._writer.transport.abort()
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()
 

@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from smoldataenvs_tasks.contract import (
     DEFAULT_LIMITS,
@@ -500,18 +501,22 @@ class DockerSession:
             buf += chunk[: max(room, 0)]
 
         self._in_flight += 1  # back down in the `finally` below
-        try:
-            running = await start_exec(
+        starting = asyncio.ensure_future(
+            start_exec(
                 self.container_id, wrapped, user=SANDBOX_USER, env=variables, input=data,
                 on_output=keep,
-            )  # fmt: skip
-        except BaseException:
-            self._in_flight -= 1
-            raise
-        finished = asyncio.create_task(running.wait())
-        overflowed = asyncio.create_task(overflow.wait())
+            )
+        )  # fmt: skip
+        running: ExecRunner | None = None
+        waiting: list[asyncio.Task[Any]] = []
         deadline_hit = keeper_died = False
         try:
+            # Shielded: a call cancelled while its command is being started may find it running
+            # already, and ends it below as any other.
+            running = await asyncio.shield(starting)
+            finished = asyncio.create_task(running.wait())
+            overflowed = asyncio.create_task(overflow.wait())
+            waiting += (finished, overflowed)
             done, _ = await asyncio.wait(
                 {finished, overflowed},
                 timeout=max(deadline - time.monotonic(), 0),
@@ -529,13 +534,17 @@ class DockerSession:
                 returncode, refusal = None, b""
         except BaseException:
             # Cancelled (e.g. the sample's time limit): leave nothing running behind us.
-            await asyncio.shield(self._kill_command(running, buffers[2]))
-            await asyncio.shield(running.stop(drain=False))
+            if running is None:
+                with contextlib.suppress(Exception):  # it could not start: nothing to end
+                    running = await asyncio.shield(starting)
+            if running is not None:
+                await asyncio.shield(self._kill_command(running, buffers[2]))
+                await asyncio.shield(running.stop(drain=False))
             raise
         finally:
             self._in_flight -= 1
-            finished.cancel()
-            overflowed.cancel()
+            for task in waiting:
+                task.cancel()
         if running.channel_lost:
             # The container went away mid-command: whatever it printed, no outcome of its own.
             message = refusal.decode(errors="replace").strip()
