@@ -1,10 +1,9 @@
 """`docker exec` over the Engine API's unix socket, without starting the docker CLI.
 
 Where a container has no keeper (keeper.py), every command and every reset is a `docker exec`.
-Through the CLI each one starts a
-42 MB Go binary: ~25 ms of CPU and ~25 ms of latency on top of the engine's own work
-(bench/bench_docker.py, docs/performance.md). Speaking the engine's HTTP API on its socket from
-this process costs neither. Only `exec` goes this way; `run`, `rm`, `inspect`, `build` and the
+Through the CLI each one starts a 42 MB Go binary: ~25 ms of CPU and ~25 ms of latency on top of
+the engine's own work (bench/bench_docker.py, docs/performance.md). Speaking the engine's HTTP
+API on its socket from this process costs neither. Only `exec` goes this way; `run`, `rm`, `inspect`, `build` and the
 rest stay CLI calls (off the samples' path once containers are reused).
 
 The API is used only where the CLI would itself talk straight to a local socket: no DOCKER_HOST

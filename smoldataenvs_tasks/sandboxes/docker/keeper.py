@@ -98,9 +98,9 @@ class KeeperExec:
     def kill_group(self) -> bool:
         """Have the keeper SIGKILL this command's process group (it leads its own), leaving the
         container's other commands running. False when there is no keeper to ask."""
-        if self._channel is None or self.result.done():
-            return self._channel is not None
-        return self._channel.kill_command(self.number)
+        if self._channel is None:
+            return False  # refused before it started
+        return self.result.done() or self._channel.kill_command(self.number)
 
     async def stop(self, *, drain: bool = True) -> None:
         """After the caller killed the command in the container: take in what is still on the

@@ -54,10 +54,11 @@ OUT, ERR, EXIT = b"O"[0], b"R"[0], b"X"[0]
 # frame in the stream, so the "died" frame its parent shell sends next is read as one.
 CHUNK = 4096 - HEADER.size
 DRAIN_AFTER_EXIT_S = 2.0
-# By absolute path, as root: the PATH in a command's environment is the caller's to choose.
 SANDBOX_UID = 1000
+# By absolute path, as root: the PATH in a command's environment is the caller's to choose.
 DROP_TO_SANDBOX_USER = [
-    "/usr/bin/setpriv", "--reuid=1000", "--regid=1000", "--groups=1000",
+    "/usr/bin/setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}",
+    f"--groups={SANDBOX_UID}",
     "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
 ]  # fmt: skip
 

@@ -2,9 +2,9 @@
 
 `reset_script.py` runs inside the container as the sandbox user (one command: through the
 keeper, else a `docker exec`): it kills every process of that user, empties every writable place,
-restores the user-owned mount points and removes System V IPC objects, then checks all of it. What it cannot reach, it does not need
-to: the root filesystem is read-only, the user has no capabilities and cannot become another
-user, and a command's environment is set per exec. `DockerSession.recycle` calls this; a
+restores the user-owned mount points and removes System V IPC objects, then checks all of it.
+What it cannot reach, it does not need to: the root filesystem is read-only, the user has no
+capabilities and cannot become another user, and a command's environment is set per exec. `DockerSession.recycle` calls this; a
 container that does not come back clean is removed, never reused.
 """
 

@@ -576,37 +576,39 @@ class DockerSession:
             )
             await self._kill_user_processes()
             return
-        with contextlib.suppress(Exception):
-            await exec_in(
-                self.container_id, ["/bin/sh", "-c", f"kill -KILL -{pid} 2>/dev/null; true"],
-                user=SANDBOX_USER, timeout=30,
-            )  # fmt: skip
+        await self._run_as_sandbox_user(f"kill -KILL -{pid} 2>/dev/null; true")
 
     async def _kill_user_processes(self) -> None:
         """SIGKILL every process of the sandbox user and wait (up to ~2 s) until they are reaped;
         the keeper (another uid) survives."""
-        if self._closed or await self._run_kill_all():
+        if self._closed:
             return
+        if await self._run_as_sandbox_user(_KILL_ALL_SCRIPT) in (0, None):
+            return  # done, or the container or engine is gone: nothing left to kill in it
         # The kill could not start: the container is at its pids limit (a fork bomb, or what a
         # memory blow-up that killed the keeper left). Lift the limit for the kill's own process,
         # then put it back; the engine does both on a running container.
+        # Never raises, as every kill here: it runs while a call is being cancelled.
         cap = str(self.limits.max_processes)
         lifted = str(self.limits.max_processes + 16)
-        await docker("update", "--pids-limit", lifted, self.container_id)
+        with contextlib.suppress(Exception):
+            await docker("update", "--pids-limit", lifted, self.container_id)
         try:
-            await self._run_kill_all()
+            await self._run_as_sandbox_user(_KILL_ALL_SCRIPT)
         finally:
-            await docker("update", "--pids-limit", cap, self.container_id)
+            with contextlib.suppress(Exception):
+                await docker("update", "--pids-limit", cap, self.container_id)
 
-    async def _run_kill_all(self) -> bool:
+    async def _run_as_sandbox_user(self, script: str) -> int | None:
+        """One of our shell scripts as the sandbox user: its exit code, or None when the engine
+        could not be asked (the container or the engine is gone)."""
         try:
             rc, _, _ = await exec_in(
-                self.container_id, ["/bin/sh", "-c", _KILL_ALL_SCRIPT],
-                user=SANDBOX_USER, timeout=30,
-            )  # fmt: skip
-        except Exception:  # a gone container or engine: nothing left to kill in it
-            return True
-        return rc == 0
+                self.container_id, ["/bin/sh", "-c", script], user=SANDBOX_USER, timeout=30
+            )
+        except Exception:
+            return None
+        return rc
 
     def _oom_count(self) -> int | None:
         return read_counter(self._memory_events, "oom_kill")
