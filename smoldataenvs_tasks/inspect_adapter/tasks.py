@@ -67,11 +67,12 @@ from smoldataenvs_tasks.inspect_adapter.setup import prepare_sample, release_sam
 from smoldataenvs_tasks.inspect_adapter.tools import bash_tool, python_tool
 from smoldataenvs_tasks.sandboxes import RESOURCES
 from smoldataenvs_tasks.sandboxes.docker.image import COMPOSE_FILE, REMOTE_COMPOSE_FILE
-from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, versioned
+from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, VERDICT_GENERATIONS, versioned
 
 logger = logging.getLogger(__name__)
 
-TASK_VERSION = "1-A"
+# Follows the grader: N is the generation of verdict rules (scorers/verdict.py), A the interface.
+TASK_VERSION = f"{len(VERDICT_GENERATIONS)}-A"
 # Remote staging (docker-remote, k8s): the sandbox fetches its own tables (a stager step with
 # network and token), for providers that cannot bind the harness's cache (docs/cluster.md).
 K8S_VALUES_FILE = RESOURCES / "values.yaml"

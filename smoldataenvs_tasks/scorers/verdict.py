@@ -13,7 +13,13 @@ from typing import Any
 
 # Bump when any rule that decides a reward changes (ladder, answer rules, guard, extraction).
 # 1.1.0: `_is_clean_number` strips `%`/`$` from the ends only, as upstream; the strict profile.
-GRADER_VERSION = "1.1.0"
+# 1.2.0: a program that breaks its sandbox is its own 0 (`program_broke_sandbox`), no longer
+#        ungraded; strict closes the hedge, negation, magnitude and date-list classes.
+GRADER_VERSION = "1.2.0"
+# Every GRADER_VERSION whose verdicts differ from the one before, oldest first. The Inspect task
+# version's number is this tuple's length ("2-A"), so a log's task version names the verdict
+# rules it was scored by (versions before 1.1.0 all ran as task version 1).
+VERDICT_GENERATIONS = ("1.1.0", "1.2.0")
 # The profiles of the one ladder (docs/scoring.md): the published grader, and strict.
 GRADER_PROFILES = ("default", "strict")
 DEFAULT_PROFILE = "default"
@@ -41,6 +47,10 @@ class Category(enum.StrEnum):
     CRASH = "crash"
     TIMEOUT = "timeout"
     RESOURCE_LIMIT = "resource_limit"
+    # The model's code left its sandbox unable to do what the harness needed after it (read the
+    # answer file, finish a command): everything a model's code can bring about is its own 0
+    # (docs/threat-model.md, invariant 2), never "ungraded".
+    PROGRAM_BROKE_SANDBOX = "program_broke_sandbox"
     UNGRADED = "ungraded"
 
 
@@ -52,6 +62,17 @@ class UngradedReason(enum.StrEnum):
     INVALID_ROW = "invalid_row"
     SANDBOX_FAILED = "sandbox_failed"
     GRADER_FAILED = "grader_failed"
+    # The run's own failures, which a re-run can fix (Inspect's `eval-retry`): the model's API
+    # refused or failed, or the sample was interrupted. Never the data's, never the sandbox's.
+    MODEL_ERROR = "model_error"
+    CANCELLED = "cancelled"
+
+
+# Ungraded reasons that are the dataset's defects: the only ones a verifier's own data can
+# confirm, so the only ones a headline may leave out (docs/reporting.md).
+DATASET_DEFECTS = frozenset(
+    {UngradedReason.TABLE_UNAVAILABLE, UngradedReason.TABLE_CORRUPT, UngradedReason.INVALID_ROW}
+)
 
 
 @dataclass(frozen=True)

@@ -344,6 +344,11 @@ def test_task_metadata_records_provenance(tmp_path):
     assert score.metadata["grader_version"] == f"{GRADER_VERSION}+default"
     assert score.metadata["profile"] == "default"
     assert score.metadata["table_sha256"]["orders.csv"]
+    from smoldataenvs_tasks.scorers.verdict import VERDICT_GENERATIONS
+
+    # The task version follows the grader: a log's version names the verdict rules it ran.
+    assert VERDICT_GENERATIONS[-1] == GRADER_VERSION
+    assert log.eval.task_version == f"{len(VERDICT_GENERATIONS)}-A"
 
 
 @pytest.mark.parametrize(
