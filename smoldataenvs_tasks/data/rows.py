@@ -274,7 +274,16 @@ class TaskRecord:
         raw_id = doc.get("task_id")
         if _is_missing(raw_id) or (isinstance(raw_id, str) and not raw_id.strip()):
             raise RowValidationError(None, "a row has no task_id")
-        task_id = str(json_safe(raw_id))
+        if not isinstance(raw_id, str):
+            # An id becomes a sample id, a file name inside Inspect's log and a key of every
+            # report: only text names one task unambiguously (7 and "7" would be two rows).
+            raise RowValidationError(
+                None, f"task_id must be text, not {type(raw_id).__name__} {json_safe(raw_id)!r}"
+            )
+        task_id = str(raw_id)
+        problem = task_id_problem(task_id)
+        if problem is not None:
+            raise RowValidationError(None, f"task_id {task_id!r:.80} {problem}")
         invalid_row = doc.get("invalid_row")
         if isinstance(invalid_row, str) and invalid_row:
             # a record's own to_doc() (an Inspect sample's metadata, an lm-eval doc) coming back
@@ -324,17 +333,33 @@ def record_or_invalid(doc: Mapping[str, Any], position: int) -> TaskRecord:
         return TaskRecord.from_doc(doc, warn_unknown_mode=False)
     except RowValidationError as exc:
         raw_id = doc.get("task_id") if isinstance(doc, Mapping) else None
-        usable = isinstance(raw_id, str) and raw_id.strip() and not _CONTROL_CHARS.search(raw_id)
+        usable = isinstance(raw_id, str) and raw_id.strip() and task_id_problem(raw_id) is None
         task_id = raw_id if usable else f"<row {position}>"
         return TaskRecord.invalid(task_id, str(exc), doc if isinstance(doc, Mapping) else None)
+
+
+def task_id_problem(task_id: str) -> str | None:
+    """Why `task_id` cannot name a sample, or None. Inspect writes each sample to
+    `samples/<id>_epoch_<n>.json` inside its log (a zip), so an id that starts with `/` or holds
+    `..` writes outside that folder (`../../x` did), and one with a NUL or control character
+    cannot be a file name at all."""
+    if _CONTROL_CHARS.search(task_id):
+        return "contains NUL or control characters"
+    if task_id.startswith("/"):
+        return "starts with '/' (an absolute path)"
+    if ".." in task_id:
+        return "contains '..' (a path out of its folder)"
+    return None
 
 
 def _validate(record: TaskRecord) -> None:
     task_id = record.task_id
     if not isinstance(task_id, str) or not task_id.strip():
         raise RowValidationError(None, "task_id must be non-empty text")
-    if _CONTROL_CHARS.search(task_id):
-        raise RowValidationError(task_id, "task_id contains NUL or control characters")
+    problem = task_id_problem(task_id)
+    if problem is not None:
+        # never quoted in full: it may be a path or hold control characters
+        raise RowValidationError(None, f"task_id {task_id!r:.80} {problem}")
     if record.invalid_row is not None:
         # nothing of an invalid row may ever become a path
         if not isinstance(record.invalid_row, str) or not record.invalid_row:

@@ -195,3 +195,46 @@ def test_lm_eval_run_with_invalid_rows_gives_the_same_verdicts(mirror, tmp_path)
     metrics = results["results"]["smoldataenvs_program_test"]
     assert metrics["pass@1,verdicts"] == 1.0
     assert metrics["ungraded,verdicts"] == len(INVALID_IDS) + 2  # + no id + the missing table
+
+
+@pytest.mark.parametrize(
+    ("task_id", "why"),
+    [
+        ("../../x", "'..'"),
+        ("sample/../../x", "'..'"),
+        ("/etc/passwd", "starts with '/'"),
+        ("a\x00b", "control"),
+        ("tab\there", "control"),
+        ("line\nbreak", "control"),
+        (7, "must be text"),
+        (7.5, "must be text"),
+        (["a"], "must be text"),
+        (b"bytes-id", "must be text"),
+    ],
+)
+def test_task_id_escaping_its_folder_or_not_text_is_an_invalid_row(task_id, why):
+    """Issue 24: a row with task_id `../../x` was accepted, and Inspect wrote
+    `samples/../../x_epoch_1.json` into the .eval zip."""
+    row = {"task_id": task_id, "question": "q?", "answer": "1", "files": []}
+    record = record_or_invalid(row, 4)
+    assert record.invalid_row is not None and why in record.invalid_row
+    # its stand-in never carries the unsafe id into a sample id or a log path
+    assert record.task_id == "<row 4>"
+    with pytest.raises(ValueError, match="task_id"):
+        TaskRecord.from_doc(row)
+    if isinstance(task_id, str):  # nor can a record be built around it directly
+        with pytest.raises(ValueError, match="task_id"):
+            TaskRecord(task_id=task_id, question="q", answer="1")
+
+
+def test_an_unsafe_task_id_in_a_split_costs_only_its_row(tmp_path):
+    escaping = {**sample_rows()[0], "task_id": "../../x"}
+    mirror = sample_mirror(tmp_path / "mirror", extra_rows=[escaping])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InvalidRowWarning)
+        records = load_tasks(SPLIT, mirror=str(mirror))
+    position = len(sample_rows()) + 1
+    by_id = {r.task_id: r for r in records}
+    assert "../../x" not in by_id
+    assert "'..'" in by_id[f"<row {position}>"].invalid_row
+    assert sum(r.invalid_row is None for r in records) == len(sample_rows())
