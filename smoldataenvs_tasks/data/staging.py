@@ -163,6 +163,11 @@ def _link_into(
         if os.path.samestat(os.lstat(target), source_info):
             return
         target.unlink()  # a stale entry from another table set
+    if not source_info.st_mode & stat.S_IROTH:
+        # A mirror file only its owner may read: the sandbox runs as another user (never the
+        # harness's; docs/threat-model.md), so it gets a world-readable copy, not a link.
+        _copy_object_and_link(source, fd, source_info, target, stage_dir)
+        return
     try:
         # linkat without following: if `source` became a link since it was opened, the link
         # itself is linked, and the check below refuses it
@@ -176,20 +181,26 @@ def _link_into(
         if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EACCES, errno.EMLINK, errno.ENOTSUP):
             raise
         # Another filesystem (or a file we may not link): copy it once next to the stage dirs.
-        copy = _object_copy(source, fd, source_info, stage_dir.parent)
-        try:
-            os.link(copy, target)
-        except OSError:
-            warnings.warn(
-                f"copying {source} into {stage_dir}: hard links are impossible there",
-                StagingWarning,
-                stacklevel=4,
-            )
-            _copy_read_only(fd, target)
+        _copy_object_and_link(source, fd, source_info, target, stage_dir)
         return
     if not os.path.samestat(os.lstat(target), source_info):
         target.unlink(missing_ok=True)
         raise TableCorruptError(f"{target.name}: {source} changed while it was being staged")
+
+
+def _copy_object_and_link(
+    source: Path, fd: int, source_info: os.stat_result, target: Path, stage_dir: Path
+) -> None:
+    copy = _object_copy(source, fd, source_info, stage_dir.parent)
+    try:
+        os.link(copy, target)
+    except OSError:
+        warnings.warn(
+            f"copying {source} into {stage_dir}: hard links are impossible there",
+            StagingWarning,
+            stacklevel=5,
+        )
+        _copy_read_only(fd, target)
 
 
 def _object_copy(source: Path, fd: int, info: os.stat_result, root: Path) -> Path:
@@ -204,8 +215,8 @@ def _object_copy(source: Path, fd: int, info: os.stat_result, root: Path) -> Pat
     with filelock.FileLock(str(objects / f"{key}.lock")):
         if not copy.exists():
             warnings.warn(
-                f"{source} is on another filesystem than {root}: copying it once into "
-                f"{objects} (mirror and cache on one filesystem avoid this)",
+                f"{source} cannot be linked into {root} (another filesystem, or a file other "
+                f"users may not read): copying it once into {objects}",
                 StagingWarning,
                 stacklevel=5,
             )

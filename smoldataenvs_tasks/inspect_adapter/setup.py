@@ -15,6 +15,7 @@ import logging
 import os
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 import anyio
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
@@ -32,7 +33,7 @@ from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.inspect_adapter._compat import DockerSandboxEnvironment
 from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxEnvironment
 from smoldataenvs_tasks.inspect_adapter.docker_provider import DockerSessionSandboxEnvironment
-from smoldataenvs_tasks.sandboxes.inputs import LINK_INPUTS_COMMAND, link_inputs_on_host
+from smoldataenvs_tasks.sandboxes.inputs import LINK_INPUTS_COMMAND
 
 logger = logging.getLogger(__name__)
 
@@ -112,18 +113,18 @@ async def _check_sandbox_kind(expected: str, *, probe_image: bool = True) -> Non
 _MARKER_MISSING = 97
 
 
-def _bwrap_input_dir() -> Path | None:
-    """The host directory behind this sample's /home/user/input when it is our bwrap sandbox."""
+def _bwrap_session() -> Any | None:
+    """This sample's bwrap session when the sandbox is our bwrap one, with a usable input dir."""
     try:
         ours = current_sandbox().as_type(BwrapSandboxEnvironment)
     except TypeError:
         return None
-    input_dir = ours.session.home / "input"
+    input_dir = ours.session.input_dir
     # Setup runs before any model-written code, so nothing in the sandbox can have swapped the
     # directory for a link out of it; checked anyway, since the host follows what it finds here.
     if input_dir.is_symlink() or not input_dir.is_dir():
         return None
-    return input_dir
+    return ours.session
 
 
 async def _link_inputs(stage_dir: Path, sandbox_kind: str) -> None:
@@ -132,11 +133,11 @@ async def _link_inputs(stage_dir: Path, sandbox_kind: str) -> None:
         # Our provider's session runs the image's init script, which links every staged table,
         # in its first command (before any model-written code): no exec of its own (~0.07 s).
         return
-    input_dir = _bwrap_input_dir() if sandbox_kind == "bwrap" else None
-    if input_dir is not None:
+    session = _bwrap_session() if sandbox_kind == "bwrap" else None
+    if session is not None:
         # The links LINK_INPUTS_COMMAND would make, written on the host: no bwrap start (~30 ms).
         names = sorted(os.listdir(stage_dir))
-        await anyio.to_thread.run_sync(lambda: link_inputs_on_host(input_dir, names))
+        await anyio.to_thread.run_sync(lambda: session.link_inputs(names))
         return
     shell, flag, script = LINK_INPUTS_COMMAND
     if sandbox_kind == COMPOSE_KIND:

@@ -8,13 +8,21 @@ What a program sees (docs/design.md "The sandbox contract"):
     /mnt/tables          this sample's tables, read-only (the stage dir of hard links)
     /home/user           writable per-session home; /home/user/input holds links to /mnt/tables
     /workdir, /tmp       writable per-session directories
-    /proc, /dev          its own (own PID namespace: no host process is visible)
+    /proc, /dev          its own (own PID namespace: no host process is visible); /dev/shm a
+                         size-capped tmpfs of its own
 
 no network (only its own loopback), a cleared environment (SANDBOX_ENV only), uid 1000 without
-capabilities or further user namespaces, and the contract's limits: a per-session cgroup (pids,
-memory, cpu; cgroups.py) where one is writable, else rlimits; RLIMIT_FSIZE everywhere; output
-capped; a host-side timeout. When an exec ends its PID namespace ends, so no background process
-survives it; `close()` kills whatever is left and removes the session's directories.
+capabilities or further user namespaces, the seccomp filter of `seccomp.py`, and the contract's
+limits: a per-session cgroup (pids, memory, cpu; cgroups.py) where one is writable, else rlimits;
+RLIMIT_FSIZE everywhere; output capped; a host-side timeout. When an exec ends its PID namespace
+ends, so no background process survives it; `close()` kills whatever is left and removes the
+session's directories.
+
+The sandbox user is never host root (docs/threat-model.md, invariant 3). bwrap maps it to the uid
+that starts bwrap; a harness running as root therefore claims an unprivileged host uid per
+session (`hostuid.py`), does what needs root first (the cgroups, the tmpfs disk caps, bind mounts
+that let that uid reach the environment and the tables below /root), and starts bwrap under that
+uid. Files the harness writes for the sandbox belong to that uid, as the sandbox's own do.
 
     python -m smoldataenvs_tasks.sandboxes.bwrap      # runs a smoke test in a throwaway session
 
@@ -53,7 +61,7 @@ from smoldataenvs_tasks.contract import (
     SandboxLimits,
     writable_dir_sizes,
 )
-from smoldataenvs_tasks.sandboxes import cgroups, disk
+from smoldataenvs_tasks.sandboxes import cgroups, disk, hostuid, seccomp
 from smoldataenvs_tasks.sandboxes.base import (
     ExecResult,
     FileTooLarge,
@@ -70,6 +78,8 @@ from smoldataenvs_tasks.sandboxes.procrun import (
 
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000
+# /dev/shm as Docker sizes it by default (--shm-size 64m): a place no directory cap covered.
+DEV_SHM_BYTES = 64 * 1024 * 1024
 DEFAULT_CWD = INPUT_DIR  # the Docker image's WORKDIR too
 _MAX_SYMLINK_HOPS = 40
 
@@ -130,17 +140,24 @@ def find_bwrap() -> str:
 
 @functools.cache
 def probe_bwrap() -> str:
-    """bwrap's path once it has created the namespaces a session uses; SandboxUnavailable if not."""
+    """bwrap's path once it has created the namespaces a session uses, under the uid sessions
+    run as (an unprivileged one when this process is root); SandboxUnavailable if not."""
     bwrap = find_bwrap()
     argv = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent"]
     argv += [*_root_links(), "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"]
     argv += ["--", "/usr/bin/true"]
+    claimed = hostuid.claim() if os.geteuid() == 0 else None
     try:
+        if claimed is not None:
+            argv = launcher_argv(argv, user=claimed.uid)
         done = subprocess.run(
             argv, capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"}
         )
     except (OSError, subprocess.TimeoutExpired) as error:
         raise SandboxUnavailable(f"bwrap does not run ({error}): {INSTALL_HINT}") from error
+    finally:
+        if claimed is not None:
+            claimed.release()
     if done.returncode != 0:
         raise SandboxUnavailable(
             f"bwrap cannot create its namespaces here ({done.stderr.strip()}): {INSTALL_HINT}"
@@ -179,24 +196,35 @@ class BwrapSession:
         limits: SandboxLimits,
         enforcement: cgroups.Enforcement,
         cgroup: cgroups.SessionCgroup | None,
+        host_uid: hostuid.HostUid | None = None,
     ) -> None:
         self.bwrap = bwrap
         self.stage_dir = stage_dir
         self.env_dir = env_dir
         self.root = root
+        # The sandbox user's uid and gid on the host: a claimed one when we are root, else ours.
+        self.claimed_uid = host_uid
+        self.host_uid = host_uid.uid if host_uid else os.geteuid()
+        self.host_gid = host_uid.gid if host_uid else os.getegid()
         self.limits = limits
         self.enforcement = enforcement
         self.cgroup = cgroup
         self.home = root / "home"
+        self.input_dir = self.home / "input"
         self.workdir = root / "workdir"
         self.tmp = root / "tmp"
         self._etc = root / "etc"
+        # What bwrap binds: the environment and the tables themselves, or, under a claimed uid,
+        # host bind mounts of them inside the session root (which that uid may traverse).
+        self._env_source = root / "env" if host_uid else env_dir
+        self._tables_source = root / "tables" if host_uid else stage_dir
         self._closed = False
         self.disk_capped = False
         self._running: set[int] = set()
         # sandbox mount point -> (host directory, writable)
         self._mounts: dict[tuple[str, ...], tuple[Path, bool]] = {
             tuple(_split(SANDBOX_HOME)): (self.home, True),
+            tuple(_split(INPUT_DIR)): (self.input_dir, True),
             tuple(_split(WORKDIR)): (self.workdir, True),
             tuple(_split(TMP_DIR)): (self.tmp, True),
             tuple(_split(TABLES_DIR)): (stage_dir, False),
@@ -217,6 +245,11 @@ class BwrapSession:
         stage_dir = Path(stage_dir).resolve()
         if not stage_dir.is_dir():
             raise SandboxFailure(f"stage dir {stage_dir} is not a directory")
+        mode = stage_dir.stat().st_mode
+        if os.geteuid() == 0 and mode & 0o005 != 0o005:
+            # The sandbox runs as another uid, which must list and open the tables (each is
+            # world-readable: staging copies one that is not).
+            stage_dir.chmod(mode | 0o005)
         if env_dir is None:
             from smoldataenvs_tasks.sandboxes.envbuild import ensure_env
 
@@ -227,7 +260,10 @@ class BwrapSession:
         root = Path(tempfile.mkdtemp(prefix=disk.SESSION_PREFIX))
         disk.record_owner(root)
         cgroup = None
+        claimed = None
         try:
+            if os.geteuid() == 0:
+                claimed = hostuid.claim()
             if enforcement is not cgroups.Enforcement.RLIMITS:
                 try:
                     cgroup = cgroups.create_session_cgroup(limits, enforcement)
@@ -243,39 +279,72 @@ class BwrapSession:
                 limits=limits,
                 enforcement=enforcement,
                 cgroup=cgroup,
+                host_uid=claimed,
             )
             session._make_dirs()
         except BaseException:
             if cgroup is not None:
                 cgroup.remove()
             _remove_root(root)
+            if claimed is not None:
+                claimed.release()
             raise
         return session
 
+    def _give(self, path: Path) -> None:
+        """Hand `path` (not following a link) to the sandbox user, as if it had made it."""
+        if self.claimed_uid is not None:
+            os.chown(path, self.host_uid, self.host_gid, follow_symlinks=False)
+
     def _make_dirs(self) -> None:
-        input_dir = self.home / "input"
+        if self.claimed_uid is not None:
+            # The session root is the sandbox user's (0700): it may traverse to its mounts, no
+            # other host user may. Everything in it stays writable only by root or that uid.
+            self._give(self.root)
+            for source, target in (
+                (self.env_dir, self._env_source),
+                (self.stage_dir, self._tables_source),
+            ):
+                target.mkdir()
+                disk.bind_mount(source, target)
         for directory in (self.home, self.workdir, self.tmp):
             directory.mkdir(parents=True, exist_ok=True)
+            self._give(directory)
+        self.tmp.chmod(0o1777)  # as Docker's /tmp
         sizes = writable_dir_sizes(self.limits)
-        # /home/user/input lives in /home/user's tmpfs here (one mount, both sizes).
-        caps = {
-            self.home: sizes[SANDBOX_HOME] + sizes[INPUT_DIR],
-            self.workdir: sizes[WORKDIR],
-            self.tmp: sizes[TMP_DIR],
-        }
-        self.disk_capped = all(disk.mount_tmpfs(path, size) for path, size in caps.items())
-        for directory in (input_dir, self._etc):
-            directory.mkdir(parents=True, exist_ok=True)
+        # The directories Docker gives a tmpfs each, with the same sizes; the input directory is
+        # made in the home's tmpfs, then gets its own on top.
+        caps = [
+            (self.home, sizes[SANDBOX_HOME]),
+            (self.input_dir, sizes[INPUT_DIR]),
+            (self.workdir, sizes[WORKDIR]),
+            (self.tmp, sizes[TMP_DIR]),
+        ]
+        self.disk_capped = True
+        for path, size in caps:
+            path.mkdir(exist_ok=True)
+            self._give(path)
+            self.disk_capped = disk.mount_tmpfs(path, size) and self.disk_capped
+        self._etc.mkdir(exist_ok=True)
         for name, text in _SYNTHETIC_ETC.items():
             (self._etc / name).write_text(text)
-        from smoldataenvs_tasks.sandboxes.inputs import link_inputs_on_host
-
-        # The links resolve inside the sandbox (to the read-only mount), never on the host.
-        link_inputs_on_host(input_dir, sorted(os.listdir(self.stage_dir)))
+        self.link_inputs(sorted(os.listdir(self.stage_dir)))
         # Matplotlib's font list, built once with the environment: no program pays for it.
         font_cache = self.env_dir / "mplconfig"
         if font_cache.is_dir():
-            shutil.copytree(font_cache, self.home / ".cache" / "matplotlib")
+            copied = self.home / ".cache" / "matplotlib"
+            shutil.copytree(font_cache, copied)
+            for path in (copied.parent, copied, *copied.rglob("*")):
+                self._give(path)
+
+    def link_inputs(self, names: list[str]) -> None:
+        """/home/user/input's link per table, made on the host as the sandbox user's. The links
+        resolve inside the sandbox (to the read-only mount), never on the host."""
+        from smoldataenvs_tasks.sandboxes.inputs import link_inputs_on_host
+
+        link_inputs_on_host(self.input_dir, names)
+        for name in names:
+            self._give(self.input_dir / name)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -285,6 +354,7 @@ class BwrapSession:
             "enforcement_detail": cgroups.describe(self.enforcement),
             "env_dir": str(self.env_dir),
             "root": str(self.root),
+            "host_uid": self.host_uid,
             "cgroups": [str(p) for p in (self.cgroup.dirs.values() if self.cgroup else [])],
             "disk": "size-limited tmpfs per writable directory"
             if self.disk_capped
@@ -303,6 +373,8 @@ class BwrapSession:
                 await asyncio.to_thread(self.cgroup.remove)
         finally:
             await asyncio.to_thread(_remove_root, self.root)
+            if self.claimed_uid is not None:
+                self.claimed_uid.release()
 
     async def __aenter__(self) -> BwrapSession:
         return self
@@ -342,8 +414,9 @@ class BwrapSession:
             args += ["--ro-bind", str(self._etc / name), f"/etc/{name}"]
         args += ["--symlink", "/usr/share/zoneinfo/Etc/UTC", "/etc/localtime"]
         args += ["--proc", "/proc", "--dev", "/dev"]
-        args += ["--ro-bind", str(self.env_dir), ENV_DIR]
-        args += ["--ro-bind", str(self.stage_dir), TABLES_DIR]
+        args += ["--perms", "1777", "--size", str(DEV_SHM_BYTES), "--tmpfs", "/dev/shm"]
+        args += ["--ro-bind", str(self._env_source), ENV_DIR]
+        args += ["--ro-bind", str(self._tables_source), TABLES_DIR]
         args += ["--bind", str(self.home), SANDBOX_HOME]
         args += ["--bind", str(self.workdir), WORKDIR]
         args += ["--bind", str(self.tmp), TMP_DIR]
@@ -387,7 +460,10 @@ class BwrapSession:
             options += ["--setenv", key, str(value)]
         status_read, status_write = os.pipe()
         status = _Status(status_read)
+        # bwrap reads the filter from the descriptor's offset: one memfd per command.
+        filter_fd = seccomp.filter_fd()
         options += ["--chdir", workdir, "--remount-ro", "/", "--json-status-fd", str(status_write)]
+        options += ["--seccomp", str(filter_fd)]
         # The options go through a memfd (`--args`), not argv: the sandbox's pid 1 is a fork of
         # bwrap, and its /proc/1/cmdline would otherwise show the host paths of every mount.
         options_fd = os.memfd_create("bwrap-options", os.MFD_CLOEXEC)
@@ -398,6 +474,7 @@ class BwrapSession:
                 [self.bwrap, "--args", str(options_fd), "--", *self._inner_prefix(), *argv],
                 procs_files=self.cgroup.procs_files if self.cgroup else (),
                 rlimits=self._rlimits(),
+                user=self.host_uid if self.claimed_uid is not None else None,
             )
             stdin = input.encode() if isinstance(input, str) else input
             before = self.cgroup.events() if self.cgroup else None
@@ -407,7 +484,7 @@ class BwrapSession:
                     input=stdin,
                     timeout=timeout,
                     max_output_bytes=self.limits.max_output_bytes,
-                    pass_fds=[status_write, options_fd],
+                    pass_fds=[status_write, options_fd, filter_fd],
                     track=self._running,
                     stop=functools.partial(_kill_namespace_init, status),
                 )
@@ -417,6 +494,7 @@ class BwrapSession:
                 os.close(status_read)
         finally:
             os.close(options_fd)
+            os.close(filter_fd)
         return self._result(raw, documents, before)
 
     def _result(
@@ -521,12 +599,16 @@ class BwrapSession:
         fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:
             for part in parts:
+                made = False
                 if create:
                     with contextlib.suppress(FileExistsError):
                         os.mkdir(part, 0o755, dir_fd=fd)
+                        made = True
                 child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
                 os.close(fd)
                 fd = child
+                if made and self.claimed_uid is not None:
+                    os.fchown(fd, self.host_uid, self.host_gid)
         except BaseException:
             os.close(fd)
             raise
@@ -542,13 +624,15 @@ class BwrapSession:
         try:
             with contextlib.suppress(FileNotFoundError):
                 info = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
-                if stat.S_ISREG(info.st_mode) and not _sandbox_user_may(info, write=True):
+                if stat.S_ISREG(info.st_mode) and not self._sandbox_user_may(info, write=True):
                     raise PermissionError(errno.EACCES, "permission denied", path)
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(parts[-1], flags, 0o644, dir_fd=dir_fd)
         finally:
             os.close(dir_fd)
         with os.fdopen(fd, "wb") as handle:
+            if self.claimed_uid is not None:
+                os.fchown(handle.fileno(), self.host_uid, self.host_gid)
             handle.write(data)
 
     def _read_sync(self, path: str, max_bytes: int | None = None) -> bytes:
@@ -571,11 +655,20 @@ class BwrapSession:
                 raise IsADirectoryError(errno.EISDIR, "is a directory", path)
             if not stat.S_ISREG(info.st_mode):
                 raise PermissionError(errno.EACCES, "not a regular file", path)
-            if not _sandbox_user_may(info, write=False):
+            if not self._sandbox_user_may(info, write=False):
                 raise PermissionError(errno.EACCES, "permission denied", path)
             if max_bytes is not None and info.st_size > max_bytes:
                 raise FileTooLarge(errno.EFBIG, f"larger than {max_bytes} bytes", path)
             return handle.read()
+
+    def _sandbox_user_may(self, info: os.stat_result, *, write: bool) -> bool:
+        """Whether the sandbox's user could read (write) this file inside: the harness reads and
+        writes on the host, perhaps as root, but must honour a program's `chmod -r` as the
+        sandbox would. Files the sandbox user owns are `host_uid`'s on the host (the user
+        namespace maps one to the other); anything else is "other" to it."""
+        if info.st_uid == self.host_uid:
+            return bool(info.st_mode & (stat.S_IWUSR if write else stat.S_IRUSR))
+        return bool(info.st_mode & (stat.S_IWOTH if write else stat.S_IROTH))
 
     async def write_file(self, path: str, contents: str | bytes) -> None:
         data = contents.encode() if isinstance(contents, str) else contents
@@ -586,16 +679,6 @@ class BwrapSession:
         """The file's bytes; FileTooLarge past `max_bytes` (checked before reading it)."""
         with _naming(path):
             return await asyncio.to_thread(self._read_sync, path, max_bytes)
-
-
-def _sandbox_user_may(info: os.stat_result, *, write: bool) -> bool:
-    """Whether the sandbox's user could read (write) this file inside: the harness reads and
-    writes on the host, perhaps as root, but must honour a program's `chmod -r` as the sandbox
-    would. Files the sandbox user owns are the harness user's on the host (the user namespace
-    maps one to the other); anything else is "other" to it."""
-    if info.st_uid == os.geteuid():
-        return bool(info.st_mode & (stat.S_IWUSR if write else stat.S_IRUSR))
-    return bool(info.st_mode & (stat.S_IWOTH if write else stat.S_IROTH))
 
 
 @contextlib.contextmanager

@@ -66,6 +66,19 @@ def mount_tmpfs(path: Path, size_bytes: int) -> bool:
     return True
 
 
+_MS_BIND = 0x1000
+
+
+def bind_mount(source: Path, target: Path) -> None:
+    """Bind `source` onto the existing directory `target` in the host's mount namespace (root
+    only): how a sandbox running under another uid reaches a directory whose parents that uid
+    may not traverse (the cache under /root)."""
+    rc = _c().mount(os.fsencode(source), os.fsencode(target), None, _MS_BIND, None)
+    if rc != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"cannot bind {source} onto {target}: {os.strerror(code)}")
+
+
 def unmount(path: Path) -> None:
     """Detach the mount at `path` (its memory is freed once nothing uses it); no-op if none."""
     with contextlib.suppress(OSError):

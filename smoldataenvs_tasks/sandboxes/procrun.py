@@ -39,6 +39,11 @@ try:
             handle.write(str(os.getpid()))
     for name, value in spec["rlimits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
+    user = spec.get("user")
+    if user is not None:
+        os.setgroups([])
+        os.setresgid(user, user, user)
+        os.setresuid(user, user, user)
     os.execvp(sys.argv[2], sys.argv[2:])
 except OSError as error:
     sys.stderr.write("smoldataenvs launcher: %s\n" % error)
@@ -67,27 +72,40 @@ def _prlimit() -> str | None:
     return shutil.which("prlimit", path="/usr/bin:/bin")
 
 
+def _setpriv() -> str | None:
+    return shutil.which("setpriv", path="/usr/bin:/bin")
+
+
 def launcher_argv(
     command: Sequence[str],
     *,
     procs_files: Sequence[Path] = (),
     rlimits: dict[str, int] | None = None,
+    user: int | None = None,
     python: bool = False,
 ) -> list[str]:
-    """argv that joins the cgroups, applies the rlimits (names like "RLIMIT_FSIZE"), then execs
-    `command` under the same pid. `python=True` forces the Python launcher."""
+    """argv that joins the cgroups, applies the rlimits (names like "RLIMIT_FSIZE"), drops to
+    host uid and gid `user` with no supplementary groups when given (the launcher runs as root
+    for the cgroups; the command must not), then execs `command` under the same pid.
+    `python=True` forces the Python launcher."""
     limits = dict(rlimits or {})
     for name in limits:
         getattr(resource, name)  # fail here, not in the child, on a typo
     prlimit = None if python else _prlimit()
-    if prlimit is not None and set(limits) <= set(_PRLIMIT_OPTIONS):
+    setpriv = None if python or user is None else _setpriv()
+    if prlimit is not None and set(limits) <= set(_PRLIMIT_OPTIONS) and (user is None or setpriv):
         options = [f"{_PRLIMIT_OPTIONS[name]}={value}" for name, value in limits.items()]
         files = [str(p) for p in procs_files]
+        drop = (
+            []
+            if user is None
+            else [str(setpriv), f"--reuid={user}", f"--regid={user}", "--clear-groups", "--"]
+        )
         return [
             "/bin/sh", "-c", _SH_LAUNCHER, "launcher", str(len(files)), *files,
-            prlimit, *options, "--", *command,
+            *drop, prlimit, *options, "--", *command,
         ]  # fmt: skip
-    spec = {"procs": [str(p) for p in procs_files], "rlimits": limits}
+    spec = {"procs": [str(p) for p in procs_files], "rlimits": limits, "user": user}
     return [sys.executable, "-I", "-S", "-c", _PY_LAUNCHER, json.dumps(spec), *command]
 
 

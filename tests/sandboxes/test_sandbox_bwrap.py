@@ -259,7 +259,7 @@ async def test_sessions_are_separate(stage_dir: Path) -> None:
 async def test_broken_mount_is_a_sandbox_failure(stage_dir: Path, tmp_path: Path) -> None:
     session = await BwrapSession.start(stage_dir, limits=SMALL_LIMITS)
     try:
-        session.env_dir = tmp_path / "vanished-env"  # what a deleted cache would look like
+        session._env_source = tmp_path / "vanished-env"  # what a deleted cache would look like
         session._base_args = session._static_args()
         with pytest.raises(SandboxFailure, match="bwrap failed before running"):
             await session.exec(["true"], timeout=30)

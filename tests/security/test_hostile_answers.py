@@ -185,7 +185,10 @@ async def test_bwrap_caps_are_host_tmpfs_mounts_removed_with_the_session(stage_d
     root = session.root
     try:
         assert session.disk_capped and session.info["disk"].startswith("size-limited")
-        assert set(disk.mounts_under(root)) == {session.home, session.workdir, session.tmp}
+        # A tmpfs per writable directory, as Docker lays them out, and (run as root, the sandbox
+        # under another uid) binds of the environment and the tables that uid may reach.
+        writable = {session.home, session.input_dir, session.workdir, session.tmp}
+        assert set(disk.mounts_under(root)) == writable | {root / "env", root / "tables"}
     finally:
         await session.close()
     assert disk.mounts_under(root) == [] and not root.exists()

@@ -1,0 +1,195 @@
+"""The seccomp filter every sandbox command runs under: the system calls no data-analysis program
+needs and an escaping or meddling one would (docs/threat-model.md, invariants 1 and 3).
+
+One filter, built here as a classic BPF program (the bytes `prctl(PR_SET_SECCOMP)` takes), serves
+every kind: bwrap loads it with `--seccomp FD` before the command starts, and the Docker keeper
+installs it on itself at start, so every command it forks inherits it on top of the engine's own
+profile (filters stack: a call must pass both). Refused with EPERM:
+
+* tracing and reading other processes: `ptrace`, `process_vm_readv/writev`, `kcmp`, `pidfd_getfd`,
+  `process_madvise` (a daemon left by one sample rewrote the reset's `kill(-1)` through ptrace);
+* the kernel keyrings: `add_key`, `keyctl`, `request_key` (keys outlive a sandbox and are shared
+  by every process of a host uid);
+* namespaces and mounts: `unshare`, `setns`, `mount`, `umount2`, `pivot_root`, `chroot`, the
+  new mount API (`fsopen` ... `mount_setattr`), `open_by_handle_at`, `name_to_handle_at`, and
+  `clone` with any namespace flag; `clone3` is ENOSYS, as in Docker's profile, so the C library
+  falls back to `clone`, whose flags a filter can read (`clone3`'s are behind a pointer);
+* the kernel's attack surface nothing here needs: `bpf`, `perf_event_open`, `userfaultfd`,
+  `io_uring_*`, module and kexec loading, `reboot`, swap, clocks, quotas, accounting, `syslog`,
+  `vhangup`, NUMA policy calls, and on x86-64 `iopl`, `ioperm`, `uselib`, `_sysctl` and the x32
+  ABI (its numbers would bypass the list).
+
+A call from another architecture's ABI (x86-64's `int 0x80`) kills the process: its numbers
+differ, so no list could cover it. That is the set Docker's default profile denies (its
+documented list) plus what it allows on new kernels and the sandbox has no use for (`ptrace`,
+`process_vm_*`); Docker's profile is an allow-list, this one a deny-list over it, so under Docker
+both hold and under bwrap the deny-list does.
+
+    python -m smoldataenvs_tasks.sandboxes.seccomp     # the filter's size and what it refuses
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import platform
+import struct
+
+# Classic BPF opcodes (linux/bpf_common.h, linux/filter.h).
+_LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+_JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+_JSET_K = 0x45  # BPF_JMP | BPF_JSET | BPF_K
+_RET_K = 0x06  # BPF_RET | BPF_K
+
+# linux/seccomp.h
+RET_KILL_PROCESS = 0x80000000
+RET_ERRNO = 0x00050000
+RET_ALLOW = 0x7FFF0000
+
+# struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6];
+_NR_OFFSET = 0
+_ARCH_OFFSET = 4
+_ARG0_LOW_OFFSET = 16  # little-endian: the low 32 bits of args[0], where clone's flags are
+
+# CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET (CLONE_NEWTIME is clone3-only).
+CLONE_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000
+CLONE_NAMESPACE_FLAGS |= 0x20000000 | 0x40000000
+_X32_SYSCALL_BIT = 0x40000000
+
+DENIED = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "process_madvise",
+    "add_key", "keyctl", "request_key",
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot",
+    "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+    "open_by_handle_at", "name_to_handle_at",
+    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
+    "io_uring_register", "init_module", "finit_module", "delete_module", "kexec_load",
+    "kexec_file_load", "reboot", "swapon", "swapoff", "settimeofday", "clock_settime",
+    "clock_adjtime", "acct", "quotactl", "quotactl_fd", "lookup_dcookie", "syslog", "vhangup",
+    "nfsservctl", "mbind", "set_mempolicy", "get_mempolicy", "move_pages",
+    "set_mempolicy_home_node",
+    "iopl", "ioperm", "uselib", "_sysctl", "create_module", "get_kernel_syms", "query_module",
+)  # fmt: skip
+
+
+@functools.cache
+def _table(machine: str) -> tuple[int, dict[str, int]]:
+    """(AUDIT_ARCH value, syscall numbers) of an architecture, from the kernel's ABI headers
+    (asm/unistd_64.h for x86-64, asm-generic/unistd.h for arm64): stable numbers, never reused."""
+    if machine == "x86_64":
+        numbers = {
+            "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
+            "pidfd_getfd": 438, "process_madvise": 440, "add_key": 248, "keyctl": 250,
+            "request_key": 249, "unshare": 272, "setns": 308, "mount": 165, "umount2": 166,
+            "pivot_root": 155, "chroot": 161, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
+            "fspick": 433, "move_mount": 429, "open_tree": 428, "mount_setattr": 442,
+            "open_by_handle_at": 304, "name_to_handle_at": 303, "bpf": 321,
+            "perf_event_open": 298, "userfaultfd": 323, "io_uring_setup": 425,
+            "io_uring_enter": 426, "io_uring_register": 427, "init_module": 175,
+            "finit_module": 313, "delete_module": 176, "kexec_load": 246, "kexec_file_load": 320,
+            "reboot": 169, "swapon": 167, "swapoff": 168, "settimeofday": 164,
+            "clock_settime": 227, "clock_adjtime": 305, "acct": 163, "quotactl": 179,
+            "quotactl_fd": 443, "lookup_dcookie": 212, "syslog": 103, "vhangup": 153,
+            "nfsservctl": 180, "mbind": 237, "set_mempolicy": 238, "get_mempolicy": 239,
+            "move_pages": 279, "set_mempolicy_home_node": 450, "iopl": 172, "ioperm": 173,
+            "uselib": 134, "_sysctl": 156, "create_module": 174, "get_kernel_syms": 177,
+            "query_module": 178, "clone": 56, "clone3": 435,
+        }  # fmt: skip
+        return 0xC000003E, numbers
+    if machine in ("aarch64", "arm64"):
+        numbers = {
+            "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272,
+            "pidfd_getfd": 438, "process_madvise": 440, "add_key": 217, "keyctl": 219,
+            "request_key": 218, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39,
+            "pivot_root": 41, "chroot": 51, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
+            "fspick": 433, "move_mount": 429, "open_tree": 428, "mount_setattr": 442,
+            "open_by_handle_at": 265, "name_to_handle_at": 264, "bpf": 280,
+            "perf_event_open": 241, "userfaultfd": 282, "io_uring_setup": 425,
+            "io_uring_enter": 426, "io_uring_register": 427, "init_module": 105,
+            "finit_module": 273, "delete_module": 106, "kexec_load": 104, "kexec_file_load": 294,
+            "reboot": 142, "swapon": 224, "swapoff": 225, "settimeofday": 170,
+            "clock_settime": 112, "clock_adjtime": 266, "acct": 89, "quotactl": 60,
+            "quotactl_fd": 443, "lookup_dcookie": 18, "syslog": 116, "vhangup": 58,
+            "nfsservctl": 42, "mbind": 235, "set_mempolicy": 237, "get_mempolicy": 236,
+            "move_pages": 239, "set_mempolicy_home_node": 450, "clone": 220, "clone3": 435,
+        }  # fmt: skip
+        return 0xC00000B7, numbers
+    raise UnsupportedArchitecture(f"no seccomp syscall table for {machine!r}")
+
+
+class UnsupportedArchitecture(RuntimeError):
+    pass
+
+
+def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> tuple[int, int, int, int]:
+    return (code, jt, jf, k)
+
+
+@functools.cache
+def filter_program(machine: str | None = None) -> bytes:
+    """The filter as `struct sock_filter[]` bytes for `machine` (default: this host's)."""
+    arch, numbers = _table(machine or platform.machine())
+    denied = sorted({numbers[name] for name in DENIED if name in numbers})
+    # Layout: checks, then the four returns; jumps are counted from the next instruction.
+    body: list[tuple[str, int, str | None, str | None]] = []  # (op, k, true label, false label)
+    body.append(("ld", _ARCH_OFFSET, None, None))
+    body.append(("jeq", arch, None, "kill"))
+    body.append(("ld", _NR_OFFSET, None, None))
+    if arch == 0xC000003E:
+        body.append(("jge", _X32_SYSCALL_BIT, "eperm", None))
+    body += [("jeq", number, "eperm", None) for number in denied]
+    body.append(("jeq", numbers["clone3"], "enosys", None))
+    body.append(("jeq", numbers["clone"], None, "allow"))
+    body.append(("ld", _ARG0_LOW_OFFSET, None, None))
+    body.append(("jset", CLONE_NAMESPACE_FLAGS, "eperm", "allow"))
+    returns = {
+        "allow": RET_ALLOW,
+        "eperm": RET_ERRNO | errno.EPERM,
+        "enosys": RET_ERRNO | errno.ENOSYS,
+        "kill": RET_KILL_PROCESS,
+    }
+    where = {label: len(body) + index for index, label in enumerate(returns)}
+    codes = {"ld": _LD_W_ABS, "jeq": _JEQ_K, "jge": _JGE_K, "jset": _JSET_K}
+    program = []
+    for position, (op, k, if_true, if_false) in enumerate(body):
+        jt = where[if_true] - position - 1 if if_true else 0
+        jf = where[if_false] - position - 1 if if_false else 0
+        if not (0 <= jt <= 255 and 0 <= jf <= 255):
+            raise AssertionError("seccomp filter jump out of range")  # the list grew too long
+        program.append(_insn(codes[op], k, jt, jf))
+    program += [_insn(_RET_K, value) for value in returns.values()]
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
+
+
+def filter_fd(machine: str | None = None) -> int:
+    """A memfd holding the filter at offset 0, for bwrap's `--seccomp FD` (the caller closes it;
+    bwrap reads it from the current offset, so one per command)."""
+    fd = os.memfd_create("smoldataenvs-seccomp", os.MFD_CLOEXEC)
+    os.write(fd, filter_program(machine))
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+# Installs a filter given as hex in argv/env on the calling process, stdlib only: the Docker
+# keeper runs it at start (no_new_privs is already set there by the engine's no-new-privileges).
+INSTALL_SNIPPET = r"""
+def install_seccomp(program_hex):
+    import ctypes
+    program = bytes.fromhex(program_hex)
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.addressof(buffer))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+    if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+        raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP")
+"""
+
+
+if __name__ == "__main__":
+    program = filter_program()
+    print(f"{platform.machine()}: {len(program) // 8} instructions; refuses {', '.join(DENIED)}")
