@@ -12,6 +12,12 @@ DEFAULT_HF_BUCKET = "AdithyaSK/jupyter-agent-kaggle-all"
 HUB_SPLITS = ("train", "test", "eval")
 SAMPLE_SPLIT = "sample"
 ALL_SPLITS = (*HUB_SPLITS, SAMPLE_SPLIT)
+# The bundled sample's own revision (its manifest.json says the same; a test ties them).
+SAMPLE_REVISION = "sample-1"
+# Rows per split at the pinned revision (the sample at its own). A run over another number of
+# rows did not measure the split it names, whatever its name: reports call it `nonstandard` and
+# never rank it with standard runs (a 16-row mirror labelled `eval` once reported "complete").
+SPLIT_SIZES = {"train": 5000, "test": 250, "eval": 144, SAMPLE_SPLIT: 10}
 
 TIERS = ("easy", "medium", "hard")
 KNOWN_REWARD_MODES = (
@@ -34,3 +40,16 @@ def split_parquet_path(split: str) -> str:
 def reward_mode_label(reward_mode: str) -> str:
     """The name a reward mode is reported under (the empty mode has no name of its own)."""
     return reward_mode or "unspecified"
+
+
+def pinned_revision(split: str) -> str:
+    """The revision a split is pinned at: the bundled sample's own, else the Hub's."""
+    return SAMPLE_REVISION if split == SAMPLE_SPLIT else DATASET_REVISION
+
+
+def pinned_split_size(split: str, revision: str | None) -> int | None:
+    """The split's row count when `revision` is its pinned one; None for an unknown split or
+    another revision (nothing is known about its size then)."""
+    if revision != pinned_revision(split):
+        return None
+    return SPLIT_SIZES.get(split)

@@ -44,6 +44,7 @@ from smoldataenvs_tasks._pins import (
     reward_mode_label,
 )
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
+from smoldataenvs_tasks.data.integrity import content_sha256
 from smoldataenvs_tasks.data.prompts import (
     PROGRAM_SYSTEM_PROMPT,
     adapt_instruction_for_submit,
@@ -239,6 +240,8 @@ def _create_task(
     # The split's full size goes into the log, so a report knows a filtered or --limit run
     # covers part of the split without reading the data again.
     split_tasks = len(source.load_tasks(split))
+    # The bytes the rows (and golds) came from: a verifier compares them with its own copy.
+    split_sha256 = content_sha256(source.parquet_path(split))
     records = source.load_tasks(split, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
     if not records:
         raise ValueError(
@@ -317,6 +320,11 @@ def _create_task(
             "filters": recorded_filters(tiers=tiers, reward_modes=reward_modes, task_ids=task_ids),
             "pass_k": pass_k,
             "temperature": config.temperature,
+            # The task's defaults; what the run used (Inspect's --max-tokens, --temperature
+            # override them) is the log's plan config, which reports read as the protocol.
+            "max_tokens": config.max_tokens,
+            "num_fewshot": 0,
+            "split_sha256": split_sha256,
         },
     )
 

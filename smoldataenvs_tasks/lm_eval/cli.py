@@ -105,6 +105,13 @@ def precheck(argv: list[str]) -> str | None:
             "(the SmolDataEnvs tasks are smoldataenvs_program and smoldataenvs_program_*)"
         )
     ours = [task for task in tasks if task.startswith(_OUR_PREFIX)]
+    shots = _option_values(argv, "--num_fewshot", "-f")
+    if ours and shots:
+        from smoldataenvs_tasks.lm_eval.fewshot import fewshot_refusal
+
+        problem = fewshot_refusal(shots[-1])
+        if problem is not None:
+            return problem
     if ours and "--confirm_run_unsafe_code" not in argv:
         return (
             f"{ours[0]} runs model-written programs (in an isolated sandbox): add "

@@ -43,6 +43,7 @@ RUN_FIELDS = (
     "_split_tasks",
     "_filters",
     "_grader",
+    "_split_sha256",
 )
 
 # Verdicts decided in this process, by (task_id, repeat); the console script writes them next to
@@ -85,12 +86,15 @@ def load_split(
     if grader not in GRADER_PROFILES:
         raise ValueError(f"grader must be one of {', '.join(GRADER_PROFILES)}, not {grader!r}")
 
+    from smoldataenvs_tasks.data.integrity import content_sha256
     from smoldataenvs_tasks.data.source import DataSource, filter_tasks, recorded_filters
     from smoldataenvs_tasks.data.tables import tables_manifest_digest
     from smoldataenvs_tasks.sandboxes.session import resolve_kind
 
     source = DataSource.resolve(split, mirror=mirror, revision=revision)
     every_record = source.load_tasks(split)
+    # The bytes the rows (and golds) came from: a verifier compares them with its own copy.
+    split_sha256 = content_sha256(source.parquet_path(split))
     records = filter_tasks(every_record, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
     filters = recorded_filters(tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
     run = {
@@ -103,6 +107,7 @@ def load_split(
         "_split_tasks": str(len(every_record)),
         "_filters": json.dumps(filters, sort_keys=True),
         "_grader": grader,
+        "_split_sha256": split_sha256,
     }
     rows = [_doc_row(record, run) for record in records]
     return datasets.DatasetDict({split: datasets.Dataset.from_list(rows)})
@@ -123,8 +128,31 @@ def doc_to_text(doc: dict[str, Any]) -> str:
     return program_prompt(doc["question"], list(doc.get("files") or []))
 
 
+def staged_table_digests(
+    record: TaskRecord, *, mirror: str | None, revision: str | None
+) -> dict[str, str] | None:
+    """name -> sha256 of the task's tables as this machine holds them (checked against their
+    manifest), as Inspect's scores record `table_sha256`; None when they cannot be had or are
+    corrupt (the verdict is ungraded then). The pipeline hashed the same files while staging,
+    and hashes are remembered per file, so this reads nothing twice."""
+    from smoldataenvs_tasks.data.integrity import TableCorruptError
+    from smoldataenvs_tasks.data.staging import verify_tables
+    from smoldataenvs_tasks.data.tables import resolve_tables
+
+    if record.invalid_row is not None:
+        return None
+    tables = resolve_tables(record, mirror=mirror, revision=revision)
+    if not tables.available:
+        return None
+    try:
+        return verify_tables(tables)
+    except (TableCorruptError, OSError):
+        return None
+
+
 def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> list[list[str]]:
-    """Run every response's program at once; each response becomes its Verdict as JSON."""
+    """Run every response's program at once; each response becomes its Verdict as JSON, with
+    the sha256 of each table its task staged (`table_sha256`)."""
     from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies
 
     if not docs:
@@ -145,9 +173,19 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
         concurrency=int(first.get("_concurrency") or 0) or None,
         profile=first.get("_grader") or DEFAULT_PROFILE,
     )
+    digests: dict[str, dict[str, str] | None] = {}
     out: list[list[str]] = [[] for _ in docs]
     for (doc_index, repeat), reply, verdict in zip(owners, replies, verdicts, strict=True):
         payload = verdict.to_dict()
+        task_id = reply.record.task_id
+        if verdict.graded and task_id not in digests:
+            digests[task_id] = staged_table_digests(
+                reply.record,
+                mirror=first.get("_mirror") or None,
+                revision=first.get("_revision") or None,
+            )
+        if verdict.graded and digests.get(task_id):
+            payload["table_sha256"] = digests[task_id]
         out[doc_index].append(json.dumps(payload, sort_keys=True))
         doc = docs[doc_index]
         VERDICT_LOG.append(
@@ -164,6 +202,7 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
                 "filters": json.loads(doc["_filters"]) if doc.get("_filters") else None,
                 "hf_bucket": reply.record.hf_bucket,
                 "bucket_prefix": reply.record.bucket_prefix,
+                "split_sha256": doc.get("_split_sha256") or None,
             }
         )
     return out
