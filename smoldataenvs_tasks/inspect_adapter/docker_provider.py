@@ -1,13 +1,13 @@
 """Inspect sandbox provider `smoldataenvs-docker`: each sample in its own `DockerSession`.
 
 What `-T sandbox=docker` runs (and `auto` where bwrap cannot): a container per sample with the
-contract's limits, a `docker exec` per command, and none of `docker compose`'s per-sample calls
-or Inspect's fairness sleep (docs/performance.md). Containers come from spares
-(sandboxes/docker/spares.py, through sandboxes/session.SessionSource as lm-eval's do): started
-ahead of their sample, and after it reset (every process killed, every writable place emptied,
-then checked) and handed to a later sample, or removed when the reset cannot prove the container
-clean. `SMOLDATAENVS_DOCKER_REUSE=0` (or
-`DockerSandboxConfig(reuse=False)`) gives every sample a fresh container, removed after it.
+contract's limits, each command through the container's keeper (or a `docker exec`), and none
+of `docker compose`'s per-sample calls or Inspect's fairness sleep (docs/performance.md).
+Containers come from spares (sandboxes/docker/spares.py, through sandboxes/session.SessionSource
+as lm-eval's do): started ahead of their sample and removed after it. `SMOLDATAENVS_DOCKER_REUSE=1`
+(or `DockerSandboxConfig(reuse=True)`) resets a finished sample's container instead (every
+process killed by the keeper, every writable place emptied, then checked) and hands it to a later
+sample, or removes it when the reset cannot prove it clean; off by default (docs/threat-model.md).
 `-T sandbox=docker-compose` keeps Inspect's own docker provider with `resources/compose.yaml`.
 
     inspect eval smoldataenvs_tasks/smoldataenvs_program -T sandbox=docker --model ...
@@ -62,8 +62,9 @@ class DockerSandboxConfig(LimitsConfig, frozen=True):
 
     image: str | None = None
     # Reset a finished sample's container and give it to a later sample (sandboxes/docker/
-    # spares.py) instead of removing it; SMOLDATAENVS_DOCKER_REUSE=0 turns it off as well.
-    reuse: bool = True
+    # spares.py) instead of removing it. None: SMOLDATAENVS_DOCKER_REUSE=1 turns it on (off by
+    # default: docs/threat-model.md says what a reset cannot give back).
+    reuse: bool | None = None
 
 
 def _config(config: SandboxEnvironmentConfigType | None) -> DockerSandboxConfig:

@@ -172,22 +172,35 @@ def filter_fd(machine: str | None = None) -> int:
     return fd
 
 
-# Installs a filter given as hex in argv/env on the calling process, stdlib only: the Docker
-# keeper runs it at start (no_new_privs is already set there by the engine's no-new-privileges).
-INSTALL_SNIPPET = r"""
+# Python (stdlib only) defining `install_seccomp(program_hex)`, which puts the filter on the
+# calling process: inside a container, where this package is not installed, the keeper runs it
+# at its start (keeper.py prepends it to the keeper's source) and a `docker exec` command runs
+# `LOADER` first. no_new_privs is set by the engine's no-new-privileges already.
+INSTALL_SOURCE = r"""
 def install_seccomp(program_hex):
     import ctypes
+
     program = bytes.fromhex(program_hex)
+
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = SockFprog(len(program) // 8, ctypes.addressof(buffer))
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
-    if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+    if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, MODE_FILTER
         raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP")
 """
+# argv: the filter as hex, then the command to exec under it.
+LOADER = INSTALL_SOURCE + "import os, sys\ninstall_seccomp(sys.argv[1])\nos.execv(sys.argv[2], sys.argv[2:])\n"
+
+
+def loader_argv(command: list[str], machine: str | None = None) -> list[str]:
+    """`command` run under the filter by a stdlib Python (`python3 -I -S`: nothing of the
+    sandbox's writable places or environment is imported); `command[0]` is an absolute path."""
+    return ["python3", "-I", "-S", "-c", LOADER, filter_program(machine).hex(), *command]
 
 
 if __name__ == "__main__":

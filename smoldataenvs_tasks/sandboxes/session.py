@@ -7,8 +7,8 @@
         await session.close()
 
 For many samples, `SessionSource` (what `pipeline.grade_program_replies` uses): Docker sessions
-come from spares started ahead and are reused after a reset (docker/spares.py), as under the
-Inspect provider; other kinds start and close per sample.
+come from spares started ahead (and, with SMOLDATAENVS_DOCKER_REUSE=1, are reused after a reset;
+docker/spares.py), as under the Inspect provider; other kinds start and close per sample.
 
     async with SessionSource("docker") as sessions:
         session = await sessions.open(stage_dir)
@@ -78,8 +78,8 @@ class SessionSource:
     """Sessions of one kind for the samples of one run (one event loop).
 
     Docker: sessions are taken from spares (one pool per stage-dir parent: slots must share its
-    filesystem) and given back at `end`, where the container is reset and reused or removed
-    (docker/spares.py; `reuse=False` or SMOLDATAENVS_DOCKER_REUSE=0 turns reuse off). Other
+    filesystem) and given back at `end`, where the container is removed, or reset and reused
+    when reuse is on (docker/spares.py; `reuse=True` or SMOLDATAENVS_DOCKER_REUSE=1). Other
     kinds: `open_session` and `close`. `end` returns at once; `ended()` waits for every reset
     and removal; leaving the `async with` (or `aclose`) also removes the idle spares.
     The lm-eval and `validate` batches (pipeline) and the Inspect provider
@@ -92,7 +92,7 @@ class SessionSource:
         *,
         limits: SandboxLimits = DEFAULT_LIMITS,
         image: str | None = None,
-        reuse: bool = True,
+        reuse: bool | None = None,
     ) -> None:
         self.kind = kind
         self.limits = limits

@@ -134,12 +134,17 @@ async def test_every_sample_program_gets_the_same_verdict_in_every_docker_path_a
 
 
 def test_a_batch_reusing_containers_gives_every_verdict_bwrap_gives(
-    no_leftovers: None,
+    no_leftovers: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """lm-eval's path (`grade_program_replies`): one batch, one sample at a time, so each reply
-    after the first runs in a container an earlier reply (a timeout, a flood, a crash) used."""
+    """lm-eval's path (`grade_program_replies`) with reuse turned on: one batch, one sample at a
+    time, so each reply after the first runs in a container an earlier reply (a timeout, a
+    flood, a crash) used."""
     import subprocess
     import time
+
+    from smoldataenvs_tasks.sandboxes.docker.spares import REUSE_ENV
+
+    monkeypatch.setenv(REUSE_ENV, "1")
 
     from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies
     from smoldataenvs_tasks.sandboxes.docker import LABEL_OWNER

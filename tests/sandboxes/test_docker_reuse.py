@@ -191,7 +191,7 @@ async def test_a_container_the_reset_cannot_prove_clean_is_removed(
 async def test_spares_hand_a_finished_samples_container_to_a_later_sample(
     tmp_path: Path, no_leftovers: None
 ) -> None:
-    spares = Spares(slot_root=tmp_path, limits=SMALL_LIMITS)
+    spares = Spares(slot_root=tmp_path, limits=SMALL_LIMITS, reuse=True)
     seen = []
     try:
         for name in ("a", "b", "c", "d"):

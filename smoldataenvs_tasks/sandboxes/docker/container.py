@@ -23,6 +23,10 @@ def container_args(limits: SandboxLimits) -> list[str]:
     for path, size in writable_dir_sizes(limits).items():
         owner = "mode=1777" if path == "/tmp" else "uid=1000,gid=1000,mode=0755"
         tmpfs += ["--tmpfs", f"{path}:rw,nosuid,nodev,size={size},{owner}"]
+    # The container's cgroup counters (its peak memory, CPU time, OOM kills) are the host's to
+    # read (cgroup_file), not a sample's: a reused container would show one sample's counters to
+    # the next, and bwrap shows no /sys at all.
+    tmpfs += ["--tmpfs", "/sys/fs/cgroup:ro,size=4k"]
     return [
         "--init",
         "--log-driver", "none",  # the keeper prints nothing; exec output never goes to logs

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from smoldataenvs_tasks.sandboxes import seccomp
 from smoldataenvs_tasks.sandboxes.docker import api
 
 logger = logging.getLogger(__name__)
@@ -66,13 +67,18 @@ def run_flags() -> list[str]:
 # container), then, should the keeper die, telling the host so (a "D" frame) and keeping the
 # container alive. It is a few hundred KB, never the out-of-memory killer's pick.
 KEEPER_SHELL = (
-    'python3 -I -S -c "$1"; printf "D\\000\\000\\000\\000\\000\\000\\000\\000"; exec sleep infinity'
+    'python3 -I -S -c "$1" "$2"; '
+    'printf "D\\000\\000\\000\\000\\000\\000\\000\\000"; exec sleep infinity'
 )
+# The argv the keeper takes as "kill every process of the sandbox user" (keeper_script.py).
+KILL_SANDBOX_USER = "smoldataenvs-keeper:kill-sandbox-user"
 
 
 def keeper_command() -> list[str]:
-    """The container's command (after the `/bin/sh` entrypoint of `run_flags`)."""
-    return ["-c", KEEPER_SHELL, "keeper", KEEPER_SCRIPT]
+    """The container's command (after the `/bin/sh` entrypoint of `run_flags`): the keeper's
+    source and the seccomp filter it installs on itself before any command."""
+    source = seccomp.INSTALL_SOURCE + KEEPER_SCRIPT
+    return ["-c", KEEPER_SHELL, "keeper", source, seccomp.filter_program().hex()]
 
 
 class KeeperExec:

@@ -33,6 +33,19 @@ bounding set (a `docker exec` in this container would inherit the keeper's three
 as uid 1000 with no_new_privs). The sandbox user cannot signal, trace or read the keeper
 (another uid, no capabilities), so a program's `kill -9 -1` cannot take the sandbox down.
 
+Seccomp. The keeper installs the sandbox filter (sandboxes/seccomp.py, given as hex in argv[1],
+with the installer's source before this file's) on itself before it takes a command, so every command inherits it on top of the engine's own
+profile: no `ptrace`, no keyrings, no namespaces or mounts.
+
+Killing every process of the sandbox user (a reused container's reset; docs/threat-model.md,
+invariant 1). The argv `KILL_SANDBOX_USER` is not run: the keeper forks a child that becomes uid
+1000 WITHOUT exec, so it stays non-dumpable (the kernel marks a process that changed its
+credentials so), which no process of uid 1000 may trace, and that child repeats `kill(-1,
+SIGKILL)` until no thread of uid 1000 is alive, read from every `/proc/*/task/*/status` (a leader
+that exited alone leaves its other threads running behind a zombie's `Z`). A reset run as the
+sandbox user itself was traced by a daemon the last sample left, which turned its `kill(-1)` into
+`getpid()`.
+
 Exit, as `docker exec` reports it: the command's exit status, 128 + n for a death by signal n,
 once its output pipes are closed, or `DRAIN_AFTER_EXIT_S` after it exited when a background
 process still holds them (containerd waits as long, then cuts the stream).
@@ -55,12 +68,89 @@ OUT, ERR, EXIT = b"O"[0], b"R"[0], b"X"[0]
 CHUNK = 4096 - HEADER.size
 DRAIN_AFTER_EXIT_S = 2.0
 SANDBOX_UID = 1000
+KILL_SANDBOX_USER = "smoldataenvs-keeper:kill-sandbox-user"
+KILL_DEADLINE_S = 5.0
 # By absolute path, as root: the PATH in a command's environment is the caller's to choose.
 DROP_TO_SANDBOX_USER = [
     "/usr/bin/setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}",
     f"--groups={SANDBOX_UID}",
     "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
 ]  # fmt: skip
+
+
+def live_threads_of(uid, except_pid):
+    """Threads alive with `uid` among their real, effective, saved or filesystem uids."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == except_pid:
+            continue
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue  # gone meanwhile
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/status") as status:
+                    fields = dict(line.split(":", 1) for line in status if ":" in line)
+            except OSError:
+                continue
+            state = fields.get("State", "").split()[:1]
+            uids = [int(value) for value in fields.get("Uid", "").split()]
+            if uid in uids and state not in (["Z"], ["X"]):
+                found.append(f"{pid}/{tid}")
+    return found
+
+
+def kill_sandbox_user():
+    """In a forked child of the keeper: become the sandbox user without exec, kill every
+    process of that user until none is left, and exit 0 (1 with the survivors on stderr)."""
+    import ctypes
+
+    os.setgroups([SANDBOX_UID])
+    os.setresgid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
+    os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
+    # Already non-dumpable (credentials changed); said again in case a kernel differs.
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+    deadline = time.monotonic() + KILL_DEADLINE_S
+    me = os.getpid()
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)  # every process this uid may signal, but the caller
+        except ProcessLookupError:
+            pass
+        left = live_threads_of(SANDBOX_UID, me)
+        if not left:
+            return 0
+        if time.monotonic() > deadline:
+            os.write(2, f"threads survive SIGKILL: {left[:10]}\n".encode())
+            return 1
+        time.sleep(0.01)
+
+
+class ForkedKill:
+    """The Popen-shaped handle of the kill_sandbox_user child (a Command holds one)."""
+
+    def __init__(self):
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setsid()
+                os.dup2(out_write, 1)
+                os.dup2(err_write, 2)
+                os._exit(kill_sandbox_user())
+            except BaseException as error:
+                os.write(2, f"{type(error).__name__}: {error}\n".encode())
+            finally:
+                os._exit(2)
+        os.close(out_write)
+        os.close(err_write)
+        self.pid = pid
+        self.stdin = None
+        self.stdout = os.fdopen(out_read, "rb", buffering=0)
+        self.stderr = os.fdopen(err_read, "rb", buffering=0)
+        self.returncode = None
 
 
 class Command:
@@ -143,6 +233,9 @@ class Keeper:
 
     def start(self, number, request):
         argv = [str(arg) for arg in request["argv"]]
+        if argv == [KILL_SANDBOX_USER]:
+            self.watch(number, ForkedKill())
+            return
         workdir = str(request.get("workdir") or "/")
         if workdir != "/":
             # The directory is entered as the sandbox user (root here has no DAC capabilities).
@@ -168,6 +261,9 @@ class Keeper:
                 EXIT, number, json.dumps({"error": f"{type(error).__name__}: {error}"}).encode()
             )
             return
+        self.watch(number, proc)
+
+    def watch(self, number, proc):
         command = Command(number, proc)
         self.commands[number] = command
         for pipe, kind in ((proc.stdout, OUT), (proc.stderr, ERR)):
@@ -298,4 +394,6 @@ class Keeper:
 
 
 if __name__ == "__main__":
+    # Defined by sandboxes/seccomp.py's INSTALL_SOURCE, which keeper.py puts before this file.
+    install_seccomp(sys.argv[1])  # noqa: F821
     Keeper().run()

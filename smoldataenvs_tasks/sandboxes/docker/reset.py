@@ -1,17 +1,22 @@
 """Make a used sandbox container as good as new, or say why it cannot be.
 
-`reset_script.py` runs inside the container as the sandbox user (one command: through the
-keeper, else a `docker exec`): it kills every process of that user, empties every writable place,
-restores the user-owned mount points and removes System V IPC objects, then checks all of it.
-What it cannot reach, it does not need to: the root filesystem is read-only, the user has no
-capabilities and cannot become another user, and a command's environment is set per exec. `DockerSession.recycle` calls this; a
-container that does not come back clean is removed, never reused.
+Two commands through the container's keeper. First the keeper itself kills every process of the
+sandbox user, from a child no process of that user can trace (keeper_script.py
+`kill_sandbox_user`): the last sample's processes are gone before anything of the reset runs as
+their uid. Then `reset_script.py` runs as the sandbox user: it empties every writable place,
+restores the user-owned mount points, removes System V IPC objects, and checks all of it (and
+again that no process of the user is alive). What it cannot reach, it does not need to: the root
+filesystem is read-only, the user has no capabilities and cannot become another user, and a
+command's environment is set per exec. A container without a keeper (a remote engine, the
+keeper dead or turned off) has no such killer and is never reset. `DockerSession.recycle` calls
+this; a container that does not come back clean is removed, never reused.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from smoldataenvs_tasks.sandboxes.docker import keeper
 from smoldataenvs_tasks.sandboxes.docker.engine import exec_in
 from smoldataenvs_tasks.sandboxes.docker.image import SANDBOX_USER
 
@@ -23,6 +28,17 @@ RESET_TIMEOUT_S = 30.0
 async def reset_container(container_id: str, *, timeout: float = RESET_TIMEOUT_S) -> str | None:
     """None once the container holds nothing of its last sample; else the reason it may not be
     reused (the caller removes it)."""
+    if not keeper.takes_commands(container_id, SANDBOX_USER):
+        return "it has no keeper to kill the last sample's processes from outside their reach"
+    try:
+        rc, _, err = await exec_in(
+            container_id, [keeper.KILL_SANDBOX_USER], user=SANDBOX_USER, timeout=timeout
+        )
+    except TimeoutError:
+        return f"the kill of the sandbox user's processes did not finish within {timeout:g} s"
+    if rc != 0:
+        reason = err.decode(errors="replace").strip().splitlines()
+        return f"the kill failed (exit {rc}): {reason[-1] if reason else 'no message'}"
     try:
         rc, out, err = await exec_in(
             container_id, ["python3", "-I", "-S", "-c", RESET_SCRIPT],

@@ -43,12 +43,14 @@ from typing import Any
 
 from smoldataenvs_tasks.contract import (
     DEFAULT_LIMITS,
+    ENV_DIR,
     INPUT_DIR,
     SANDBOX_ENV,
     SANDBOX_HOME,
     TABLES_DIR,
     SandboxLimits,
 )
+from smoldataenvs_tasks.sandboxes import seccomp
 from smoldataenvs_tasks.sandboxes.base import ExecResult, FileTooLarge, SandboxFailure
 from smoldataenvs_tasks.sandboxes.docker import api, keeper
 from smoldataenvs_tasks.sandboxes.docker.cleanup import sweep_once
@@ -87,17 +89,20 @@ MAX_READ_BYTES = 100 * 1024 * 1024
 # enters the working directory ($2) and checks that a command given by path can be executed, then
 # prints a marker with the result (the first line on stderr, before anything of the command's:
 # proof the sandbox itself worked, unforgeable), then runs the command under coreutils `timeout`
-# ($3 seconds), which also makes it a process-group leader.
+# ($3 seconds), which also makes it a process-group leader. $4 and $5, when not empty, are the
+# seccomp loader and its filter (a `docker exec`; the keeper's commands inherit its filter).
 _EXEC_WRAPPER = (
     f'if [ "$1" = 1 ] && [ ! -e {SANDBOX_HOME}/.smoldata-ready ]; then '
     f"e=$(HOME={SANDBOX_HOME} {INIT_SCRIPT} 2>&1) || "
     '{ printf "smoldata-init-failed: %s\\n" "$e" >&2; exit 98; }; fi; '
     's=ok; if ! cd -- "$2" 2>/dev/null; then s=nocwd; '
-    'else case $4 in */*) if [ -d "$4" ] || { [ -e "$4" ] && [ ! -x "$4" ]; }; then s=noexec; fi;; '
+    'else case $6 in */*) if [ -d "$6" ] || { [ -e "$6" ] && [ ! -x "$6" ]; }; then s=noexec; fi;; '
     "esac; fi; "
     'printf "smoldata-exec %s %s\\n" "$$" "$s" >&2; '
     'case $s in nocwd) echo "cannot change to directory $2" >&2; exit 2;; noexec) exit 126;; esac; '
-    't=$3; shift 3; exec /usr/bin/timeout -k 2 "$t" "$@"'
+    't=$3; l=$4; f=$5; shift 5; '
+    f'[ -n "$l" ] && exec {ENV_DIR}/bin/python3 -I -S -c "$l" "$f" /usr/bin/timeout -k 2 "$t" "$@"; '
+    'exec /usr/bin/timeout -k 2 "$t" "$@"'
 )
 _MARKER_PREFIX = b"smoldata-exec "
 
@@ -401,9 +406,15 @@ class DockerSession:
             # Always KEY=VALUE: a bare `-e KEY` would copy the host's value in.
             variables.append(f"{key}={value}")
         data = input.encode() if isinstance(input, str) else input
+        # Through the keeper a command inherits its filter; a `docker exec` loads it first.
+        loader = (
+            ["", ""]
+            if keeper.takes_commands(self.container_id, SANDBOX_USER)
+            else [seccomp.LOADER, seccomp.filter_program().hex()]
+        )
         wrapped = [
             "/bin/sh", "-c", _EXEC_WRAPPER, "sh",
-            "1" if self._needs_init else "0", workdir, f"{seconds:.3f}", *argv,
+            "1" if self._needs_init else "0", workdir, f"{seconds:.3f}", *loader, *argv,
         ]  # fmt: skip
         oom_before = self._oom_count()
         pids_before = read_counter(self._pids_events, "max")

@@ -1,5 +1,6 @@
-"""Spare Docker sandboxes: containers started before the sample that will use them is known, and
-reused from one sample to the next once they are proven clean.
+"""Spare Docker sandboxes: containers started before the sample that will use them is known, and,
+when reuse is on (`SMOLDATAENVS_DOCKER_REUSE=1`; off by default, docs/threat-model.md says
+why), reused from one sample to the next once they are proven clean.
 
 `docker run` and `docker rm` are most of what a Docker sandbox costs a sample: ~0.35 s of engine
 CPU together, against ~0.09 s for a `docker exec` (docs/performance.md). A spare takes the run
@@ -21,9 +22,8 @@ tables are hard-linked into the slot just before its first command (and unlinked
     await spares.close()                       # the spares nobody took
 
 How many spares: as many as sessions were in use at once (so every worker of a steady eval
-finds one), at most one per CPU kept idle (idle containers are cheap, not free). `reuse=False`
-(or SMOLDATAENVS_DOCKER_REUSE=0) gives every sample a container of its
-own, removed after it.
+finds one), at most one per CPU kept idle (idle containers are cheap, not free). Without reuse
+every sample gets a container of its own, removed after it.
 
 Slots live next to the stage dirs (`slot_root`), so hard links work (one filesystem) and the
 data layer's sweep of stage dirs also removes the slots of a killed process.
@@ -43,14 +43,18 @@ from smoldataenvs_tasks.sandboxes.docker.session import DockerSession
 
 logger = logging.getLogger(__name__)
 
-# "0" gives every sample a container of its own, removed after it (no reuse; slower).
+# "1" resets a finished sample's container and hands it to a later sample. Off by default: a
+# reset cannot give back what the kernel counts per container and a sample can read (the next
+# pid, the tmpfs inode numbers), a channel from one sample to the next (docs/threat-model.md).
 REUSE_ENV = "SMOLDATAENVS_DOCKER_REUSE"
 
 
-def reuse_enabled(setting: bool = True) -> bool:
+def reuse_enabled(setting: bool | None = None) -> bool:
     """Whether finished samples' containers are reset and reused: `setting` (a sandbox config's)
-    unless SMOLDATAENVS_DOCKER_REUSE=0 turns it off for the whole process."""
-    return setting and os.environ.get(REUSE_ENV, "1").strip() != "0"
+    when given, else SMOLDATAENVS_DOCKER_REUSE=1; off otherwise."""
+    if setting is not None:
+        return setting
+    return os.environ.get(REUSE_ENV, "0").strip() == "1"
 
 
 async def start_spare(
@@ -86,7 +90,7 @@ class Spares:
         limits: SandboxLimits = DEFAULT_LIMITS,
         image: str | None = None,
         max_spares: int | None = None,
-        reuse: bool = True,
+        reuse: bool = False,
     ) -> None:
         self.slot_root = Path(slot_root)
         self.limits = limits
