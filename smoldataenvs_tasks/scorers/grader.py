@@ -39,13 +39,12 @@ import math
 import re
 import threading
 import warnings
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from smoldataenvs_tasks._pins import KNOWN_REWARD_MODES
 from smoldataenvs_tasks.errors import SmolDataEnvsError
-from smoldataenvs_tasks.scorers import strict, symbolic
+from smoldataenvs_tasks.scorers import reading, strict, symbolic
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, GRADER_PROFILES
 
 __all__ = ["METHODS", "GradeResult", "UnknownProfileError", "clear_memo", "grade", "memo_info"]
@@ -112,54 +111,78 @@ def grade(
     processes cannot start at all (an infrastructure failure, which callers above this layer
     record as ungraded, never as 0).
     """
-    if profile not in GRADER_PROFILES:
+    # RL calls this millions of times: the common types take the shortest path through each
+    # coercion (the slow path gives the same values).
+    if profile == "default":
+        is_strict = False
+    elif profile == "strict":
+        is_strict = True
+    else:
         raise UnknownProfileError(
             f"unknown grader profile {profile!r}: choose one of {', '.join(GRADER_PROFILES)}"
         )
-    gold = _as_text(gold)
-    candidate = _as_text(candidate)
-    mode = "" if reward_mode is None else str(reward_mode)
+    if type(gold) is not str:
+        gold = _as_text(gold)
+    if type(candidate) is not str:
+        candidate = _as_text(candidate)
+    mode = (
+        reward_mode
+        if type(reward_mode) is str
+        else ("" if reward_mode is None else str(reward_mode))
+    )
     if mode not in _KNOWN_MODES:
         _warn_unknown_mode(mode)
-    rel = _tolerance(rel_tol)
-    abs_ = _tolerance(abs_tol)
+    # `x >= 0.0` is False for NaN, which takes the slow path to 0.0.
+    rel = rel_tol if type(rel_tol) is float and rel_tol >= 0.0 else _tolerance(rel_tol)
+    abs_ = abs_tol if type(abs_tol) is float and abs_tol >= 0.0 else _tolerance(abs_tol)
     if gold is None or candidate is None:
         return _MISS
 
-    is_strict = profile == "strict"
+    if len(gold) + len(candidate) > _MEMO_MAX_KEY_CHARS:
+        return _ladder(gold, candidate, mode, rel, abs_, is_strict)
     key = (gold, candidate, mode, rel, abs_, is_strict)
-    cacheable = len(gold) + len(candidate) <= _MEMO_MAX_KEY_CHARS
-    if cacheable:
-        hit = _memo_get(key)
-        if hit is not None:
-            return hit
+    hit = _memo.get(key)
+    if hit is not None:
+        _memo_stats[0] += 1
+        return hit
+    _memo_stats[1] += 1
     result = _ladder(gold, candidate, mode, rel, abs_, is_strict)
     # A timeout says nothing about the pair (a retry on a quieter machine may finish), so it is
     # never remembered.
-    if cacheable and result is not _MATH_VERIFY_TIMEOUT:
-        _memo_put(key, result)
+    if result is not _MATH_VERIFY_TIMEOUT:
+        _memo[key] = result
+        if len(_memo) > _MEMO_MAX_ENTRIES:
+            _evict_oldest(_memo)
     return result
 
 
 def _ladder(
     gold: str, candidate: str, mode: str, rel: float, abs_: float, is_strict: bool
 ) -> GradeResult:
-    gold_stripped = gold.strip()
-    cand_stripped = candidate.strip()
-    if not gold_stripped or not cand_stripped:
+    # str.split() and str.strip() agree on what whitespace is (str.isspace), so no words means
+    # blank, and equal word lists mean equal normalised texts (re.sub(r"\s+", " ", ...)).
+    gold_words = gold.lower().split()
+    if not gold_words:
         return _MISS
-
-    gold_norm = _normalise(gold_stripped)
-    if gold_norm == _normalise(cand_stripped):
+    cand_words = candidate.lower().split()
+    if not cand_words:
+        return _MISS
+    if gold_words == cand_words:
         return _EXACT
 
     refused: str | None = None
-    if mode in _NUMERIC_MODES or _is_clean_number(gold_stripped):
-        g = _first_number(gold)
-        c = _first_number(candidate)
+    gold_stripped = gold.strip()
+    if mode in _NUMERIC_MODES or _CLEAN_NUMBER.fullmatch(
+        gold_stripped.strip("%$").strip().replace(",", "")
+    ):
+        found = _FIRST_NUMBER.search(gold.replace(",", "") if "," in gold else gold)
+        g = float(found.group()) if found is not None else None
+        found = _FIRST_NUMBER.search(candidate.replace(",", "") if "," in candidate else candidate)
+        c = float(found.group()) if found is not None else None
         if g is not None and c is not None:
+            diff = abs(g - c)
             accepted = None
-            if _close(g, c, rel, abs_):
+            if diff <= abs_ or diff / max(abs(g), 1e-9) <= rel:
                 accepted = _NUMERIC
             elif _one_side_fractional(g, c) and (
                 _close(g, c * 100, rel, abs_) or _close(g, c / 100, rel, abs_)
@@ -170,9 +193,7 @@ def _ladder(
                     return accepted
                 refused = strict.numeric_refusal(
                     gold_stripped,
-                    cand_stripped,
-                    g,
-                    c,
+                    candidate.strip(),
                     scaled=accepted is _NUMERIC_SCALED,
                     rel=rel,
                     abs_=abs_,
@@ -190,16 +211,23 @@ def _ladder(
     missed = _MISS if refused is None else GradeResult(0.0, "miss", refused)
     if symbolic.shortcut(gold, candidate) is symbolic.Outcome.NO_MATCH:
         return missed
-    if refused is not None and strict.symbolic_refusal(gold_stripped, cand_stripped):
-        # Whatever math-verify says, strict refuses it and an earlier rule is the one reported:
-        # the worker round trip would change nothing.
-        return missed
+    if is_strict:
+        # Strict accepts math-verify's match only where its own reading of the two sides
+        # agrees. Where a rule refuses, math-verify is not asked (its answer would change
+        # nothing); where the sides say different things, it is asked only to know whether a
+        # rule refused its match.
+        rule = strict.symbolic_refusal(gold.strip(), candidate.strip(), rel, abs_)
+        if rule is not None:
+            if refused is not None:
+                return missed
+            if type(rule) is not strict.Different:
+                return GradeResult(0.0, "miss", rule)
+            if _symbolic(gold, candidate) is symbolic.Outcome.MATCH:
+                return GradeResult(0.0, "miss", str(rule))
+            return missed
     outcome = _symbolic(gold, candidate)
     if outcome is symbolic.Outcome.MATCH:
-        if not is_strict:
-            return _MATH_VERIFY
-        rule = strict.symbolic_refusal(gold_stripped, cand_stripped)
-        return _MATH_VERIFY if rule is None else GradeResult(0.0, "miss", rule)
+        return _MATH_VERIFY
     if outcome is symbolic.Outcome.TIMEOUT:
         return _MATH_VERIFY_TIMEOUT
     return missed
@@ -209,12 +237,6 @@ def _normalise(text: str) -> str:
     # str.split() and re's \s agree on what whitespace is (str.isspace), so this equals
     # re.sub(r"\s+", " ", text.strip().lower()) and is several times faster.
     return " ".join(text.lower().split())
-
-
-def _is_clean_number(stripped: str) -> bool:
-    # Upstream's order exactly: `%`/`$` come off the ends only, then the spaces they uncovered
-    # ("65 %", "$ 5"); a sign or symbol inside ("-$4058") leaves the gold unclean.
-    return _CLEAN_NUMBER.fullmatch(stripped.strip("%$").strip().replace(",", "")) is not None
 
 
 def _first_number(text: str) -> float | None:
@@ -260,7 +282,7 @@ def _items_match(
         c = _first_number(c_item)
         if g is None or c is None or not _close(g, c, rel, abs_):
             return False
-        if is_strict and strict.list_item_refusal(g_item, c_item) is not None:
+        if is_strict and strict.list_item_refusal(g_item, c_item, rel, abs_) is not None:
             return False
     return True
 
@@ -306,28 +328,20 @@ def _warn_unknown_mode(mode: str) -> None:
 _MEMO_MAX_ENTRIES = 65_536
 # Very long strings are rare and cost memory to keep; they are graded afresh every time.
 _MEMO_MAX_KEY_CHARS = 4_096
-_memo: OrderedDict[tuple[str, str, str, float, float, bool], GradeResult] = OrderedDict()
-_symbolic_memo: OrderedDict[tuple[str, str], symbolic.Outcome] = OrderedDict()
-_memo_lock = threading.Lock()
-_memo_stats = {"hits": 0, "misses": 0}
+# Plain dicts, read and written without a lock: single dict operations are atomic under the
+# GIL, and a lock around them cost as much as grading an exact or numeric pair. When full, the
+# oldest entry goes (insertion order): first in, first out.
+_memo: dict[tuple[str, str, str, float, float, bool], GradeResult] = {}
+_symbolic_memo: dict[tuple[str, str], symbolic.Outcome] = {}
+_memo_stats = [0, 0]  # hits, misses (racy increments: diagnostics only)
 
 
-def _memo_get(key: tuple[str, str, str, float, float, bool]) -> GradeResult | None:
-    with _memo_lock:
-        result = _memo.get(key)
-        if result is None:
-            _memo_stats["misses"] += 1
-            return None
-        _memo.move_to_end(key)
-        _memo_stats["hits"] += 1
-        return result
-
-
-def _memo_put(key: tuple[str, str, str, float, float, bool], result: GradeResult) -> None:
-    with _memo_lock:
-        _memo[key] = result
-        if len(_memo) > _MEMO_MAX_ENTRIES:
-            _memo.popitem(last=False)
+def _evict_oldest(memo: dict) -> None:
+    try:
+        del memo[next(iter(memo))]
+    except (KeyError, RuntimeError, StopIteration):
+        # Another thread evicted or inserted at the same moment; the next insertion retries.
+        pass
 
 
 def _symbolic(gold: str, candidate: str) -> symbolic.Outcome:
@@ -338,30 +352,32 @@ def _symbolic(gold: str, candidate: str) -> symbolic.Outcome:
     key = (gold, candidate)
     cacheable = len(gold) + len(candidate) <= _MEMO_MAX_KEY_CHARS
     if cacheable:
-        with _memo_lock:
-            hit = _symbolic_memo.get(key)
-            if hit is not None:
-                _symbolic_memo.move_to_end(key)
-                return hit
+        hit = _symbolic_memo.get(key)
+        if hit is not None:
+            return hit
     outcome = symbolic.default_pool().verify(gold, candidate)
     if cacheable and outcome is not symbolic.Outcome.TIMEOUT:
-        with _memo_lock:
-            _symbolic_memo[key] = outcome
-            if len(_symbolic_memo) > _MEMO_MAX_ENTRIES:
-                _symbolic_memo.popitem(last=False)
+        _symbolic_memo[key] = outcome
+        if len(_symbolic_memo) > _MEMO_MAX_ENTRIES:
+            _evict_oldest(_symbolic_memo)
     return outcome
 
 
 def clear_memo() -> None:
-    """Forget every remembered grade and symbolic outcome (benchmarks and tests start cold)."""
-    with _memo_lock:
-        _memo.clear()
-        _symbolic_memo.clear()
-        _memo_stats["hits"] = 0
-        _memo_stats["misses"] = 0
+    """Forget every remembered grade, symbolic outcome and strict reading (benchmarks and tests
+    start cold)."""
+    _memo.clear()
+    _symbolic_memo.clear()
+    reading.clear_cache()
+    _memo_stats[0] = 0
+    _memo_stats[1] = 0
 
 
 def memo_info() -> dict[str, int]:
     """Hits, misses, current size and bound of the grade memo."""
-    with _memo_lock:
-        return {**_memo_stats, "size": len(_memo), "max_entries": _MEMO_MAX_ENTRIES}
+    return {
+        "hits": _memo_stats[0],
+        "misses": _memo_stats[1],
+        "size": len(_memo),
+        "max_entries": _MEMO_MAX_ENTRIES,
+    }

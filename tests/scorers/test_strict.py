@@ -32,7 +32,7 @@ def kept(gold: str, candidate: str, method: str, **row) -> None:
 
 def test_hedge_12_or_maybe_17_passes_neither_gold_12_nor_gold_17() -> None:
     loophole("12", "12 or maybe 17", "one_number")  # default: numeric reads the first number
-    loophole("17", "12 or maybe 17", "one_number")  # default: math-verify reads the last
+    loophole("17", "12 or maybe 17", "one_expression")  # default: math-verify reads the last
 
 
 def test_sequence_1_2_3_4_5_does_not_pass_for_5() -> None:
@@ -83,7 +83,7 @@ def test_list_gold_1_2_3_is_not_its_last_item_even_in_list_mode() -> None:
 
 
 def test_list_gold_is_not_matched_by_math_verify_on_its_last_element() -> None:
-    loophole("0.38, 0.66", "0.58, 0.66", "list_rung_only", reward_mode="list", abs_tol=0)
+    loophole("0.38, 0.66", "0.58, 0.66", "list_items", reward_mode="list", abs_tol=0)
 
 
 def test_list_items_10_apples_20_pears_are_not_10_pears_20_apples() -> None:
@@ -125,8 +125,8 @@ def test_percentage_and_its_fraction_are_kept() -> None:
 
 
 def test_label_gold_50k_comparison_sign_must_agree() -> None:
-    loophole(">50K", "<=50K", "label_words", reward_mode="numeric", abs_tol=0, rel_tol=0)
-    loophole(">50K", "50K", "label_words", reward_mode="numeric", abs_tol=0, rel_tol=0)
+    loophole(">50K", "<=50K", "comparison", reward_mode="numeric", abs_tol=0, rel_tol=0)
+    loophole(">50K", "50K", "comparison", reward_mode="numeric", abs_tol=0, rel_tol=0)
     kept(">50K", "> 50K", "numeric", reward_mode="numeric", abs_tol=0, rel_tol=0)
 
 

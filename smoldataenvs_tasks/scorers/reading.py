@@ -1,0 +1,705 @@
+"""What one side of a pair says, as the strict profile reads it (docs/scoring.md "The strict
+profile").
+
+The published ladder reads a side as its first number (the numeric rung) or hands it to
+math-verify, which reads its last. Both readings let a hedge, a negation or a magnitude word
+through. The strict profile reads the whole side instead, once, into a `Reading`:
+
+* `Value`: one number, with what qualifies it: its sign (a Unicode minus or a spaced minus
+  included), a magnitude word (`12k`, `3.14M`, `7 bn`, `12 thousand`), a percent sign, a
+  comparison or negation (`> 12`, `at least 12`, `not 12`, `12+`, `more than 50K`), the word
+  naming it (`Class 2`) and the unit after it (`12 yrs` is `12 years`);
+* `Range`: two values joined by a range word or dash (`30-40`, `30–40`, `30 to 40`);
+* `Date` (`2019-05-01`, `May 1, 2019`, `1 May 2019`, `12/13/1994`), `Period` (`Q3 2021`,
+  `2021-Q3`, `3rd quarter`), `Ratio` (`3:1`, `14:30`);
+* `Expr`: one math expression (`1/2`, `\\frac{1}{2}`, `2^{10}`, `\\sqrt{49}`), which only
+  math-verify can value;
+* `Items`: a list, in commas, semicolons, lines or a final "and" (`12, 7 and 3`);
+* `Multi`: several numbers that are none of the above (`12 or seventeen`, `17 | 12`, `12 (17)`,
+  `48 ≈ 42`, two code fences): a hedge;
+* `Text`: no number at all.
+
+Numbers are found by kind before they are counted: a date, a quarter or a thousands-separated
+number is one token, and spelled-out numbers (`seventeen`) count as numbers. Pure; readings are
+remembered per string, because a gold is read once per sample and a candidate often repeats.
+
+    python -c "from smoldataenvs_tasks.scorers.reading import read; print(read('at least 12k'))"
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import pairwise
+
+__all__ = [
+    "Date",
+    "Expr",
+    "Items",
+    "Multi",
+    "Period",
+    "Range",
+    "Ratio",
+    "Reading",
+    "Text",
+    "Value",
+    "clear_cache",
+    "read",
+    "read_item",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    number: float  # signed, magnitude applied: what the side means
+    digits: float  # the number as written, unsigned, without its magnitude
+    negative: bool
+    magnitude: float
+    percent: bool
+    comparison: frozenset[str]
+    label: str | None  # the word right before the number ("class" in "Class 2")
+    unit: str | None  # the unit after it, canonical ("year" for "yrs")
+    scientific: bool
+    plain: bool  # nothing but the number (and a sign): what the numeric rung already judged
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    low: Value
+    high: Value
+
+
+@dataclass(frozen=True, slots=True)
+class Date:
+    key: tuple  # (year, month, day, hour, minute, second); day None for a month; or ambiguous
+
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    quarter: int
+    year: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Ratio:
+    parts: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Expr:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Items:
+    items: tuple[Reading, ...]
+    texts: tuple[str, ...]
+    comma_joined: bool  # digits joined by a bare comma ("1,5"): what the published reading merges
+
+
+@dataclass(frozen=True, slots=True)
+class Multi:
+    values: tuple[float, ...]  # every number found, to tell a hedge of the gold from a miss
+    has_date: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    pass
+
+
+Reading = Value | Range | Date | Period | Ratio | Expr | Items | Multi | Text
+
+_EXPR = Expr()
+_TEXT = Text()
+
+# --- cleaning: markup that wraps an answer without changing it ------------------------------
+
+_FENCE = re.compile(r"```[\w+-]*")
+_MARKUP = re.compile(r"\*\*|__|`")
+_LATEX_WRAPPER = re.compile(
+    r"\\(?:boxed|text|textbf|textrm|mathrm|mathbf|operatorname|displaystyle|left|right)\b"
+)
+_LATEX_SPACE = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~")
+_LATEX_DELIMITER = re.compile(r"\\[()\[\]]")
+_MATH_DOLLARS = re.compile(r"^\$\$?(.+?)\$?\$$", re.DOTALL)
+_QUOTES = "\"'“”‘’«»"
+
+
+def _clean(text: str) -> str:
+    if "`" in text:
+        text = _FENCE.sub("\n", text)
+    if "*" in text or "_" in text or "`" in text:
+        text = _MARKUP.sub("", text)
+    if "\\" in text:
+        text = text.replace("\\%", "%").replace("\\$", "\x00")
+        text = _LATEX_WRAPPER.sub("", text)
+        text = _LATEX_SPACE.sub(" ", text)
+        text = _LATEX_DELIMITER.sub(" ", text)
+    text = text.strip().strip(_QUOTES).strip()
+    if text.startswith("$") and text.endswith("$") and len(text) > 2:
+        inner = _MATH_DOLLARS.match(text)
+        if inner is not None and "$" not in inner.group(1):
+            text = inner.group(1).strip()
+    return text.replace("\x00", "$")
+
+
+# --- tokens: every number-like thing in a side, each counted once ------------------------------
+
+_MONTHS = {
+    "jan": 1,
+    "feb": 2,
+    "mar": 3,
+    "apr": 4,
+    "may": 5,
+    "jun": 6,
+    "jul": 7,
+    "aug": 8,
+    "sep": 9,
+    "oct": 10,
+    "nov": 11,
+    "dec": 12,
+}
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_MONTH_NUMBER = r"(?:0?[1-9]|1[0-2])"
+_DAY_NUMBER = r"(?:0?[1-9]|[12]\d|3[01])"
+_TIME = r"(?:[ T](?P<{p}H>[01]?\d|2[0-3]):(?P<{p}M>[0-5]\d)(?::(?P<{p}S>[0-5]\d))?)?"
+_ORDINAL_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+_NUMBER_WORDS = (
+    r"zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen"
+    r"|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fourty|fifty|sixty"
+    r"|seventy|eighty|ninety|hundred|thousand|million|billion|trillion|dozen"
+)
+_MAGNITUDES = {
+    "k": 1e3,
+    "thousand": 1e3,
+    "hundred": 1e2,
+    "m": 1e6,
+    "mn": 1e6,
+    "mln": 1e6,
+    "mio": 1e6,
+    "million": 1e6,
+    "b": 1e9,
+    "bn": 1e9,
+    "billion": 1e9,
+    "t": 1e12,
+    "tn": 1e12,
+    "trillion": 1e12,
+}
+# The alternatives are tried in this order at each position, so a date or a quarter is taken
+# whole before its digits could be read as numbers.
+_TOKEN = re.compile(
+    # year first: 2019-05-01, 2019/5/1, 2019-05 (a month), 2019.05.01, with a time
+    r"(?<![\d.])(?P<iy>\d{4})(?P<isep>[-/])(?P<im>" + _MONTH_NUMBER + r")"
+    r"(?:(?P=isep)(?P<id>" + _DAY_NUMBER + r"))?" + _TIME.format(p="i") + r"(?![\d]|[.,]\d)"
+    r"|(?<![\d.])(?P<dy>\d{4})\.(?P<dm>" + _MONTH_NUMBER + r")\.(?P<dd>" + _DAY_NUMBER + r")"
+    r"(?![\d]|\.\d)"
+    # day or month first: 12/13/1994, 01.05.2019
+    r"|(?<![\d.])(?P<na>\d{1,2})(?P<nsep>[-/.])(?P<nb>\d{1,2})(?P=nsep)(?P<ny>\d{4})"
+    + _TIME.format(p="n")
+    + r"(?![\d]|[.,]\d)"
+    # month names: May 1, 2019 / 1 May 2019 / 1st of May 2019 / May 2019
+    r"|(?i:(?<![\w])(?:(?P<wd1>" + _DAY_NUMBER + r")(?:st|nd|rd|th)?\s+(?:of\s+)?)?"
+    r"(?P<wm>" + _MONTH + r")\.?(?:\s+(?P<wd2>" + _DAY_NUMBER + r")(?:st|nd|rd|th)?)?,?\s+"
+    r"(?P<wy>\d{4})(?!\d))"
+    # quarters: Q3, Q3 2021, 2021 Q3, 2021-Q3, 3rd quarter, third quarter, quarter 3
+    r"|(?i:(?:(?<![\w.])(?P<qy1>\d{4})\s*[-/ ]\s*)?(?<![A-Za-z])Q(?P<q>[1-4])(?![\w])"
+    r"(?:\s*[-/ ]\s*(?P<qy2>\d{4})(?!\d))?)"
+    r"|(?i:(?<![\w])(?:(?P<qo>[1-4])(?:st|nd|rd|th)|(?P<qw>first|second|third|fourth))"
+    r"\s+(?:quarter|qtr)\b(?:\s+(?:of\s+)?(?P<qy3>\d{4})(?!\d))?)"
+    r"|(?i:\b(?:quarter|qtr)\s+(?P<qn>[1-4])(?!\d)(?:\s+(?:of\s+)?(?P<qy4>\d{4})(?!\d))?)"
+    # ratios and clock times: 3:1, 14:30
+    r"|(?<![\d.])(?P<ratio>\d+(?::\d+)+)(?![\d]|\.\d)"
+    # numbers: 1,234,567.8 / 1 234 567 / 12.5 / .5 / 8.3e-4, then a magnitude and a percent
+    r"|(?P<num>\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d+)?|\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)(?:\.\d+)?"
+    r"|\d+(?:\.\d+)?|\.\d+)(?P<exp>[eE][-+]?\d+)?"
+    r"(?:\s?(?P<mag>(?i:k|thousands?|hundreds?|millions?|mn|mln|mio|billions?|bn|trillions?|tn)"
+    r"|M|B|T)(?![\w]))?"
+    r"(?:\s?(?P<pct>%|(?i:percent|per\s?cent|pct)\b))?"
+    # numbers in words: count as numbers (a hedge "12 or seventeen" holds two)
+    r"|(?i:\b(?P<word>(?:"
+    + _NUMBER_WORDS
+    + r")(?:[\s-]+(?:and\s+)?(?:"
+    + _NUMBER_WORDS
+    + r"))*)\b)"
+)
+_LETTER_BEFORE = re.compile(r"[^\W\d_]$")
+
+
+@dataclass(slots=True)
+class _Token:
+    kind: str  # value, date, period, ratio, word
+    start: int
+    end: int
+    reading: Reading | None
+    value: float | None = None
+    exponent: bool = False
+    magnitude: float = 1.0
+    percent: bool = False
+
+
+def _tokens(text: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    for match in _TOKEN.finditer(text):
+        group = match.lastgroup
+        found = match.groupdict()
+        start, end = match.span()
+        if found["num"] is not None:
+            # A digit run glued to a word after an earlier number is part of a unit ("m2",
+            # "CO2"), not a second number; glued to the first one it is a label's ("S12").
+            if tokens and start > 0 and _LETTER_BEFORE.search(text, 0, start):
+                continue
+            digits = found["num"]
+            raw = digits.replace(",", "").replace(" ", "").replace("\u00a0", "")
+            raw = raw.replace("\u202f", "")
+            exponent = found["exp"]
+            try:
+                value = float(raw + (exponent or ""))
+            except ValueError:
+                value = float("nan")
+            magnitude = 1.0
+            mag = found["mag"]
+            if mag is not None:
+                word = mag.lower()
+                word = word[:-1] if word.endswith("s") and len(word) > 2 else word
+                magnitude = _MAGNITUDES.get(word, 1.0)
+            tokens.append(
+                _Token(
+                    "value",
+                    start,
+                    end,
+                    None,
+                    value,
+                    exponent is not None,
+                    magnitude,
+                    found["pct"] is not None,
+                )
+            )
+        elif found["word"] is not None:
+            tokens.append(_Token("word", start, end, None, float("nan")))
+        elif found["iy"] is not None or found["dy"] is not None:
+            tokens.append(_Token("date", start, end, _iso_date(found)))
+        elif found["ny"] is not None:
+            tokens.append(_Token("date", start, end, _numeric_date(found)))
+        elif found["wy"] is not None:
+            tokens.append(_Token("date", start, end, _named_date(found)))
+        elif found["ratio"] is not None:
+            parts = tuple(int(p) for p in found["ratio"].split(":"))
+            tokens.append(_Token("ratio", start, end, Ratio(parts)))
+        elif group is not None:
+            tokens.append(_Token("period", start, end, _period(found)))
+    return tokens
+
+
+def _time(found: dict, prefix: str) -> tuple[int, int, int]:
+    hour = found[prefix + "H"]
+    if hour is None:
+        return (0, 0, 0)
+    return (int(hour), int(found[prefix + "M"]), int(found[prefix + "S"] or 0))
+
+
+def _iso_date(found: dict) -> Date:
+    if found["iy"] is not None:
+        day = found["id"]
+        return Date(
+            (int(found["iy"]), int(found["im"]), None if day is None else int(day))
+            + (_time(found, "i") if day is not None else (0, 0, 0))
+        )
+    return Date((int(found["dy"]), int(found["dm"]), int(found["dd"]), 0, 0, 0))
+
+
+def _numeric_date(found: dict) -> Date:
+    first, second, year = int(found["na"]), int(found["nb"]), int(found["ny"])
+    time = _time(found, "n")
+    if first > 12 >= second:
+        return Date((year, second, first, *time))
+    if second > 12 >= first or first == second:
+        return Date((year, first, second, *time))
+    # 05/01/2019: May 1st or 5 January; it agrees only with itself written the same way.
+    return Date(("ambiguous", first, second, year, *time))
+
+
+def _named_date(found: dict) -> Date:
+    month = _MONTHS[found["wm"][:3].lower()]
+    day = found["wd1"] or found["wd2"]
+    year = int(found["wy"])
+    if day is None:
+        return Date((year, month, None, 0, 0, 0))
+    return Date((year, month, int(day), 0, 0, 0))
+
+
+def _period(found: dict) -> Period:
+    if found["q"] is not None:
+        quarter = int(found["q"])
+    elif found["qo"] is not None:
+        quarter = int(found["qo"])
+    elif found["qw"] is not None:
+        quarter = _ORDINAL_WORDS[found["qw"].lower()]
+    else:
+        quarter = int(found["qn"])
+    year = found["qy1"] or found["qy2"] or found["qy3"] or found["qy4"]
+    return Period(quarter, None if year is None else int(year))
+
+
+# --- the text around a number ---------------------------------------------------------------
+
+_MINUSES = "-\u2212\u2010\u2011\u2012\u2013\u2014\u2015\ufe63\uff0d"
+_CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr"}
+_TAIL = re.compile(r"[^\w]+$")
+_MINUS_WORD = re.compile(r"(?i:\b(?:minus|negative))\s*$")
+_BOUND_AFTER = re.compile(r"^\s*\+(?!\s*\d)")
+# Longest first: at one position the first alternative that matches wins.
+_COMPARISON = re.compile(
+    r"(?P<ge>≥|>=|=>|(?i:\bat\s+least\b|\bno\s+(?:less|fewer)\s+than\b"
+    r"|\bnot\s+(?:less|fewer|under|below)(?:\s+than)?\b|\bminimum(?:\s+of)?\b"
+    r"|\bor\s+(?:more|above|higher|greater|over|up)\b|\band\s+(?:above|up|over|more|higher)\b))"
+    r"|(?P<le>≤|<=|=<|(?i:\bat\s+most\b|\bno\s+(?:more|greater)\s+than\b"
+    r"|\bnot\s+(?:more|greater|over|above)(?:\s+than)?\b|\bup\s+to\b|\bmaximum(?:\s+of)?\b"
+    r"|\bor\s+(?:less|fewer|below|lower|under)\b|\band\s+(?:below|under|less|lower)\b))"
+    r"|(?P<ne>≠|!=|=/=|<>|(?i:\bnot\b|\bnever\b|n't\b|\bother\s+than\b|\bexcept\b))"
+    r"|(?P<gt>>|(?i:\bmore\s+than\b|\bgreater\s+than\b|\bhigher\s+than\b|\blarger\s+than\b"
+    r"|\bover\b|\babove\b|\bexceed(?:s|ing)?\b|\bbeyond\b|\bin\s+excess\s+of\b))"
+    r"|(?P<lt><|(?i:\bless\s+than\b|\bfewer\s+than\b|\blower\s+than\b|\bsmaller\s+than\b"
+    r"|\bunder\b|\bbelow\b))"
+    r"|(?P<pm>±|\+/-)"
+)
+_COMPARISON_OPS = {"ge": ">=", "le": "<=", "ne": "!=", "gt": ">", "lt": "<", "pm": "±"}
+_HAS_COMPARISON = re.compile(
+    r"[<>≤≥≠±=!]|(?i:least|most|less|fewer|more|greater|higher|larger|lower|smaller|over|above"
+    r"|under|below|not|never|n't|other|except|minimum|maximum|exceed|beyond|excess|up\s+to)"
+)
+_LAST_WORD = re.compile(r"([^\W\d_]+)[^\w]*$")
+_FIRST_WORD = re.compile(r"^[^\w]*([^\W\d_]+)")
+_FILLER = frozenset(
+    {
+        "about",
+        "approx",
+        "approximately",
+        "around",
+        "roughly",
+        "nearly",
+        "almost",
+        "exactly",
+        "just",
+        "only",
+        "some",
+        "circa",
+        "ca",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "of",
+        "the",
+        "a",
+        "an",
+        "in",
+        "on",
+        "at",
+        "for",
+        "to",
+        "by",
+        "total",
+        "overall",
+        "each",
+        "per",
+        "or",
+        "and",
+        "so",
+        "its",
+        "it",
+        "answer",
+        "maybe",
+        "possibly",
+        "perhaps",
+        "probably",
+        "likely",
+    }
+)
+# Unit words that name the same unit (plural "s" is dropped before the look-up).
+_UNIT_SYNONYMS = {
+    "yr": "year",
+    "yrs": "year",
+    "y": "year",
+    "yo": "year",
+    "month": "month",
+    "mo": "month",
+    "mth": "month",
+    "wk": "week",
+    "w": "week",
+    "d": "day",
+    "h": "hour",
+    "hr": "hour",
+    "hrs": "hour",
+    "min": "minute",
+    "mins": "minute",
+    "sec": "second",
+    "secs": "second",
+    "s": "second",
+    "kilometer": "km",
+    "kilometre": "km",
+    "kms": "km",
+    "meter": "m",
+    "metre": "m",
+    "centimeter": "cm",
+    "centimetre": "cm",
+    "millimeter": "mm",
+    "millimetre": "mm",
+    "mile": "mi",
+    "kilogram": "kg",
+    "kilo": "kg",
+    "kgs": "kg",
+    "gram": "g",
+    "gr": "g",
+    "pound": "lb",
+    "lbs": "lb",
+    "liter": "l",
+    "litre": "l",
+    "milliliter": "ml",
+    "millilitre": "ml",
+    "dollar": "usd",
+    "buck": "usd",
+    "euro": "eur",
+    "rupee": "inr",
+    "yen": "jpy",
+    "people": "person",
+    "persons": "person",
+    "pax": "person",
+    "pct": "percent",
+}
+
+
+def _canonical_unit(word: str) -> str:
+    word = word.lower()
+    unit = _UNIT_SYNONYMS.get(word)
+    if unit is not None:
+        return unit
+    if len(word) > 3 and word.endswith("s"):
+        word = word[:-1]
+        return _UNIT_SYNONYMS.get(word, word)
+    return word
+
+
+def _comparisons(*texts: str) -> tuple[frozenset[str], list[str]]:
+    """The comparisons and negations in `texts`, and the texts with them removed."""
+    found: set[str] = set()
+    rest = []
+    for text in texts:
+        if text and _HAS_COMPARISON.search(text):
+            pieces = []
+            last = 0
+            for match in _COMPARISON.finditer(text):
+                found.add(_COMPARISON_OPS[match.lastgroup or ""])
+                pieces.append(text[last : match.start()])
+                last = match.end()
+            pieces.append(text[last:])
+            text = " ".join(pieces)
+        rest.append(text)
+    return frozenset(found), rest
+
+
+_NO_COMPARISON: frozenset[str] = frozenset()
+
+
+def _value(token: _Token, before: str, after: str) -> Value:
+    assert token.value is not None
+    comparison, (rest, after) = _comparisons(before, after)
+    if after and _BOUND_AFTER.match(after):
+        comparison = comparison | {">="}
+    # The symbols between the last word and the number: a sign, a currency.
+    tail = _TAIL.search(rest)
+    symbols = tail.group() if tail is not None else ""
+    rest = rest[: len(rest) - len(symbols)]
+    # A dash glued to a word ("x-5", "COVID-19") is a hyphen, not a sign.
+    negative = any(ch in _MINUSES for ch in symbols) and not (rest and symbols[0] in _MINUSES)
+    minus_word = _MINUS_WORD.search(rest) if rest else None
+    if minus_word is not None:
+        negative = True
+        rest = rest[: minus_word.start()]
+    unit = None
+    for ch in symbols:
+        if ch in _CURRENCY:
+            unit = _CURRENCY[ch]
+            break
+    label = None
+    if rest:
+        found = _LAST_WORD.search(rest)
+        if found is not None:
+            word = found.group(1).lower()
+            if word not in _FILLER:
+                label = word
+    percent = token.percent
+    if after:
+        found = _FIRST_WORD.match(after)
+        if found is not None:
+            word = found.group(1).lower()
+            if word in ("percent", "pct") or (word == "per" and "cent" in after.lower()):
+                percent = True
+            elif word not in _FILLER:
+                unit = _canonical_unit(word)
+    digits = token.value
+    return Value(
+        number=(-digits if negative else digits) * token.magnitude,
+        digits=digits,
+        negative=negative,
+        magnitude=token.magnitude,
+        percent=percent,
+        comparison=comparison,
+        label=label,
+        unit=unit,
+        scientific=token.exponent,
+        plain=False,
+    )
+
+
+# --- the whole side ---------------------------------------------------------------------------
+
+_PLAIN = re.compile(r"\s*(-?)(\d+(?:\.\d+)?)\s*")
+# Between two numbers: a list separator, a range word or dash, or a math operator.
+_LIST_GAP = re.compile(r"[,;\n]|(?i:\band\b)|&")
+_RANGE_GAP = re.compile(r"\s*(?:[" + _MINUSES + r"]|(?i:to|through|thru|until|till))\s*[$€£¥₹]?\s*")
+_BETWEEN = re.compile(r"(?i:\b(?:between|from)\s*[$€£¥₹]?\s*)$")
+_AND_GAP = re.compile(r"\s*(?i:and|to|&)\s*[$€£¥₹]?\s*")
+_OPERATOR_GAP = re.compile(r"[\s)\]]*(?:[/^*×÷·+]|\\(?:cdot|times|div|over))[\s(\[{]*|\s*}\s*{\s*")
+_MATH_MARK = re.compile(r"\\(?:frac|dfrac|tfrac|sqrt|pi|cdot|times|div|log|ln|exp|binom)|[√π^]")
+_BULLET = re.compile(r"(?m)^[ \t]*[-*•][ \t]+")
+
+
+def read(text: str) -> Reading:
+    """The strict reading of one whole side (lists included)."""
+    cached = _cache.get(text)
+    if cached is not None:
+        return cached
+    reading = _read(text, whole=True)
+    if len(_cache) >= _CACHE_MAX:
+        _cache.clear()
+    _cache[text] = reading
+    return reading
+
+
+def read_item(text: str) -> Reading:
+    """The strict reading of one list item the list rung split off on its commas."""
+    cached = _item_cache.get(text)
+    if cached is not None:
+        return cached
+    reading = _read(text, whole=False)
+    if len(_item_cache) >= _CACHE_MAX:
+        _item_cache.clear()
+    _item_cache[text] = reading
+    return reading
+
+
+_CACHE_MAX = 65_536
+_cache: dict[str, Reading] = {}
+_item_cache: dict[str, Reading] = {}
+
+
+def clear_cache() -> None:
+    _cache.clear()
+    _item_cache.clear()
+
+
+def _read(text: str, *, whole: bool) -> Reading:
+    plain = _PLAIN.fullmatch(text)
+    if plain is not None:
+        digits = float(plain.group(2))
+        negative = plain.group(1) == "-"
+        return Value(
+            -digits if negative else digits,
+            digits,
+            negative,
+            1.0,
+            False,
+            _NO_COMPARISON,
+            None,
+            None,
+            False,
+            True,
+        )
+    text = _clean(text)
+    if whole and "\n" in text:
+        text = _BULLET.sub("", text)
+    tokens = _tokens(text)
+    if not tokens:
+        return _EXPR if _MATH_MARK.search(text) or "$" in text else _TEXT
+    if len(tokens) == 1:
+        return _single(text, tokens[0], text[: tokens[0].start], text[tokens[0].end :])
+    gaps = [text[a.end : b.start] for a, b in pairwise(tokens)]
+    if len(tokens) == 2 and tokens[0].kind == tokens[1].kind == "value":
+        before = text[: tokens[0].start]
+        between = _BETWEEN.search(before)
+        if (between is not None and _AND_GAP.fullmatch(gaps[0])) or (
+            between is None and _RANGE_GAP.fullmatch(gaps[0])
+        ):
+            if between is not None:
+                before = before[: between.start()]
+            low = _value(tokens[0], before, "")
+            high = _value(tokens[1], "", text[tokens[1].end :])
+            return Range(low, high)
+    if whole and any(_LIST_GAP.search(gap) for gap in gaps):
+        listed = _items(text, tokens, gaps)
+        if listed is not None:
+            return listed
+    if all(_OPERATOR_GAP.fullmatch(gap) for gap in gaps):
+        return _EXPR
+    return Multi(
+        tuple(t.value * t.magnitude for t in tokens if t.value is not None),
+        any(t.kind == "date" for t in tokens),
+    )
+
+
+def _single(text: str, token: _Token, before: str, after: str) -> Reading:
+    if token.kind == "value":
+        if _MATH_MARK.search(text):
+            return _EXPR
+        return _value(token, before, after)
+    if token.kind == "word":
+        # A number in words alone: the published ladder finds no number in it either.
+        return _TEXT
+    assert token.reading is not None
+    return token.reading
+
+
+def _items(text: str, tokens: list[_Token], gaps: list[str]) -> Reading | None:
+    """The side as a list: split where a gap between two numbers holds a list separator."""
+    pieces = []
+    start = 0
+    comma_joined = False
+    for token, gap in zip(tokens, gaps, strict=False):
+        separator = _LIST_GAP.search(gap)
+        if separator is None:
+            continue
+        if gap == "," and token.kind == "value":
+            comma_joined = True
+        cut = token.end + separator.start()
+        pieces.append(text[start:cut])
+        start = token.end + separator.end()
+    pieces.append(text[start:])
+    items = []
+    texts = []
+    for piece in pieces:
+        # "12, 7 and 3": the last comma's item still holds an "and"
+        for part in _split_and(piece):
+            stripped = part.strip()
+            if stripped:
+                texts.append(stripped)
+                items.append(_read(stripped, whole=False))
+    if len(items) < 2:
+        return None
+    return Items(tuple(items), tuple(texts), comma_joined)
+
+
+_AND = re.compile(r"\s(?i:and|&)\s")
+
+
+def _split_and(piece: str) -> list[str]:
+    if " " not in piece or _AND.search(piece) is None:
+        return [piece]
+    parts = _AND.split(piece)
+    if any(not _TOKEN.search(part) for part in parts):
+        return [piece]
+    return parts
