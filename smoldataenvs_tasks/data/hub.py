@@ -24,6 +24,7 @@ The endpoint is read from HF_ENDPOINT at call time (huggingface_hub's constant i
 from __future__ import annotations
 
 import email.utils
+import importlib
 import math
 import os
 import re
@@ -32,6 +33,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from urllib.parse import quote, urlsplit
 
 from huggingface_hub import HfApi, constants, hf_hub_download, try_to_load_from_cache
@@ -303,6 +305,20 @@ def bucket_file_url(bucket: str, remote_path: str) -> str:
     return f"{hub_endpoint()}/buckets/{bucket}/resolve/{quote(remote_path, safe='/')}"
 
 
+def _session_http_library() -> ModuleType:
+    """The HTTP library huggingface_hub's shared session is built on: httpx before
+    huggingface_hub 2.0, httpx2 from 2.0. The timeout we pass and the transport errors we retry
+    must be that library's own classes, so it is read from the session, not assumed."""
+    for cls in type(get_session()).__mro__:
+        root = cls.__module__.partition(".")[0]
+        if root in ("httpx", "httpx2"):
+            return importlib.import_module(root)
+    raise DownloadError(
+        f"huggingface_hub's HTTP session is a {type(get_session()).__qualname__}, "
+        "built on neither httpx nor httpx2"
+    )
+
+
 def download_bucket_file(
     bucket: str,
     remote_path: str,
@@ -319,7 +335,7 @@ def download_bucket_file(
     the file further than any before it. 4xx answers raise at once (DownloadError with
     `.status`), a served size other than `expected_size` raises SizeMismatch at once.
     """
-    import httpx2  # huggingface_hub's HTTP client
+    http = _session_http_library()
 
     if hub_offline():
         raise HubUnavailable(f"cannot download {bucket}/{remote_path}: offline mode is on")
@@ -327,7 +343,7 @@ def download_bucket_file(
     url = bucket_file_url(bucket, remote_path)
     base_headers = build_hf_headers()
     base_headers["Accept-Encoding"] = "identity"  # sizes must match the listing byte for byte
-    timeout = httpx2.Timeout(_download_timeout(), connect=_download_timeout())
+    timeout = http.Timeout(_download_timeout(), connect=_download_timeout())
     deadline = time.monotonic() + policy.deadline_s if policy.deadline_s else None
     failures = 0
     furthest = part.stat().st_size if part.exists() else 0
@@ -383,7 +399,7 @@ def download_bucket_file(
                     if expected_size is None or size == expected_size:
                         return
                     problem = f"stream ended at {size} of {expected_size} bytes"
-        except httpx2.TransportError as exc:  # reset, cut, timeout, refused
+        except http.TransportError as exc:  # reset, cut, timeout, refused
             problem = f"{type(exc).__name__}: {exc}"
         except _TooSlow as exc:
             slow = True
