@@ -21,6 +21,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smoldataenvs_tasks.contract import ANSWER_FILE, DEFAULT_LIMITS, PROGRAM_PATH, SandboxLimits
@@ -80,6 +81,11 @@ async def decide_program_reply(
 
     `gate`, when given, is entered around the run only (e.g. a limit on programs running at
     once): the program's time limit starts once it holds the gate.
+
+    Raises SandboxFailure when the sandbox failed: the runner settles that before the program
+    starts (and SandboxLost means the sandbox went away), so it is never the program's doing and
+    never its 0. The caller re-runs the sample (Inspect: a sample error, for `--retry-on-error`
+    and `eval-retry`; `grade_program_reply`: once more in a fresh sandbox).
     """
     extracted = extract_program(completion)
     verdict = verdict_before_running(extracted, profile=profile)
@@ -93,13 +99,8 @@ async def decide_program_reply(
             "cwd": cwd,
         }
     )
-    try:
-        async with gate() if gate is not None else contextlib.nullcontext():
-            outcome = await run_program_outcome(
-                host, extracted.code or "", limits=limits, **relocated
-            )
-    except SandboxFailure as exc:
-        return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc), profile)
+    async with gate() if gate is not None else contextlib.nullcontext():
+        outcome = await run_program_outcome(host, extracted.code or "", limits=limits, **relocated)
     # The symbolic rung may wait seconds on a worker: keep the event loop free meanwhile.
     return await asyncio.to_thread(
         verdict_for_program_outcome,
@@ -120,11 +121,12 @@ async def decide_answer_file(
     profile: str = DEFAULT_PROFILE,
 ) -> Verdict:
     """The agentic (answer-file) Verdict: the file read inside the sample's sandbox, as its user
-    (`sandboxes.answer_file`), then its whole stripped text graded."""
-    try:
-        found = await read_answer_file(host, path)
-    except SandboxFailure as exc:
-        return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc), profile)
+    (`sandboxes.answer_file`), then its whole stripped text graded. The agent's commands ran in
+    that sandbox first, so a reader that cannot run to the end there is the agent's own 0
+    (`program_broke_sandbox`); only a sandbox that went away (SandboxLost) raises."""
+    found = await read_answer_file(host, path)
+    if found.state is AnswerState.BROKEN:
+        return Verdict.broke_sandbox(found.problem or "", profile)
     if found.state is AnswerState.TOO_LARGE:
         return answer_too_large_verdict(found.problem or "", profile)
     if found.state is not AnswerState.READ:
@@ -167,6 +169,8 @@ class ProgramReply:
 
 # Overrides how many programs run at once on this machine (default: one per usable CPU).
 MAX_PROGRAMS_ENV = "SMOLDATAENVS_MAX_PROGRAMS"
+# Sandboxes a reply gets when its sandbox fails (without Inspect's retries: lm-eval, validate).
+SANDBOX_ATTEMPTS = 2
 
 
 def default_concurrency() -> int:
@@ -205,7 +209,6 @@ async def grade_program_reply(
     from smoldataenvs_tasks.data.integrity import TableCorruptError
     from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables, verify_tables
     from smoldataenvs_tasks.data.tables import resolve_tables
-    from smoldataenvs_tasks.sandboxes.session import open_session
 
     # The row and its tables first, as Inspect's setup step does: a task nobody can grade is
     # ungraded whatever the reply, so both frameworks give it the same verdict.
@@ -233,24 +236,47 @@ async def grade_program_reply(
             await asyncio.to_thread(stage_tables, table_set, stage_dir)
         except TableCorruptError as exc:  # changed since verify_tables read it
             return Verdict.ungraded(UngradedReason.TABLE_CORRUPT, str(exc), profile)
-        try:
-            if sessions is not None:
-                session = await sessions.open(stage_dir)
-            else:
-                session = await open_session(sandbox, stage_dir, limits=limits)
-        except SandboxFailure as exc:
-            return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(exc), profile)
-        try:
-            return await decide_program_reply(
-                reply.completion, reply.record, session, limits=limits, profile=profile
-            )
-        finally:
-            if sessions is not None:
-                sessions.end(session)
-            else:
-                await session.close()
+        failure: SandboxFailure | None = None
+        # A sandbox that failed is never the program's doing (decide_program_reply): the reply
+        # gets a fresh one, and is ungraded only when that fails too (the run is then not
+        # complete, and its report says to re-run it).
+        for _ in range(SANDBOX_ATTEMPTS):
+            try:
+                return await _decide_in_new_session(
+                    reply, stage_dir, sandbox=sandbox, limits=limits, profile=profile,
+                    sessions=sessions,
+                )  # fmt: skip
+            except SandboxFailure as exc:
+                failure = exc
+        return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(failure), profile)
     finally:
         await asyncio.to_thread(shutil.rmtree, stage_dir, True)
+
+
+async def _decide_in_new_session(
+    reply: ProgramReply,
+    stage_dir: Path,
+    *,
+    sandbox: str,
+    limits: SandboxLimits,
+    profile: str,
+    sessions: SessionSource | None,
+) -> Verdict:
+    from smoldataenvs_tasks.sandboxes.session import open_session
+
+    if sessions is not None:
+        session = await sessions.open(stage_dir)
+    else:
+        session = await open_session(sandbox, stage_dir, limits=limits)
+    try:
+        return await decide_program_reply(
+            reply.completion, reply.record, session, limits=limits, profile=profile
+        )
+    finally:
+        if sessions is not None:
+            sessions.end(session)
+        else:
+            await session.close()
 
 
 async def grade_program_replies_async(

@@ -78,6 +78,18 @@ class BwrapSandboxEnvironment(SessionSandboxEnvironment):
         )
         return {"default": cls(session, owned)}
 
+    @classmethod
+    async def cli_cleanup(cls, id: str | None) -> None:
+        """`inspect sandbox cleanup bwrap`: what sessions of dead eval processes left (session
+        directories and their mounts, cgroups, empty stage dirs; sandboxes/leftovers.py). A
+        session of a live process is its own to end; `id` names nothing more here."""
+        import asyncio
+
+        from smoldataenvs_tasks.sandboxes import leftovers
+
+        for line in await asyncio.to_thread(leftovers.sweep_stale):
+            print(f"removed {line}")
+
     @override
     @classmethod
     async def sample_cleanup(

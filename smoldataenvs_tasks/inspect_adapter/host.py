@@ -20,7 +20,7 @@ from typing import Any
 
 from smoldataenvs_tasks.contract import ExecResult
 from smoldataenvs_tasks.inspect_adapter.session_provider import SessionSandboxEnvironment
-from smoldataenvs_tasks.sandboxes.base import SandboxFailure
+from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxLost
 
 
 class InspectSandboxHost:
@@ -80,7 +80,13 @@ class InspectSandboxHost:
                 duration_s=time.monotonic() - started,
             )
         except SandboxUnavailableError as error:
-            raise SandboxFailure(f"the sandbox is unavailable: {error}") from error
+            cause = error.__cause__
+            if isinstance(cause, SandboxFailure):
+                # One of our sessions' failures, through Inspect's type: keep what it proves
+                # (a SandboxLost, or a failure a sample's code may have caused). A new one:
+                # re-raising the cause itself would make a cycle of causes.
+                raise type(cause)(str(cause)) from None
+            raise SandboxLost(f"the sandbox is unavailable: {error}") from error
         if ours is not None and ours.last_result is not None:
             return ours.last_result
         return ExecResult(

@@ -3,8 +3,11 @@
 The decisions themselves live in the pure `scorers` package (`answers`, `decide`, `grader`) and,
 for programs, in `pipeline.decide_program_reply`; this module only
 fetches what the sample produced (the reply, the program's output, the answer file) and maps the
-Verdict onto Inspect: value 1/0, `Score.unscored` for ungraded samples (excluded from metrics and
-reducers, reason kept), and the Verdict in `Score.metadata`.
+Verdict onto Inspect: value 1/0, `Score.unscored` for samples the dataset leaves ungradable (an
+invalid row, a table missing or corrupt: excluded from metrics and reducers, reason kept), and the
+Verdict in `Score.metadata`. A sandbox that failed (never the model's doing: docs/threat-model.md)
+raises out of the scorer, so Inspect errors the sample and `--retry-on-error` or `inspect
+eval-retry` run it again.
 
 Metrics: accuracy (= pass@1 over graded samples) with stderr, and the same grouped by
 `difficulty_tier` and by `reward_mode`.
@@ -61,8 +64,8 @@ from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, UngradedReason, 
 
 @metric
 def graded() -> Metric:
-    """How many samples were graded. Ungraded ones (an invalid row, a table that cannot be had,
-    a broken sandbox) are left out of accuracy, so 'accuracy 1.000, graded 9' over 10 samples
+    """How many samples were graded. Ungraded ones (an invalid row, a table that cannot be had)
+    are left out of accuracy, so 'accuracy 1.000, graded 9' over 10 samples
     says one was not counted, and `inspect view` shows why in its score explanation."""
 
     def compute(scores: list[SampleScore]) -> float:

@@ -21,7 +21,6 @@ docs/design.md "The sandbox contract").
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, TypeVar, overload
@@ -41,6 +40,7 @@ from typing_extensions import override
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
 from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
 from smoldataenvs_tasks.sandboxes import base
+from smoldataenvs_tasks.sandboxes.leftovers import new_empty_stage_dir
 
 
 class LimitsConfig(BaseModel, frozen=True):
@@ -97,7 +97,7 @@ async def start_over_stage_dir(
     owned = None
     stage_dir = metadata.get(STAGE_DIR_KEY)
     if not stage_dir:
-        owned = Path(tempfile.mkdtemp(prefix="smoldataenvs-empty-stage-"))
+        owned = new_empty_stage_dir()  # named after us: swept if we die (sandboxes/leftovers)
         stage_dir = str(owned)
     try:
         return await start(Path(stage_dir)), owned

@@ -14,6 +14,13 @@ and reports what it found by its exit status. `pipeline.decide_answer_file` turn
 Verdict: not a regular file / unreadable / not text → `no_answer` (0), too large → a 0 of its own
 (`answer_too_large`).
 
+The reader runs after the agent's last command, in the sandbox as the agent left it, from `/`
+(nothing the agent can make unusable, as it could its working directory with `chmod 000`). When
+it cannot run to the end there (killed by a process the agent left, out of memory the agent's
+files hold, ...) that is the agent's doing: `BROKEN`, the model's own 0
+(`program_broke_sandbox`), never an ungraded sample (docs/threat-model.md, invariant 2). Only a
+sandbox that is gone (SandboxLost: its container removed, its session closed) raises.
+
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import enum
 from dataclasses import dataclass
 
 from smoldataenvs_tasks.contract import ANSWER_FILE, MAX_ANSWER_BYTES
-from smoldataenvs_tasks.sandboxes.base import SandboxFailure
+from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxLost
 from smoldataenvs_tasks.sandboxes.runner import ProgramHost
 
 
@@ -35,6 +42,7 @@ class AnswerState(enum.IntEnum):
     UNREADABLE = 5
     TOO_LARGE = 6
     NOT_TEXT = 7
+    BROKEN = -1  # the reader could not run to the end in the sandbox the agent left
 
 
 # argv: the path, the byte limit. Python's `-I -S` (isolated, no site): nothing the agent left in
@@ -92,6 +100,8 @@ class AnswerFile:
             AnswerState.UNREADABLE: "the answer file is not readable by the sandbox user",
             AnswerState.TOO_LARGE: f"the answer file is larger than {MAX_ANSWER_BYTES} bytes",
             AnswerState.NOT_TEXT: "the answer file is not UTF-8 text",
+            AnswerState.BROKEN: f"the sandbox as the agent left it could not read the answer "
+            f"file: {self.what}",
         }[self.state]
 
 
@@ -106,16 +116,23 @@ async def read_answer_file(
     limit: int = MAX_ANSWER_BYTES,
     timeout: float = 60,
 ) -> AnswerFile:
-    """The answer file at `path` as the sandbox's user sees it; SandboxFailure when the reader
-    itself could not run (an infrastructure problem, not the agent's answer)."""
-    result = await host.exec(reader_argv(path, limit), timeout=timeout)
+    """The answer file at `path` as the sandbox's user sees it; `BROKEN` when the reader could
+    not run to the end there; SandboxLost (raised) only when the sandbox is gone."""
+    try:
+        result = await host.exec(reader_argv(path, limit), cwd="/", timeout=timeout)
+    except SandboxLost:
+        raise
+    except SandboxFailure as error:
+        return AnswerFile(AnswerState.BROKEN, what=str(error)[-500:])
     try:
         state = AnswerState(result.returncode)
     except ValueError:
         state = None
-    if state is None or result.timed_out or result.limit is not None:
+    if state in (None, AnswerState.BROKEN) or result.timed_out or result.limit is not None:
         detail = (result.stderr or "").strip()[-500:] or f"exit status {result.returncode}"
-        raise SandboxFailure(f"could not read the answer file {path}: {detail}")
+        if result.limit is not None:
+            detail = f"the {result.limit} limit ({detail})"
+        return AnswerFile(AnswerState.BROKEN, what=detail)
     if state is AnswerState.READ:
         return AnswerFile(state, text=result.stdout or "")
     return AnswerFile(state, what=(result.stdout or "").strip())

@@ -23,10 +23,19 @@ from smoldataenvs_tasks.errors import SmolDataEnvsError
 
 
 class SandboxFailure(SmolDataEnvsError, RuntimeError):
-    """The sandbox could not start or run a command; the sample is ungraded (`sandbox_failed`)."""
+    """The sandbox could not start or run a command. Before any model-written code ran in it, an
+    infrastructure failure (Inspect re-runs the sample; lm-eval retries it, then records it
+    ungraded `sandbox_failed`); after, the model's own 0 unless it is `SandboxLost`
+    (docs/threat-model.md, invariant 2)."""
 
 
-class SandboxUnavailable(SandboxFailure):
+class SandboxLost(SandboxFailure):
+    """The sandbox went away from under the sample: its container removed or stopped, its engine
+    or keeper gone, its session closed by the harness. Nothing inside a sandbox can bring that
+    about, so it is never the model's 0, whenever it happens: the sample is re-run."""
+
+
+class SandboxUnavailable(SandboxLost):
     """This sandbox kind cannot run on this machine (e.g. bwrap missing); says how to fix it."""
 
 

@@ -61,11 +61,12 @@ from smoldataenvs_tasks.contract import (
     SandboxLimits,
     writable_dir_sizes,
 )
-from smoldataenvs_tasks.sandboxes import cgroups, disk, hostuid, seccomp
+from smoldataenvs_tasks.sandboxes import cgroups, disk, hostuid, leftovers, seccomp
 from smoldataenvs_tasks.sandboxes.base import (
     ExecResult,
     FileTooLarge,
     SandboxFailure,
+    SandboxLost,
     SandboxUnavailable,
 )
 from smoldataenvs_tasks.sandboxes.procrun import (
@@ -255,7 +256,7 @@ class BwrapSession:
 
             env_dir = await asyncio.to_thread(ensure_env)
         enforcement = cgroups.detect_enforcement()
-        disk.reap_once()
+        leftovers.sweep_once()
         # 0700: other users see nothing
         root = Path(tempfile.mkdtemp(prefix=disk.SESSION_PREFIX))
         disk.record_owner(root)
@@ -446,7 +447,7 @@ class BwrapSession:
         env: Mapping[str, str] | None = None,
     ) -> ExecResult:
         if self._closed:
-            raise SandboxFailure("the bwrap session is closed")
+            raise SandboxLost("the bwrap session is closed")
         if not argv:
             raise ValueError("empty argv")
         workdir = cwd if cwd is not None else DEFAULT_CWD
@@ -504,8 +505,9 @@ class BwrapSession:
         before: cgroups.CgroupEvents | None,
     ) -> ExecResult:
         exit_code = next((doc["exit-code"] for doc in status if "exit-code" in doc), None)
+        started = any("child-pid" in doc for doc in status)
         if exit_code is None and self._closed:
-            raise SandboxFailure("the bwrap session was closed while the command ran")
+            raise SandboxLost("the bwrap session was closed while the command ran")
         stdout, stderr = decode(raw.stdout), decode(raw.stderr)
         limit = None
         if raw.output_exceeded:
@@ -528,6 +530,10 @@ class BwrapSession:
                 exit_code = 127  # command not found, as a shell would say
             elif "bwrap: Can't chdir" in stderr:
                 exit_code = 126  # the caller's cwd does not exist: its error, not the sandbox's
+            elif started:
+                # The sandbox's init was killed under a running command (by the memory cgroup,
+                # the command's own doing): the command ran and was killed, as in any sandbox.
+                exit_code = 128 + signal.SIGKILL
             else:
                 raise SandboxFailure(
                     f"bwrap failed before running the command (exit {raw.returncode}): "

@@ -24,6 +24,7 @@ import contextlib
 import enum
 import functools
 import os
+import re
 import signal
 import time
 import uuid
@@ -224,7 +225,7 @@ def _v1_create(name: str, limits: SandboxLimits) -> SessionCgroup:
             parent = _under_mount(mount, own_path)
             if parent is None:
                 raise CgroupUnavailable(f"our '{controller}' cgroup is not under its mount")
-            group = parent / f"smoldataenvs-{name}"
+            group = parent / f"{_NAME_PREFIX}{name}"
             if group not in made:
                 group.mkdir()
                 made.append(group)
@@ -288,7 +289,7 @@ def _v2_parent() -> Path:
 
 def _v2_create(name: str, limits: SandboxLimits) -> SessionCgroup:
     parent = _v2_parent()
-    group = parent / f"smoldataenvs-{name}"
+    group = parent / f"{_NAME_PREFIX}{name}"
     try:
         group.mkdir()
     except OSError as error:
@@ -311,15 +312,89 @@ def _v2_create(name: str, limits: SandboxLimits) -> SessionCgroup:
     return SessionCgroup(Enforcement.CGROUP_V2, {"unified": group})
 
 
+# Session groups are named `smoldataenvs-p<owner pid>-<random>`, so the groups of an eval process
+# that died (a crash, a SIGKILL) can be told from live ones and removed (`reap_stale`).
+_NAME_PREFIX = "smoldataenvs-"
+
+
 def create_session_cgroup(limits: SandboxLimits, mode: Enforcement | None = None) -> SessionCgroup:
     """New, empty groups with the limits applied, in `mode` (default: what works here)."""
     mode = mode or detect_enforcement()
-    name = uuid.uuid4().hex[:16]
+    name = f"p{os.getpid()}-{uuid.uuid4().hex[:16]}"
     if mode is Enforcement.CGROUP_V1:
         return _v1_create(name, limits)
     if mode is Enforcement.CGROUP_V2:
         return _v2_create(name, limits)
     raise CgroupUnavailable("enforcement mode is rlimits: no cgroup in use")
+
+
+def _session_parents() -> list[Path]:
+    """The directories this process would create session groups in, every controller's."""
+    parents: list[Path] = []
+    own = _own_cgroups()
+    for mount in _mounts():
+        if mount.fstype == "cgroup2":
+            own_path = own.get("")
+        else:
+            own_path = next(
+                (p for c, p in own.items() if set(c.split(",")) & set(mount.options)), None
+            )
+        parent = _under_mount(mount, own_path) if own_path is not None else None
+        if parent is not None and parent not in parents:
+            parents.append(parent)
+    with contextlib.suppress(CgroupUnavailable, OSError):
+        v2 = _v2_parent()
+        if v2 not in parents:
+            parents.append(v2)
+    return parents
+
+
+# Before owner pids were in the names: removed only once empty.
+_OLD_NAME = re.compile(rf"{_NAME_PREFIX}[0-9a-f]{{16}}")
+
+
+def _owner_pid(name: str) -> int | None:
+    head = name.removeprefix(_NAME_PREFIX).split("-", 1)[0]
+    return int(head[1:]) if head.startswith("p") and head[1:].isdigit() else None
+
+
+def reap_stale() -> list[str]:
+    """Remove the session groups of eval processes that died (their processes killed first):
+    a crashed eval otherwise leaves them until reboot. Returns what was removed."""
+    from smoldataenvs_tasks._host import pid_alive
+
+    removed = []
+    for parent in _session_parents():
+        with contextlib.suppress(OSError):
+            for group in parent.glob(f"{_NAME_PREFIX}*"):
+                owner = _owner_pid(group.name)
+                if not group.is_dir() or (owner is not None and pid_alive(owner)):
+                    continue
+                if owner is None and (
+                    not _OLD_NAME.fullmatch(group.name) or (group / "cgroup.procs").read_text()
+                ):
+                    continue  # not ours, or an older version's group still in use
+                with contextlib.suppress(OSError):
+                    _empty_and_remove(group)
+                    removed.append(str(group))
+    return removed
+
+
+def _empty_and_remove(group: Path, timeout: float = 2.0) -> None:
+    """SIGKILL what is left in a dead owner's group (bwrap's --die-with-parent leaves little)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = [int(pid) for pid in (group / "cgroup.procs").read_text().split()]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 @functools.cache

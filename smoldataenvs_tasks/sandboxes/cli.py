@@ -99,12 +99,12 @@ def image_status() -> None:
 @click.option("--all", "all_sessions", is_flag=True, help="Every session's, alive or not.")
 def cleanup(all_sessions: bool) -> None:
     """Remove what sessions of dead harness processes left: bwrap session directories with their
-    tmpfs mounts, Docker containers and volumes."""
-    from smoldataenvs_tasks.sandboxes import disk
+    mounts, their cgroups, empty stage directories, Docker containers and volumes."""
+    from smoldataenvs_tasks.sandboxes import leftovers
     from smoldataenvs_tasks.sandboxes.docker import cleanup_stale
 
-    for root in disk.reap_stale():
-        click.echo(f"removed bwrap session {root}")
+    for line in leftovers.sweep_stale():
+        click.echo(f"removed {line}")
     try:
         removed = cleanup_stale(all_sessions=all_sessions)
     except SandboxFailure as error:

@@ -7,7 +7,8 @@ Mounting needs CAP_SYS_ADMIN in the host's mount namespace (root); elsewhere `mo
 no once and the session runs without a disk cap, as `smoldataenvs sandbox info` reports.
 
 A session records its owner's pid in `OWNER_FILE`, so the mounts of an eval process that died are
-found and unmounted (`reap_stale`, run once per process and by `smoldataenvs sandbox cleanup`).
+found and unmounted (`reap_stale`; leftovers.py runs it once per process and from the cleanup
+commands).
 """
 
 from __future__ import annotations
@@ -125,15 +126,3 @@ def reap_stale(base: Path | None = None) -> list[str]:
         shutil.rmtree(root, ignore_errors=True)
         removed.append(str(root))
     return removed
-
-
-_REAPED = False
-
-
-def reap_once() -> None:
-    """Once per process, before its first session."""
-    global _REAPED
-    if not _REAPED:
-        _REAPED = True
-        with contextlib.suppress(Exception):
-            reap_stale()

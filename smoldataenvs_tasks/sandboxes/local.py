@@ -34,7 +34,7 @@ from smoldataenvs_tasks.contract import (
     WORKDIR,
     SandboxLimits,
 )
-from smoldataenvs_tasks.sandboxes.base import ExecResult, SandboxFailure
+from smoldataenvs_tasks.sandboxes.base import ExecResult, SandboxFailure, SandboxLost
 from smoldataenvs_tasks.sandboxes.procrun import decode, kill_group, launcher_argv, run_captured
 
 logger = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class LocalSession:
         env: Mapping[str, str] | None = None,
     ) -> ExecResult:
         if self._closed:
-            raise SandboxFailure("the local session is closed")
+            raise SandboxLost("the local session is closed")
         merged = {**SANDBOX_ENV, **(env or {})}
         merged = {
             key: ":".join(map(self.relocate, value.split(":"))) for key, value in merged.items()

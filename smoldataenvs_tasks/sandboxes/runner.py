@@ -9,14 +9,20 @@ the one classification (`scorers.outcome`), so a program gets the same category 
 One exec writes the program to /tmp/solve.py (it arrives on stdin) and runs it as
 `timeout -k 5 <t> python3 /tmp/solve.py` in /home/user/input, so the kill happens inside every
 sandbox the same way; a host-side safety timeout covers a sandbox that stops answering. One exec,
-not a write_file and an exec: where each exec is a `docker exec` that halves the fixed cost. A
-broken sandbox raises SandboxFailure (callers record the sample as ungraded `sandbox_failed`).
+not a write_file and an exec: where each exec is a `docker exec` that halves the fixed cost.
+
+Whether the sandbox works is settled before the program starts, never after (docs/threat-model.md,
+invariant 2): the same command first runs `timeout` and `python3` once on nothing, and only then
+prints the marker line and starts the program. A failure before the marker is the sandbox's
+(SandboxFailure: no model code has run in it); everything after the marker is the program's own
+doing, whatever it printed or however it exited. A program that wrote `timeout: failed to run
+command 'python3'` and exited 126 used to be taken for a broken sandbox, and a follow-up check it
+could sabotage (by `chmod 000` on its working directory) made its sample ungraded.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Protocol
@@ -33,20 +39,19 @@ from smoldataenvs_tasks.sandboxes.base import SandboxFailure
 KILL_GRACE_S = 5  # `timeout -k`: SIGKILL this long after SIGTERM
 HOST_MARGIN_S = 10  # the host-side timeout fires only when the in-sandbox one could not
 
-# GNU timeout's own statuses: 125 timeout failed; 126 cannot run; 127 not found.
-_RUNNER_BROKEN = (125, 126, 127)
-_RUNNER_MESSAGE = re.compile(
-    r"^(\S*/)?timeout: (failed to run command|invalid|cannot)", re.MULTILINE
-)
-
-# The first line on stderr, printed after the program file is written and before it starts, so a
-# program cannot forge it: proof the write worked (the runner removes it from what it returns).
+# The first line on stderr, printed after the program file is written and the sandbox has run
+# `timeout` and `python3`, and before the program starts, so a program cannot forge it: proof the
+# sandbox works (the runner removes it from what it returns).
 WRITTEN_MARKER = "smoldata-runner: written"
 _WRITE_FAILED = "smoldata-runner: could not write"
-# Runs in the sandbox: $1 the program file (its text on stdin), then the argv to run it.
+_CANNOT_RUN = "smoldata-runner: the sandbox cannot run"
+# Runs in the sandbox: $1 the program file (its text on stdin), then the argv to run it
+# (`timeout -k K T python3 FILE`: $2 is timeout, $6 python3 after the shift). The check costs one
+# Python start without site (~10 ms), against a program's seconds.
 _WRITE_AND_RUN = (
-    f'cat > "$1" || {{ echo "{_WRITE_FAILED} $1" >&2; exit 125; }}; '
-    f'echo "{WRITTEN_MARKER}" >&2; shift; exec "$@"'
+    f'cat > "$1" || {{ echo "{_WRITE_FAILED} $1" >&2; exit 125; }}; shift; '
+    f'"$1" 60 "$5" -I -S -c "" || {{ echo "{_CANNOT_RUN} $1 $5 (exit $?)" >&2; exit 125; }}; '
+    f'echo "{WRITTEN_MARKER}" >&2; exec "$@"'
 )
 
 
@@ -108,28 +113,20 @@ async def run_program(
         cwd=workdir,
         timeout=math.ceil(seconds + KILL_GRACE_S + HOST_MARGIN_S),
     )
-    result = _without_marker(result, program_path)
-    if result.returncode in _RUNNER_BROKEN and _RUNNER_MESSAGE.search(result.stderr or ""):
-        await _check_python_runs(host, workdir)  # a program can print that message: verify
-    return result
+    return _without_marker(result, program_path)
 
 
 def _without_marker(result: ExecResult, program_path: str) -> ExecResult:
-    """`result` with the written-marker line removed; SandboxFailure when the write failed."""
+    """`result` with the marker line removed; SandboxFailure when the sandbox failed before it."""
     stderr = result.stderr or ""
     head, newline, rest = stderr.partition("\n")
     if newline and head == WRITTEN_MARKER:
         return replace(result, stderr=rest)
-    if _WRITE_FAILED in stderr and result.limit is None and not result.timed_out:
-        # No marker first: the program never started, so this message is the shell's own.
-        raise SandboxFailure(f"could not write {program_path}: {stderr.strip()[-500:]}")
+    if result.limit is None and not result.timed_out:
+        # No marker first: the program never started, so these messages are the shell's own.
+        if _WRITE_FAILED in stderr:
+            raise SandboxFailure(f"could not write {program_path}: {stderr.strip()[-500:]}")
+        if _CANNOT_RUN in stderr:
+            raise SandboxFailure(stderr.strip()[-500:])
     # No marker at all: output cut from the front (a provider keeping the tail), or no shell.
     return result
-
-
-async def _check_python_runs(host: ProgramHost, cwd: str) -> None:
-    probe = await host.exec(["python3", "-c", "pass"], cwd=cwd, timeout=60)
-    if probe.returncode != 0:
-        raise SandboxFailure(
-            f"the sandbox cannot run python3 (exit {probe.returncode}): {probe.stderr.strip()}"
-        )

@@ -194,7 +194,10 @@ def install_seccomp(program_hex):
         raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP")
 """
 # argv: the filter as hex, then the command to exec under it.
-LOADER = INSTALL_SOURCE + "import os, sys\ninstall_seccomp(sys.argv[1])\nos.execv(sys.argv[2], sys.argv[2:])\n"
+LOADER = (
+    INSTALL_SOURCE
+    + "import os, sys\ninstall_seccomp(sys.argv[1])\nos.execv(sys.argv[2], sys.argv[2:])\n"
+)
 
 
 def loader_argv(command: list[str], machine: str | None = None) -> list[str]:

@@ -119,6 +119,18 @@ class Verdict:
         return cls(**fields)
 
     @classmethod
+    def broke_sandbox(cls, explanation: str, profile: str = DEFAULT_PROFILE) -> Verdict:
+        """The model's code left its sandbox unable to give the harness what it needed after it
+        (the answer file read to the end): a 0 of its own, never ungraded."""
+        return cls(
+            reward=0.0,
+            method=Category.PROGRAM_BROKE_SANDBOX.value,
+            category=Category.PROGRAM_BROKE_SANDBOX,
+            reason=explanation,
+            profile=profile,
+        )
+
+    @classmethod
     def ungraded(
         cls, reason: UngradedReason, explanation: str, profile: str = DEFAULT_PROFILE
     ) -> Verdict:

@@ -157,7 +157,7 @@ async def test_sandbox_without_python_is_a_sandbox_failure(tmp_path: Path) -> No
     bin_dir.mkdir()
     for tool in ("cat", "timeout"):
         (bin_dir / tool).symlink_to(shutil.which(tool))
-    with pytest.raises(SandboxFailure, match="cannot run python3"):
+    with pytest.raises(SandboxFailure, match="the sandbox cannot run timeout python3"):
         await run_program_outcome(
             _BrokenPythonHost(bin_dir),
             "print(1)\n",

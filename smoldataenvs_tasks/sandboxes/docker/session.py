@@ -51,7 +51,12 @@ from smoldataenvs_tasks.contract import (
     SandboxLimits,
 )
 from smoldataenvs_tasks.sandboxes import seccomp
-from smoldataenvs_tasks.sandboxes.base import ExecResult, FileTooLarge, SandboxFailure
+from smoldataenvs_tasks.sandboxes.base import (
+    ExecResult,
+    FileTooLarge,
+    SandboxFailure,
+    SandboxLost,
+)
 from smoldataenvs_tasks.sandboxes.docker import api, keeper
 from smoldataenvs_tasks.sandboxes.docker.cleanup import sweep_once
 from smoldataenvs_tasks.sandboxes.docker.container import (
@@ -100,7 +105,7 @@ _EXEC_WRAPPER = (
     "esac; fi; "
     'printf "smoldata-exec %s %s\\n" "$$" "$s" >&2; '
     'case $s in nocwd) echo "cannot change to directory $2" >&2; exit 2;; noexec) exit 126;; esac; '
-    't=$3; l=$4; f=$5; shift 5; '
+    "t=$3; l=$4; f=$5; shift 5; "
     f'[ -n "$l" ] && exec {ENV_DIR}/bin/python3 -I -S -c "$l" "$f" /usr/bin/timeout -k 2 "$t" "$@"; '
     'exec /usr/bin/timeout -k 2 "$t" "$@"'
 )
@@ -391,7 +396,7 @@ class DockerSession:
         """Run `argv` as the sandbox user, killed after `timeout` seconds (default: the tool
         timeout). Never raises for the program's own failures; SandboxFailure when docker fails."""
         if self._closed:
-            raise SandboxFailure("the docker session is closed")
+            raise SandboxLost("the docker session is closed")
         if not argv:
             raise ValueError("exec needs a command")
         seconds = float(timeout) if timeout is not None else self.limits.tool_timeout_s
@@ -438,9 +443,20 @@ class DockerSession:
                 # the wrapper could be forked: also the program's doing. One message, whatever the
                 # transport said (the keeper's BlockingIOError, runc's error).
                 return ExecResult(126, "", _AT_PROCESS_LIMIT, limit="processes", duration_s=elapsed)
+            rc = captured.returncode
+            if rc is not None and rc > 128 and await self._still_running():
+                # Killed by a signal before its marker, in a container that is still there:
+                # any process of the sandbox user may kill a new one of the same user (a loop
+                # a sample left did), so this is a command killed, not a broken sandbox.
+                return ExecResult(
+                    rc,
+                    captured.stdout.decode(errors="replace"),
+                    stderr.decode(errors="replace"),
+                    duration_s=elapsed,
+                )
             # The wrapper never ran: docker itself failed (container gone, engine down).
             message = stderr.decode(errors="replace").strip()
-            raise engine_error(message) or SandboxFailure(
+            raise engine_error(message) or SandboxLost(
                 f"docker exec failed (exit {captured.returncode}): {message[:500]}"
             )
         marker, _, stderr = stderr.partition(b"\n")
@@ -477,7 +493,7 @@ class DockerSession:
         (what is left of it is killed), and the container goes on without its keeper."""
         await self._kill_user_processes()
         if not await self._oom_happened(oom_before, 137):
-            raise SandboxFailure(
+            raise SandboxLost(
                 f"the keeper of sandbox container {self.container_id[:12]} died, not of memory"
             )
         stderr = captured.stderr
@@ -559,7 +575,7 @@ class DockerSession:
         if running.channel_lost:
             # The container went away mid-command: whatever it printed, no outcome of its own.
             message = refusal.decode(errors="replace").strip()
-            raise engine_error(message) or SandboxFailure(message)
+            raise engine_error(message) or SandboxLost(message)
         return _Captured(
             returncode=returncode,
             stdout=bytes(buffers[1]),
@@ -624,6 +640,16 @@ class DockerSession:
     def _oom_count(self) -> int | None:
         return read_counter(self._memory_events, "oom_kill")
 
+    async def _still_running(self) -> bool:
+        """Whether the container is up: through its keeper, the channel is (a removed or
+        stopped container closes it, which the command would have reported); else ask."""
+        if keeper.takes_commands(self.container_id, SANDBOX_USER):
+            return True
+        rc, out, _ = await docker(
+            "inspect", "--format", "{{.State.Running}}", self.container_id, timeout=30
+        )
+        return rc == 0 and out.strip() == b"true"
+
     async def _oom_happened(self, before: int | None, rc: int | None) -> bool:
         after = self._oom_count()
         if before is not None and after is not None:
@@ -667,7 +693,7 @@ class DockerSession:
 
     def _absolute(self, path: str) -> str:
         if self._closed:
-            raise SandboxFailure("the docker session is closed")
+            raise SandboxLost("the docker session is closed")
         if "\0" in path:
             raise ValueError("path contains NUL")
         pure = PurePosixPath(path)
@@ -677,7 +703,7 @@ class DockerSession:
         text = stderr.decode(errors="replace").strip()
         lowered = text.lower()
         if engine_error(text) or "error response from daemon" in lowered:
-            return engine_error(text) or SandboxFailure(f"docker exec failed: {text}")
+            return engine_error(text) or SandboxLost(f"docker exec failed: {text}")
         if "is a directory" in lowered:
             return IsADirectoryError(errno.EISDIR, "Is a directory", path)
         if "no such file" in lowered or "not a regular file" in lowered:
