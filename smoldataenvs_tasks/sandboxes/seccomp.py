@@ -16,12 +16,13 @@ profile (filters stack: a call must pass both). Refused with EPERM:
   falls back to `clone`, whose flags a filter can read (`clone3`'s are behind a pointer);
 * the kernel's attack surface nothing here needs: `bpf`, `perf_event_open`, `userfaultfd`,
   `io_uring_*`, module and kexec loading, `reboot`, swap, clocks, quotas, accounting, `syslog`,
-  `vhangup`, NUMA policy calls, and on x86-64 `iopl`, `ioperm`, `uselib`, `_sysctl` and the x32
-  ABI (its numbers would bypass the list).
+  `vhangup`, NUMA policy calls, and on x86-64 `iopl`, `ioperm`, `uselib`, `_sysctl`, `sysfs`,
+  `ustat` and the x32 ABI (its numbers would bypass the list).
 
 A call from another architecture's ABI (x86-64's `int 0x80`) kills the process: its numbers
 differ, so no list could cover it. That is the set Docker's default profile denies (its
-documented list) plus what it allows on new kernels and the sandbox has no use for (`ptrace`,
+documented list; `personality` aside, which Docker allows for a few values and nothing here
+calls) plus what it allows on new kernels and the sandbox has no use for (`ptrace`,
 `process_vm_*`); Docker's profile is an allow-list, this one a deny-list over it, so under Docker
 both hold and under bwrap the deny-list does.
 
@@ -71,6 +72,7 @@ DENIED = (
     "nfsservctl", "mbind", "set_mempolicy", "get_mempolicy", "move_pages",
     "set_mempolicy_home_node",
     "iopl", "ioperm", "uselib", "_sysctl", "create_module", "get_kernel_syms", "query_module",
+    "sysfs", "ustat",
 )  # fmt: skip
 
 
@@ -95,7 +97,7 @@ def _table(machine: str) -> tuple[int, dict[str, int]]:
             "nfsservctl": 180, "mbind": 237, "set_mempolicy": 238, "get_mempolicy": 239,
             "move_pages": 279, "set_mempolicy_home_node": 450, "iopl": 172, "ioperm": 173,
             "uselib": 134, "_sysctl": 156, "create_module": 174, "get_kernel_syms": 177,
-            "query_module": 178, "clone": 56, "clone3": 435,
+            "query_module": 178, "sysfs": 139, "ustat": 136, "clone": 56, "clone3": 435,
         }  # fmt: skip
         return 0xC000003E, numbers
     if machine in ("aarch64", "arm64"):
