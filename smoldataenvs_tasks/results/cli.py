@@ -53,12 +53,15 @@ class BadInput(click.ClickException):
 
 
 def _load(paths: tuple[str, ...], *, split: str | None, allow_incomplete: bool) -> list[Run]:
-    from smoldataenvs_tasks.results.load import load_runs
+    """The runs in `paths`, one per run id (a copy or regrade of a log is the same run)."""
+    from smoldataenvs_tasks.results.load import load_unique_runs
 
     try:
-        runs = load_runs(paths, allow_incomplete=allow_incomplete)
+        runs, notes = load_unique_runs(paths, allow_incomplete=allow_incomplete)
     except RunLoadError as exc:
         raise BadInput(str(exc)) from None
+    for note in notes:
+        click.echo(f"note: {note}")
     if split is not None:
         runs = [run for run in runs if run.split == split]
         if not runs:
@@ -79,24 +82,41 @@ def write_report(submission: dict, out: Path) -> None:
         os.replace(png, out / "report.png")
 
 
+def _counts(by_reason: dict[str, int]) -> str:
+    return ", ".join(f"{reason} {count}" for reason, count in by_reason.items())
+
+
 def _summary(submission: dict, n_runs: int) -> str:
     from smoldataenvs_tasks.results.coverage import coverage_phrase
+
+    def value(entry: dict) -> str:
+        return "n/a" if entry["value"] is None else f"{entry['value']:.3f}"
 
     p = submission["pass@1"]
     ci = p["ci95"]
     interval = f" (95% CI {ci[0]:.3f}–{ci[1]:.3f})" if ci else ""
-    value = "n/a" if p["value"] is None else f"{p['value']:.3f}"
+    left = submission["n_left_ungraded"]
+    left_text = f"{left} ({_counts(submission['left_ungraded_by_reason'])})" if left else "0"
+    ungradable = submission["n_ungradable"]
+    ungradable_text = (
+        f"{ungradable} ({_counts(submission['ungradable_by_reason'])})" if ungradable else "0"
+    )
     text = (
         f"{submission['model']} on {submission['split']} ({submission['variant']}): pass@1 "
-        f"{value}{interval} over {submission['n_graded']} graded of {submission['n_tasks']} "
-        f"tasks, {n_runs} run(s); ungraded: {submission['ungraded_by_reason'] or 'none'}; "
+        f"{value(p)}{interval} over {submission['n_countable']} countable of "
+        f"{submission['n_tasks']} tasks; left ungraded by the run (counted as 0): {left_text}; "
+        f"graded only: pass@1 {value(submission['pass@1_graded'])} over "
+        f"{submission['n_graded']}; ungradable (the data): {ungradable_text}; {n_runs} run(s); "
         f"{coverage_phrase(submission['coverage'])}"
     )
+    if submission["protocol_deviations"]:
+        text += "\nsettings differ from the task's defaults: " + "; ".join(
+            submission["protocol_deviations"]
+        )
     by_grader = submission.get("pass@1_by_grader") or {}
     if len(by_grader) > 1:
         text += "\npass@1 by grader profile: " + ", ".join(
-            f"{profile} {'n/a' if e['value'] is None else format(e['value'], '.3f')}"
-            for profile, e in by_grader.items()
+            f"{profile} {value(e)}" for profile, e in by_grader.items()
         )
     return text
 
@@ -188,8 +208,10 @@ def report_command(
         )
         raise click.ClickException(
             f"refusing to write a submission for a partial run:\n  {listing}\n"
-            "A leaderboard number must cover the whole split. Run it without filters or "
-            "--limit, or pass --allow-partial to write one marked partial in every output."
+            "A leaderboard number must cover the whole split, every task graded or ungradable "
+            "by its data. Run it without filters or --limit, re-run the samples it left "
+            "ungraded (`inspect eval-retry <log>`), or pass --allow-partial to write one "
+            "marked partial in every output."
         )
     several = len(built) > 1
     for group, submission in built:
@@ -200,6 +222,13 @@ def report_command(
             click.echo(f"wrote {folder / file_name}")
 
 
+_MIRROR_HELP = (
+    "The verifier's own copy of the data (`smoldataenvs mirror`): golds and tables come from "
+    "here, never from the submission or its logs. Default: SMOLDATAENVS_MIRROR, else the local "
+    "cache of the pinned Hub revision."
+)
+
+
 @click.command("verify")
 @click.argument("submissions", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option(
@@ -208,24 +237,39 @@ def report_command(
     multiple=True,
     type=click.Path(exists=True),
     help="Inspect logs / lm-eval output folders the submission was made from: its runs must be "
-    "there with the same outcomes. Repeatable.",
+    "there with the same outcomes, and every recorded answer is re-graded. Repeatable.",
 )
+@click.option("--mirror", type=click.Path(file_okay=False, exists=True), help=_MIRROR_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
-def verify_command(submissions: tuple[str, ...], logs: tuple[str, ...], as_json: bool) -> None:
+def verify_command(
+    submissions: tuple[str, ...], logs: tuple[str, ...], mirror: str | None, as_json: bool
+) -> None:
     """Check a submission.json: its sha256, every figure recomputed from its per-task outcomes,
-    its grader, revision and tables digest against this package's pins, and (with --logs) its
-    outcomes against the logs. Exits 1 on any mismatch."""
-    from smoldataenvs_tasks.results.verify import verify_file
+    its grader, revision, protocol and split size, the tasks and digests against the verifier's
+    own data, and (with --logs) every recorded answer re-graded with the verifier's gold. Exits
+    1 on any mismatch, 2 on a malformed file."""
+    from smoldataenvs_tasks.results.verify import Verifier
 
-    results = [verify_file(path, logs=logs) for path in submissions]
+    try:
+        verifier = Verifier(logs=logs, mirror=mirror)
+        results = [verifier.verify_file(path) for path in submissions]
+    except RunLoadError as exc:
+        raise BadInput(str(exc)) from None
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False))
     else:
+        for note in verifier.notes:
+            click.echo(f"note: {note}")
         for result in results:
             click.echo(result.source)
             for check in result.checks:
                 click.echo(f"  {check.status:<4}  {check.name}: {check.detail}")
-            click.echo("  verified" if result.ok else "  NOT VERIFIED")
+            if not result.ok:
+                click.echo("  NOT VERIFIED")
+            elif result.verified:
+                click.echo("  verified against its logs and this machine's data")
+            else:
+                click.echo("  consistent (no logs given: its answers were not re-graded)")
     if not all(r.ok for r in results):
         raise SystemExit(1)
 
@@ -239,35 +283,68 @@ def verify_command(submissions: tuple[str, ...], logs: tuple[str, ...], as_json:
     show_default=True,
     help="Directory for leaderboard.md, leaderboard.html and leaderboard.json.",
 )
-def leaderboard_command(submissions: tuple[str, ...], out: str) -> None:
+@click.option(
+    "--logs",
+    "logs",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="The logs the submissions came with (Inspect logs, lm-eval output folders): each "
+    "submission whose runs are here is re-graded and ranked. Repeatable.",
+)
+@click.option("--mirror", type=click.Path(file_okay=False, exists=True), help=_MIRROR_HELP)
+@click.option(
+    "--verified-only",
+    is_flag=True,
+    help="Refuse submissions without logs instead of listing them as unverified.",
+)
+def leaderboard_command(
+    submissions: tuple[str, ...],
+    out: str,
+    logs: tuple[str, ...],
+    mirror: str | None,
+    verified_only: bool,
+) -> None:
     """Verify SUBMISSIONS and write leaderboard.md, leaderboard.html and leaderboard.json.
 
-    Submissions of different splits, dataset revisions or graders go in separate tables. Each
-    pair in a table is compared with a paired bootstrap on the tasks both graded. A submission
-    whose hash or figures do not check out is refused; one measured with other pins than this
-    package's is listed and flagged.
+    Only submissions verified against their logs (--logs: every answer re-graded) and this
+    machine's data are ranked; those without logs are listed apart as unverified. Runs whose
+    settings differ from the task's defaults, or whose split is nonstandard, are ranked in
+    tables of their own. A submission that fails any check is refused, and nothing is written.
     """
-    from smoldataenvs_tasks.results.leaderboard import build_leaderboard, display_name
+    from smoldataenvs_tasks.results.leaderboard import (
+        Standing,
+        build_leaderboard,
+        display_name,
+    )
     from smoldataenvs_tasks.results.leaderboard_page import render_html, render_markdown
-    from smoldataenvs_tasks.results.verify import INTEGRITY_CHECKS, verify_file
+    from smoldataenvs_tasks.results.verify import INTEGRITY_CHECKS, Verifier
 
-    verified = []
-    pin_failures: dict[str, list[str]] = {}
+    entries = []
     refused = []
-    for path in submissions:
-        result = verify_file(path)
+    try:
+        verifier = Verifier(logs=logs, mirror=mirror, require_logs=False)
+        results = [(path, verifier.verify_file(path)) for path in submissions]
+    except RunLoadError as exc:
+        raise BadInput(str(exc)) from None
+    for path, result in results:
         if not result.intact or result.submission is None:
             details = "; ".join(f"{c.name}: {c.detail}" for c in result.failures(INTEGRITY_CHECKS))
             refused.append(f"{path}: {details}")
             continue
-        sub = result.submission
-        pin_failures[sub["sha256"]] = [c.name for c in result.failures()]
-        verified.append((display_name(path), sub))
+        if verified_only and not result.verified:
+            refused.append(f"{path}: not verified against logs (--verified-only)")
+            continue
+        standing = Standing(
+            verified=result.verified,
+            pin_failures=[c.name for c in result.failures()],
+            flags=[f"{c.name}: {c.detail}" for c in result.flags],
+        )
+        entries.append((display_name(path), result.submission, standing))
     if refused:
         raise click.ClickException(
             "refusing submissions that do not verify:\n  " + "\n  ".join(refused)
         )
-    board = build_leaderboard(verified, pin_failures)
+    board = build_leaderboard(entries)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     text = json.dumps(board, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
@@ -276,7 +353,8 @@ def leaderboard_command(submissions: tuple[str, ...], out: str) -> None:
     _write_atomically(folder / "leaderboard.html", render_html(board).encode("utf-8"))
     for table in board["tables"]:
         ranking = ", ".join(
-            f"{e['rank']}. {e['id']} {100 * (e['pass@1']['value'] or 0):.1f}%"
+            ("" if e["rank"] is None else f"{e['rank']}. ")
+            + f"{e['id']} {100 * (e['pass@1']['value'] or 0):.1f}%"
             + ("" if e["complete"] else " (partial)")
             for e in table["entries"]
         )

@@ -1,6 +1,10 @@
 """How much of its split a run covered: the split's full size, the filters, the limit, and whether
 every task of the split has a result (`complete`).
 
+A split whose size is not the pinned one (`_pins.SPLIT_SIZES`) is `nonstandard`, and a task the
+run left ungraded for any reason but a dataset defect (a model error, an interrupt, a broken
+sandbox) is counted as 0 and keeps the run from being complete until it is re-run.
+
 The split's size, the filters and the limit are recorded at run time (the Inspect task's metadata
 and eval config; lm-eval's docs and results config), so a report never reads the data to know a
 run was partial. A task with a result is covered even when ungraded: its infrastructure failure
@@ -8,6 +12,7 @@ is counted apart, it was not left out by a filter.
 
     from smoldataenvs_tasks.results.coverage import coverage_of
     coverage_of(split_tasks=250, n_tasks=3, limit=3)["complete"]   # False
+    coverage_of(split_tasks=16, n_tasks=16, split="eval", revision=DATASET_REVISION)["nonstandard"]
 """
 
 from __future__ import annotations
@@ -37,6 +42,33 @@ def normal_filters(filters: dict[str, Any] | None) -> dict[str, list[str] | None
     return out
 
 
+# What re-runs the samples a run left ungraded, per framework.
+_RETRY = {
+    "inspect_ai": "`inspect eval-retry <log>` re-runs only those samples",
+    "lm_eval": "lm-eval has no retry of single docs: run the task again",
+}
+
+
+def _size_problem(split: str | None, revision: str | None, split_tasks: int | None) -> str | None:
+    """Why a run's split is not the split it names (nonstandard), or None."""
+    from smoldataenvs_tasks._pins import pinned_revision, pinned_split_size
+
+    if split is None or split_tasks is None:
+        return None
+    pinned = pinned_split_size(split, revision)
+    if pinned is None:
+        return (
+            f"nonstandard: split {split!r} at revision {revision} has no pinned size (this "
+            f"package pins {pinned_revision(split)})"
+        )
+    if split_tasks != pinned:
+        return (
+            f"nonstandard: the run's split has {split_tasks} tasks, but {split} has {pinned} at "
+            "the pinned revision"
+        )
+    return None
+
+
 def coverage_of(
     *,
     split_tasks: int | None,
@@ -46,11 +78,25 @@ def coverage_of(
     limit: Any = None,
     sample_ids: Sequence[Any] | None = None,
     finished: bool = True,
+    n_left_ungraded: int = 0,
+    left_ungraded_by_reason: dict[str, int] | None = None,
+    framework: str | None = None,
+    split: str | None = None,
+    revision: str | None = None,
 ) -> dict[str, Any]:
-    """One run's coverage. Complete means: the split's size is known, the run finished, and every
-    task of the split has a result. `reasons` says in words why a run is partial."""
+    """One run's coverage. Complete means: the split's size is known and is the pinned one
+    (when `split` is given), the run finished, every task of the split has a result, and none
+    was left ungraded by the run (only a dataset defect may leave a task ungraded). `reasons`
+    says in words why a run is partial."""
     filters = normal_filters(filters)
-    complete = split_tasks is not None and finished and n_tasks == split_tasks
+    nonstandard = _size_problem(split, revision, split_tasks)
+    complete = (
+        split_tasks is not None
+        and finished
+        and n_tasks == split_tasks
+        and nonstandard is None
+        and n_left_ungraded == 0
+    )
     reasons: list[str] = []
     if not complete:
         if split_tasks is None:
@@ -58,8 +104,17 @@ def coverage_of(
                 "the run did not record its split's size (it predates coverage records), so "
                 "nothing shows it covered the whole split"
             )
-        else:
+        elif n_tasks != split_tasks:
             reasons.append(f"{n_tasks} of the split's {split_tasks} tasks have a result")
+        if nonstandard is not None:
+            reasons.append(nonstandard)
+        if n_left_ungraded:
+            why = ", ".join(f"{k} {v}" for k, v in sorted((left_ungraded_by_reason or {}).items()))
+            retry = _RETRY.get(str(framework), "run them again")
+            reasons.append(
+                f"{n_left_ungraded} task(s) left ungraded by the run ({why}), counted as 0: "
+                f"re-run them ({retry})"
+            )
         for name in FILTER_NAMES:
             if filters[name]:
                 reasons.append(f"filtered by {name}={_listing(filters[name])}")
@@ -73,8 +128,10 @@ def coverage_of(
     return {
         "complete": complete,
         "split_tasks": split_tasks,
+        "nonstandard": nonstandard is not None,
         "n_selected": n_selected,
         "n_tasks": n_tasks,
+        "n_left_ungraded": n_left_ungraded,
         "filters": filters,
         "limit": list(limit) if isinstance(limit, tuple) else limit,
         "sample_ids": [str(s) for s in sample_ids] if sample_ids else None,
@@ -95,6 +152,7 @@ def combined_coverage(per_run: Sequence[dict[str, Any]], n_tasks: int) -> dict[s
     return {
         "complete": all(c["complete"] for c in per_run) and len(sizes) == 1,
         "split_tasks": sizes[0] if len(sizes) == 1 else None,
+        "nonstandard": any(c["nonstandard"] for c in per_run),
         "n_tasks": n_tasks,
         "reasons": reasons,
     }

@@ -1,18 +1,30 @@
-"""`smoldataenvs leaderboard`: many verified submissions as ranked tables with paired comparisons.
+"""`smoldataenvs leaderboard`: submissions as ranked tables with paired comparisons.
 
-Submissions go into one table only when they measure the same thing: the same split, dataset
-revision and grader (`table_key`). Within a table, entries rank by pass@1; every pair of entries
-is compared on the tasks both graded with a paired bootstrap over tasks (seed 0, 10,000
-resamples) of the per-task pass@1 differences, so a reader sees which gaps are real. Every
+Only a submission verified against its logs (every recorded answer re-graded) and against the
+maintainer's own data is ranked. Tables come in three sections, never interleaved:
+
+- `ranked`: verified, every setting the task's default, the split its pinned size, this
+  package's pins;
+- `other settings`: verified, but a setting differs from the task's defaults (results/
+  protocol.py), the split is nonstandard, or it was measured with other pins; ranked only
+  within its own table;
+- `unverified`: no logs came with it; listed by pass@1, never ranked (or refused, with
+  `--verified-only`).
+
+Within a section, submissions share a table only when they measure the same thing: split,
+dataset revision, grader, variant and protocol (the settings that differ from the defaults) and
+split size (`table_key`). Every pair of a table is compared on the tasks both counted with a
+paired bootstrap over tasks (seed 0, 10,000 resamples) of the per-task pass@1 differences. Every
 figure comes from the submissions alone, and the output does not depend on the order they are
 given in (they are sorted by sha256 first).
 
-    smoldataenvs leaderboard gold/submission.json mixed/submission.json --out leaderboard/
+    smoldataenvs leaderboard gold/submission.json mixed/submission.json --logs logs/ --out lb/
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -32,7 +44,24 @@ from smoldataenvs_tasks.results.stats import (
 )
 from smoldataenvs_tasks.results.submission import STATISTICS
 
-LEADERBOARD_FORMAT = "smoldataenvs-leaderboard/1"
+LEADERBOARD_FORMAT = "smoldataenvs-leaderboard/2"
+RANKED, OTHER, UNVERIFIED = "ranked", "other settings", "unverified"
+SECTIONS = (RANKED, OTHER, UNVERIFIED)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What verification said of one submission, as the leaderboard uses it."""
+
+    verified: bool  # its logs re-graded, and checked against the maintainer's data
+    pin_failures: list[str] = field(default_factory=list)  # e.g. ["grader_version"]
+    flags: list[str] = field(default_factory=list)  # "protocol: ...", "split_size: ..."
+
+    @property
+    def section(self) -> str:
+        if not self.verified:
+            return UNVERIFIED
+        return OTHER if self.pin_failures or self.flags else RANKED
 
 
 def grader_label(sub: dict[str, Any]) -> str:
@@ -42,9 +71,22 @@ def grader_label(sub: dict[str, Any]) -> str:
     return str(sub.get("grader_version"))
 
 
-def table_key(sub: dict[str, Any]) -> tuple[str, str, str]:
+def _protocol_label(sub: dict[str, Any]) -> str:
+    found = sub["protocol_deviations"]
+    return "; ".join(found) if found else "default settings"
+
+
+def table_key(sub: dict[str, Any], standing: Standing) -> tuple[str, ...]:
     """Submissions with different keys are never ranked or compared together."""
-    return (str(sub["split"]), str(sub["dataset_revision"]), grader_label(sub))
+    return (
+        str(SECTIONS.index(standing.section)),
+        str(sub["split"]),
+        str(sub["dataset_revision"]),
+        grader_label(sub),
+        _variant(sub),
+        _protocol_label(sub),
+        "nonstandard" if sub["coverage"].get("nonstandard") else "standard",
+    )
 
 
 def _date(sub: dict[str, Any]) -> str | None:
@@ -64,7 +106,8 @@ def _text(value: Any) -> str:
     return "—" if value is None else str(value)
 
 
-def _entry(name: str, sub: dict[str, Any], pin_failures: list[str]) -> dict[str, Any]:
+def _entry(name: str, sub: dict[str, Any], standing: Standing) -> dict[str, Any]:
+    pins = standing.pin_failures
     return {
         "id": sub["model"],
         "model": sub["model"],
@@ -73,17 +116,23 @@ def _entry(name: str, sub: dict[str, Any], pin_failures: list[str]) -> dict[str,
         "variant": _variant(sub),
         "split": sub["split"],
         "pass@1": sub["pass@1"],
+        "pass@1_graded": sub["pass@1_graded"],
         "pass@1_by_tier": sub["pass@1_by_tier"],
         "pass@1_by_reward_mode": sub["pass@1_by_reward_mode"],
         "pass@k": {k: {"value": v["value"], "ci95": v["ci95"]} for k, v in sub["pass@k"].items()},
         "n_tasks": sub["n_tasks"],
+        "n_countable": sub["n_countable"],
         "n_graded": sub["n_graded"],
-        "n_ungraded": sub["n_ungraded"],
+        "n_left_ungraded": sub["n_left_ungraded"],
+        "n_ungradable": sub["n_ungradable"],
         "grader": grader_label(sub),
         "date": _date(sub),
         "complete": sub["coverage"]["complete"],
+        "nonstandard": bool(sub["coverage"].get("nonstandard")),
         "coverage": coverage_phrase(sub["coverage"]),
-        "pins": "ok" if not pin_failures else "differs: " + ", ".join(pin_failures),
+        "verified": standing.verified,
+        "settings": sub["protocol_deviations"],
+        "pins": "ok" if not pins else "differs: " + ", ".join(pins),
         "n_runs": sub["n_runs"],
         "epochs": sub["epochs"],
         "file": name,
@@ -92,8 +141,9 @@ def _entry(name: str, sub: dict[str, Any], pin_failures: list[str]) -> dict[str,
 
 
 def _by_task(sub: dict[str, Any]) -> dict[str, TaskOutcomes]:
-    included = {t["task_id"] for t in sub["tasks"] if t["in_pass1"]}
-    return {t.task_id: t for t in outcomes_from_entries(sub["tasks"]) if t.task_id in included}
+    """The tasks a submission's headline counts, as the headline scores them (an attempt the run
+    left ungraded is a 0)."""
+    return {t.task_id: t.scored() for t in outcomes_from_entries(sub["tasks"]) if not t.ungradable}
 
 
 def _round(value: float | None) -> float | None:
@@ -103,13 +153,13 @@ def _round(value: float | None) -> float | None:
 def compare_pair(
     a_id: str, a: dict[str, TaskOutcomes], b_id: str, b: dict[str, TaskOutcomes]
 ) -> dict[str, Any]:
-    """A against B on the tasks both graded: the pass@1 difference with its paired bootstrap
+    """A against B on the tasks both counted: the pass@1 difference with its paired bootstrap
     CI, which side is higher on how many tasks, and how many tasks this gap would need."""
     common = sorted(set(a) & set(b))
     diffs = [a[t].pass1() - b[t].pass1() for t in common]  # type: ignore[operator]
     estimate = bootstrap_ci(diffs)
     if estimate.value is None:
-        verdict = "no task graded by both"
+        verdict = "no task counted by both"
     elif estimate.low is not None and estimate.low > 0:
         verdict = f"{a_id} ahead"
     elif estimate.high is not None and estimate.high < 0:
@@ -180,29 +230,43 @@ def _notes(subs: list[dict[str, Any]]) -> list[str]:
     if partial:
         notes.append(
             f"partial runs ({', '.join(partial)}): their pass@1 covers part of the split; "
-            "comparisons use only the tasks both entries graded"
+            "comparisons use only the tasks both entries counted"
         )
+    left = [f"{sub['model']} ({sub['n_left_ungraded']})" for sub in subs if sub["n_left_ungraded"]]
+    if left:
+        notes.append(f"tasks left ungraded by the run count as 0 in pass@1: {', '.join(left)}")
     return notes
 
 
+def _section_title(section: str, key: tuple[str, ...]) -> str:
+    _, split, revision, grader, variant, protocol, size = key
+    title = f"split {split} · revision {revision} · grader {grader} · {variant} · {protocol}"
+    if size == "nonstandard":
+        title += " · NONSTANDARD split size"
+    if section == UNVERIFIED:
+        return f"UNVERIFIED (no logs: not ranked) · {title}"
+    if section == OTHER:
+        return f"other settings (ranked only here) · {title}"
+    return title
+
+
 def build_leaderboard(
-    submissions: Sequence[tuple[str, dict[str, Any]]],
-    pin_failures: dict[str, list[str]] | None = None,
+    submissions: Sequence[tuple[str, dict[str, Any], Standing]],
 ) -> dict[str, Any]:
-    """The leaderboard of verified submissions: (display name, submission) pairs."""
-    pin_failures = pin_failures or {}
-    unique: dict[str, tuple[str, dict[str, Any]]] = {}
-    for name, sub in submissions:
-        unique.setdefault(sub["sha256"], (name, sub))
+    """The leaderboard of (display name, submission, standing) triples."""
+    unique: dict[str, tuple[str, dict[str, Any], Standing]] = {}
+    for name, sub, standing in submissions:
+        unique.setdefault(sub["sha256"], (name, sub, standing))
     ordered = [unique[sha] for sha in sorted(unique)]
-    groups: dict[tuple[str, str, str], list[tuple[str, dict[str, Any]]]] = {}
-    for name, sub in ordered:
-        groups.setdefault(table_key(sub), []).append((name, sub))
+    groups: dict[tuple[str, ...], list[tuple[str, dict[str, Any], Standing]]] = {}
+    for name, sub, standing in ordered:
+        groups.setdefault(table_key(sub, standing), []).append((name, sub, standing))
 
     tables = []
     for key in sorted(groups):
         members = groups[key]
-        entries = [_entry(name, sub, pin_failures.get(sub["sha256"], [])) for name, sub in members]
+        section = SECTIONS[int(key[0])]
+        entries = [_entry(name, sub, standing) for name, sub, standing in members]
         labels = [e["model"] for e in entries]
         for entry in entries:  # one model twice in a table: tell the rows apart
             if labels.count(entry["model"]) > 1:
@@ -218,17 +282,25 @@ def build_leaderboard(
         entries = [entries[i] for i in order]
         subs = [members[i][1] for i in order]
         for rank, entry in enumerate(entries, start=1):
-            entry["rank"] = rank
+            entry["rank"] = None if section == UNVERIFIED else rank
         tasks = [_by_task(sub) for sub in subs]
         comparisons = [
             compare_pair(entries[i]["id"], tasks[i], entries[j]["id"], tasks[j])
             for i, j in combinations(range(len(entries)), 2)
         ]
-        split, revision, grader = key
+        _, split, revision, grader, variant, protocol, size = key
         tables.append(
             {
-                "key": {"split": split, "dataset_revision": revision, "grader": grader},
-                "title": f"split {split} · revision {revision} · grader {grader}",
+                "section": section,
+                "key": {
+                    "split": split,
+                    "dataset_revision": revision,
+                    "grader": grader,
+                    "variant": variant,
+                    "protocol": protocol,
+                    "split_size": size,
+                },
+                "title": _section_title(section, key),
                 "entries": entries,
                 "comparisons": comparisons,
                 "diagnostics": _table_diagnostics(subs, tasks),
@@ -240,18 +312,28 @@ def build_leaderboard(
         "statistics": {
             **STATISTICS,
             "comparison": (
-                "paired bootstrap over the tasks both entries graded: the mean of per-task "
+                "paired bootstrap over the tasks both entries counted: the mean of per-task "
                 "pass@1 differences (A − B) and its percentile interval; 'ahead' when the "
                 "interval excludes 0"
             ),
             "confidence": CONFIDENCE,
             "resamples": BOOTSTRAP_RESAMPLES,
             "seed": BOOTSTRAP_SEED,
-            "tables": "separated by split, dataset revision and grader; never mixed",
+            "tables": (
+                "sections ranked, other settings and unverified, never interleaved; within "
+                "one, tables separated by split, dataset revision, grader, variant, protocol "
+                "and split size"
+            ),
         },
         "tables": tables,
         "submissions": [
-            {"file": name, "sha256": sub["sha256"], "model": sub["model"]} for name, sub in ordered
+            {
+                "file": name,
+                "sha256": sub["sha256"],
+                "model": sub["model"],
+                "section": standing.section,
+            }
+            for name, sub, standing in ordered
         ],
     }
 

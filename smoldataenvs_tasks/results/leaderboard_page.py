@@ -45,11 +45,30 @@ def _columns(entries: list[dict[str, Any]]) -> tuple[list[str], list[str], list[
 
 def _model_note(entry: dict[str, Any]) -> list[str]:
     notes = []
+    if not entry["verified"]:
+        notes.append("UNVERIFIED")
     if not entry["complete"]:
         notes.append("PARTIAL")
+    if entry["nonstandard"]:
+        notes.append("NONSTANDARD")
     if entry["pins"] != "ok":
         notes.append(f"pins {entry['pins']}")
     return notes
+
+
+def _rank(entry: dict[str, Any]) -> str:
+    return "—" if entry["rank"] is None else str(entry["rank"])
+
+
+_SECTION_WORDS = {
+    "ranked": "Ranked: verified against their logs (every answer re-graded) and the "
+    "maintainer's data, with the task's default settings.",
+    "other settings": "Other settings: verified, but a setting differs from the task's "
+    "defaults, the split is nonstandard, or other pins were used; ranked only within their "
+    "own table.",
+    "unverified": "UNVERIFIED: no logs came with these submissions, so no answer was "
+    "re-graded; listed by pass@1, not ranked.",
+}
 
 
 # -- markdown ----------------------------------------------------------------------------------
@@ -60,27 +79,36 @@ def _md_row(cells: list[str]) -> str:
 def render_markdown(board: dict[str, Any]) -> str:
     out = ["# SmolDataEnvs leaderboard", ""]
     out += [
-        "pass@1 with its 95% bootstrap CI over tasks (seed 0, 10,000 resamples). Tables are "
-        "separated by split, dataset revision and grader; entries of different tables are never "
-        "ranked or compared together.",
+        "pass@1 with its 95% bootstrap CI over tasks (seed 0, 10,000 resamples): every task "
+        "whose data is gradable counts, and a task the run left ungraded (a model error, an "
+        "interrupt, a broken sandbox) counts as 0. Tables are separated by split, dataset "
+        "revision, grader, variant, protocol and split size; entries of different tables are "
+        "never ranked or compared together, and unverified submissions are never ranked.",
         "",
     ]
+    section = None
     for table in board["tables"]:
+        if table["section"] != section:
+            section = table["section"]
+            out += [f"# {section.capitalize()}", "", _SECTION_WORDS[section], ""]
         entries = table["entries"]
         tiers, modes, ks = _columns(entries)
         out += [f"## {table['title']}", ""]
         header = ["#", "model", "framework", "variant", "split", "pass@1", "95% CI"]
         header += [f"pass@1 {t}" for t in tiers] + [f"mode {m}" for m in modes]
-        header += [f"pass@{k}" for k in ks] + ["graded", "ungraded", "grader", "date", "coverage"]
+        header += [f"pass@{k}" for k in ks]
+        header += ["tasks", "left ungraded by the run", "ungradable", "graded only"]
+        header += ["grader", "date", "coverage"]
         out += [_md_row(header), "|" + "|".join("---" for _ in header) + "|"]
         for e in entries:
             model = e["id"] + "".join(f" **{note}**" for note in _model_note(e))
-            row = [str(e["rank"]), model, e["framework"], e["variant"], e["split"]]
+            row = [_rank(e), model, e["framework"], e["variant"], e["split"]]
             row += [_pct(e["pass@1"]["value"]), _interval(e["pass@1"])]
             row += [_pct((e["pass@1_by_tier"].get(t) or {}).get("value")) for t in tiers]
             row += [_pct((e["pass@1_by_reward_mode"].get(m) or {}).get("value")) for m in modes]
             row += [_pct((e["pass@k"].get(k) or {}).get("value")) for k in ks]
-            row += [str(e["n_graded"]), str(e["n_ungraded"]), e["grader"], e["date"] or "—"]
+            row += [str(e["n_countable"]), str(e["n_left_ungraded"]), str(e["n_ungradable"])]
+            row += [_pct(e["pass@1_graded"]["value"]), e["grader"], e["date"] or "—"]
             row += [e["coverage"]]
             out.append(_md_row(row))
         out.append("")
@@ -155,6 +183,8 @@ td.text, th.text { text-align: left; }
 .badge { display: inline-block; margin-left: .4rem; padding: 0 .35rem; border-radius: 3px;
          font-size: 11px; background: #c44e52; color: #fff; }
 .badge.pins { background: #8c6d31; }
+.badge.unverified { background: #555; }
+.badge.settings, .badge.nonstandard { background: #8172b3; }
 .ahead { color: #2d6a2d; font-weight: 600; }
 svg text { font: 12px system-ui, sans-serif; }
 """
@@ -218,17 +248,27 @@ def _board_table(table: dict[str, Any], index: int) -> str:
     heads += [("split", "text"), ("pass@1 (95% CI)", "")]
     heads += [(f"pass@1 {t}", "") for t in tiers] + [(f"mode {m}", "") for m in modes]
     heads += [(f"pass@{k}", "") for k in ks]
-    heads += [("graded", ""), ("ungraded", ""), ("grader", "text"), ("date", "text")]
+    heads += [("tasks", ""), ("left ungraded", ""), ("ungradable", ""), ("graded only", "")]
+    heads += [("grader", "text"), ("date", "text")]
     head_html = "".join(_th(h, c) for h, c in heads)
     rows = []
     for e in entries:
         badges = ""
+        if not e["verified"]:
+            badges += (
+                '<span class="badge unverified" title="no logs: not re-graded">unverified</span>'
+            )
         if not e["complete"]:
             badges += f'<span class="badge partial" title="{_e(e["coverage"])}">partial</span>'
+        if e["nonstandard"]:
+            badges += '<span class="badge nonstandard">nonstandard</span>'
+        if e["settings"]:
+            shown = "; ".join(e["settings"])
+            badges += f'<span class="badge settings" title="{_e(shown)}">settings</span>'
         if e["pins"] != "ok":
             badges += f'<span class="badge pins" title="{_e(e["pins"])}">pins</span>'
         cells = [
-            _td(str(e["rank"]), e["rank"]),
+            _td(_rank(e), e["rank"]),
             _td(e["id"], e["id"], cls="text model", extra=badges),
             _td(e["framework"], e["framework"], cls="text"),
             _td(e["variant"], e["variant"], cls="text"),
@@ -239,8 +279,10 @@ def _board_table(table: dict[str, Any], index: int) -> str:
         cells += [_estimate_td(e["pass@1_by_reward_mode"].get(m)) for m in modes]
         cells += [_estimate_td(e["pass@k"].get(k)) for k in ks]
         cells += [
-            _td(str(e["n_graded"]), e["n_graded"]),
-            _td(str(e["n_ungraded"]), e["n_ungraded"]),
+            _td(str(e["n_countable"]), e["n_countable"]),
+            _td(str(e["n_left_ungraded"]), e["n_left_ungraded"]),
+            _td(str(e["n_ungradable"]), e["n_ungradable"]),
+            _estimate_td(e["pass@1_graded"]),
             _td(e["grader"], e["grader"], cls="text"),
             _td(e["date"] or "—", e["date"], cls="text"),
         ]
@@ -326,10 +368,18 @@ def _comparisons(table: dict[str, Any], index: int) -> str:
 
 def render_html(board: dict[str, Any]) -> str:
     sections = []
+    current = None
     for index, table in enumerate(board["tables"]):
+        if table["section"] != current:
+            current = table["section"]
+            sections.append(
+                f'<h2 class="section" data-section="{_e(current)}">{_e(current.capitalize())}'
+                f"</h2><p>{_e(_SECTION_WORDS[current])}</p>"
+            )
         lines = "".join(f"<li>{_e(line)}</li>" for line in _diagnostic_lines(table))
         sections.append(
-            f'<section class="board-table" data-split="{_e(table["key"]["split"])}">'
+            f'<section class="board-table" data-split="{_e(table["key"]["split"])}" '
+            f'data-section="{_e(table["section"])}">'
             f"<h2>{_e(table['title'])}</h2>"
             f"{_board_table(table, index)}{_chart(table, index)}{_comparisons(table, index)}"
             f"<h3>Is this number any good?</h3><ul>{lines}</ul></section>"
@@ -344,6 +394,9 @@ def render_html(board: dict[str, Any]) -> str:
         "<h1>SmolDataEnvs leaderboard</h1>"
         f"<p>pass@1 with its {100 * stats['confidence']:.0f}% percentile bootstrap CI over "
         f"tasks (seed {stats['seed']}, {stats['resamples']:,} resamples). Click a column header "
-        "to sort. Tables are separated by split, dataset revision and grader and are never "
-        "mixed.</p>" + "".join(sections) + f"<script>{_JS}</script></body></html>\n"
+        "to sort. A task the run left ungraded counts as 0. Tables are separated by split, "
+        "dataset revision, grader, variant, protocol and split size and are never mixed; "
+        "unverified submissions are never ranked.</p>"
+        + "".join(sections)
+        + f"<script>{_JS}</script></body></html>\n"
     )

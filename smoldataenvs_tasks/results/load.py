@@ -22,9 +22,9 @@ from smoldataenvs_tasks.results.load_inspect import (
     load_inspect_log,
 )
 from smoldataenvs_tasks.results.load_lm_eval import load_lm_eval_results
-from smoldataenvs_tasks.results.runs import Run, RunLoadError
+from smoldataenvs_tasks.results.runs import IncompatibleRunsError, Run, RunLoadError, dedupe_runs
 
-__all__ = ["load_inspect_log", "load_lm_eval_results", "load_runs"]
+__all__ = ["load_inspect_log", "load_lm_eval_results", "load_runs", "load_unique_runs"]
 
 
 def load_runs(paths: Sequence[str | Path], *, allow_incomplete: bool = False) -> list[Run]:
@@ -34,7 +34,16 @@ def load_runs(paths: Sequence[str | Path], *, allow_incomplete: bool = False) ->
         path = Path(raw)
         if not path.exists():
             raise RunLoadError(f"{path}: no such file or directory")
-        found = _load_path(path, allow_incomplete=allow_incomplete)
+        try:
+            found = _load_path(path, allow_incomplete=allow_incomplete)
+        except RunLoadError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            # A field the loaders do not check one by one, holding something a log never
+            # holds: still one line naming the input, never a traceback.
+            raise RunLoadError(
+                f"{path}: malformed run record ({type(exc).__name__}: {exc})"[:300]
+            ) from None
         if not found:
             raise RunLoadError(
                 f"{path}: no SmolDataEnvs run found (expected an Inspect log of the smoldataenvs "
@@ -44,13 +53,19 @@ def load_runs(paths: Sequence[str | Path], *, allow_incomplete: bool = False) ->
     return runs
 
 
+def load_unique_runs(
+    paths: Sequence[str | Path], *, allow_incomplete: bool = False
+) -> tuple[list[Run], list[str]]:
+    """`load_runs`, one run per run id (`runs.dedupe_runs`), and a note per input left out."""
+    try:
+        return dedupe_runs(load_runs(paths, allow_incomplete=allow_incomplete))
+    except IncompatibleRunsError as exc:
+        raise RunLoadError(str(exc)) from None
+
+
 def _load_path(path: Path, *, allow_incomplete: bool) -> list[Run]:
     if path.is_file():
-        if path.name.startswith("results_") and path.suffix == ".json":
-            return load_lm_eval_results(path)
-        if path.suffix in INSPECT_SUFFIXES:
-            return [load_inspect_log(path, allow_incomplete=allow_incomplete)]
-        raise RunLoadError(f"{path}: not an Inspect log (.eval/.json) nor an lm-eval results file")
+        return _load_file(path, allow_incomplete=allow_incomplete)
     runs: list[Run] = []
     for file in sorted(path.rglob("results_*.json")):
         runs.extend(load_lm_eval_results(file))
@@ -73,6 +88,14 @@ def _load_path(path: Path, *, allow_incomplete: bool) -> list[Run]:
         except NotASmolDataEnvsLog:
             continue  # a shared log dir holds other evals' logs too
     return runs
+
+
+def _load_file(path: Path, *, allow_incomplete: bool) -> list[Run]:
+    if path.name.startswith("results_") and path.suffix == ".json":
+        return load_lm_eval_results(path)
+    if path.suffix in INSPECT_SUFFIXES:
+        return [load_inspect_log(path, allow_incomplete=allow_incomplete)]
+    raise RunLoadError(f"{path}: not an Inspect log (.eval/.json) nor an lm-eval results file")
 
 
 _LOG_START = re.compile(rb'\A\s*\{\s*"version"\s*:')

@@ -3,6 +3,9 @@ invocation, each SmolDataEnvs task in it one run. Verdicts come from the `verdic
 our console script writes (preferred) or, failing that, from lm-eval's own
 `samples_<task>_<ts>.jsonl` (`--log_samples`).
 
+Every field read is checked for its type first: a malformed file is one RunLoadError naming the
+file, the line and the field, never a traceback.
+
     python -c "from pathlib import Path; from smoldataenvs_tasks.results.load_lm_eval import \
         load_lm_eval_results; print(load_lm_eval_results(Path('out/m/results_x.json')))"
 """
@@ -16,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, SAMPLE_SPLIT
+from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.results.coverage import FILTER_NAMES, normal_filters
+from smoldataenvs_tasks.results.protocol import clipped, normal_settings
 from smoldataenvs_tasks.results.runs import (
     Attempt,
     Run,
@@ -28,6 +33,8 @@ from smoldataenvs_tasks.results.runs import (
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict, versioned
 
 _LM_EVAL_TASK_PREFIX = "smoldataenvs_program_"
+# generation_kwargs the protocol names on its own; any other one is recorded as it is.
+_KNOWN_GENERATION = ("until", "max_gen_toks", "do_sample", "temperature", "top_p", "top_k")
 
 
 def _timestamp(results_file: Path) -> str:
@@ -41,91 +48,154 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
-                rows.append(_json_line(line, f"{path.name}:{number}"))
+                row = _json_line(line, f"{path.name}:{number}")
+                if not isinstance(row, dict):
+                    raise RunLoadError(f"{path.name}:{number}: not a JSON object")
+                rows.append(row)
     except UnicodeDecodeError as exc:
         raise RunLoadError(f"{path.name}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise RunLoadError(f"{path.name}: cannot be read: {exc.strerror or exc}") from None
     return rows
 
 
 def _json_line(text: str, where: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise RunLoadError(f"{where}: not JSON: {exc}") from None
     except RecursionError:
         raise RunLoadError(f"{where}: JSON nested too deeply") from None
+    except ValueError as exc:  # NaN / Infinity, refused by _no_constant
+        raise RunLoadError(f"{where}: {exc}") from None
 
 
-def _lm_eval_model(config: dict[str, Any], model_name: str | None) -> str:
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _text(value: Any, where: str, *, required: bool = False) -> str | None:
+    if value is None or value == "":
+        if required:
+            raise RunLoadError(f"{where}: missing")
+        return None
+    if not isinstance(value, str):
+        raise RunLoadError(f"{where}: {type(value).__name__} {value!r:.60}, not text")
+    return value
+
+
+def _count(value: Any, where: str) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RunLoadError(f"{where}: {value!r:.60} is not a whole number >= 0")
+    return value
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RunLoadError(f"{where}: {type(value).__name__}, not an object")
+    return value
+
+
+def _number(value: Any, where: str) -> float | int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise RunLoadError(f"{where}: {value!r:.60} is not a finite number")
+    return value
+
+
+def _lm_eval_model(config: dict[str, Any], model_name: Any) -> str:
     """`<backend>/<model>` like Inspect's model names (`hf/Qwen/...`); file paths (the replay
     model's `path=`) shortened to their stem so no machine path lands in a report."""
     backend = str(config.get("model") or "unknown")
-    name = model_name or ""
+    name = model_name if isinstance(model_name, str) else ""
     if name.endswith((".jsonl", ".json")) or name.startswith("/"):
         name = Path(name).stem
     return f"{backend}/{name}" if name else backend
 
 
-def _parse_verdict(raw: Any, where: str) -> Verdict:
-    data = json.loads(raw) if isinstance(raw, str) else raw
+def _parse_verdict(raw: Any, where: str) -> tuple[Verdict, dict[str, str] | None]:
+    """A verdict and the table digests recorded beside it (`table_sha256`)."""
+    data = _json_line(raw, where) if isinstance(raw, str) else raw
     if not isinstance(data, dict):
         raise RunLoadError(f"{where}: not a verdict: {raw!r:.200}")
-    return Verdict.from_dict(data)
+    try:
+        verdict = Verdict.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise RunLoadError(f"{where}: not a verdict: {text}") from None
+    digests = data.get("table_sha256")
+    if digests is not None and not (
+        isinstance(digests, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in digests.items())
+    ):
+        raise RunLoadError(f"{where}: table_sha256 is not a map of table names to digests")
+    return verdict, digests
+
+
+def _task_entry(row: dict[str, Any], task_id: str, where: str) -> TaskAttempts:
+    return TaskAttempts(
+        task_id,
+        _text(row.get("difficulty_tier"), f"{where}.difficulty_tier") or "unknown",
+        _text(row.get("reward_mode"), f"{where}.reward_mode") or "",
+        tables=tables_key(
+            _text(row.get("hf_bucket"), f"{where}.hf_bucket"),
+            _text(row.get("bucket_prefix"), f"{where}.bucket_prefix"),
+        ),
+    )
 
 
 def _attempts_from_samples(path: Path) -> tuple[dict[str, TaskAttempts], dict[str, Any]]:
     """Per-task attempts from lm-eval's samples file (filtered_resps hold Verdict JSON)."""
     tasks: dict[str, TaskAttempts] = {}
     first_doc: dict[str, Any] = {}
-    for row in _read_jsonl(path):
+    for number, row in enumerate(_read_jsonl(path), start=1):
+        where = f"{path.name}:{number}"
         # lm-eval writes one line per doc per filter; ours is the "verdicts" filter.
         if row.get("filter", "verdicts") != "verdicts":
             continue
-        doc = row.get("doc") or {}
+        doc = _mapping(row.get("doc"), f"{where} doc")
         first_doc = first_doc or doc
-        task_id = str(doc.get("task_id"))
+        task_id = _text(doc.get("task_id"), f"{where} doc.task_id", required=True)
+        assert task_id is not None
         filtered = row.get("filtered_resps")
         if isinstance(filtered, str):
             filtered = [filtered]
         # pass@k tasks keep all K verdicts, possibly nested one level: [[v1, ..., vK]].
-        if filtered and isinstance(filtered[0], list):
+        if isinstance(filtered, list) and filtered and isinstance(filtered[0], list):
             filtered = filtered[0]
+        if not isinstance(filtered, list):
+            raise RunLoadError(f"{where}: filtered_resps is not a list of verdicts")
         if task_id in tasks:
             raise RunLoadError(f"{path.name}: task {task_id} appears on two lines")
-        entry = tasks[task_id] = TaskAttempts(
-            task_id,
-            str(doc.get("difficulty_tier") or "unknown"),
-            str(doc.get("reward_mode") or ""),
-            tables=tables_key(doc.get("hf_bucket"), doc.get("bucket_prefix")),
-        )
-        where = f"{path.name} doc {row.get('doc_id')}"
-        entry.attempts.extend(
-            Attempt(repeat + 1, _parse_verdict(raw, where))
-            for repeat, raw in enumerate(filtered or [])
-        )
+        entry = tasks[task_id] = _task_entry(doc, task_id, f"{where} doc")
+        for repeat, raw in enumerate(filtered):
+            verdict, digests = _parse_verdict(raw, f"{where} filtered_resps[{repeat}]")
+            entry.attempts.append(Attempt(repeat + 1, verdict, table_sha256=digests))
     return tasks, first_doc
 
 
 def _attempts_from_verdicts(rows: list[dict[str, Any]], where: str) -> dict[str, TaskAttempts]:
     tasks: dict[str, TaskAttempts] = {}
-    for row in rows:
-        task_id = str(row["task_id"])
-        entry = tasks.setdefault(
-            task_id,
-            TaskAttempts(
-                task_id,
-                str(row.get("difficulty_tier") or "unknown"),
-                str(row.get("reward_mode") or ""),
-                tables=tables_key(row.get("hf_bucket"), row.get("bucket_prefix")),
-            ),
-        )
-        verdict = _parse_verdict(row["verdict"], f"{where} task {task_id}")
+    for number, row in enumerate(rows, start=1):
+        at = f"{where} row {number}"
+        task_id = _text(row.get("task_id"), f"{at}.task_id", required=True)
+        assert task_id is not None
+        entry = tasks.get(task_id) or tasks.setdefault(task_id, _task_entry(row, task_id, at))
+        verdict, digests = _parse_verdict(row.get("verdict"), f"{at} ({task_id}).verdict")
         # `smoldataenvs regrade` adds the same answer's verdicts under other grader profiles.
         regraded = {
-            profile: _parse_verdict(raw, f"{where} task {task_id} ({profile})")
-            for profile, raw in (row.get("regraded") or {}).items()
+            str(profile): _parse_verdict(raw, f"{at} ({task_id}).regraded.{profile}")[0]
+            for profile, raw in _mapping(row.get("regraded"), f"{at}.regraded").items()
         }
-        entry.attempts.append(Attempt(int(row.get("repeat", 0)) + 1, verdict, regraded))
+        repeat = _count(row.get("repeat", 0), f"{at}.repeat") or 0
+        entry.attempts.append(Attempt(repeat + 1, verdict, regraded, digests))
     for entry in tasks.values():
         entry.attempts.sort(key=lambda a: a.epoch)
         epochs = [a.epoch for a in entry.attempts]
@@ -138,9 +208,10 @@ def _attempts_from_verdicts(rows: list[dict[str, Any]], where: str) -> dict[str,
 
 
 def _split_of(task_name: str, config: dict[str, Any]) -> str:
-    split = (config.get("dataset_kwargs") or {}).get("split") or config.get("test_split")
-    if split:
-        return str(split)
+    kwargs = config.get("dataset_kwargs")
+    split = (kwargs.get("split") if isinstance(kwargs, dict) else None) or config.get("test_split")
+    if isinstance(split, str) and split:
+        return split
     rest = task_name.removeprefix(_LM_EVAL_TASK_PREFIX)
     return rest.split("_", 1)[0]
 
@@ -158,7 +229,8 @@ def _lm_eval_revision(doc: dict[str, Any], meta: dict[str, Any], split: str) -> 
         from smoldataenvs_tasks.data.source import DataSource
 
         return DataSource.sample().revision
-    return meta.get("dataset_revision")
+    revision = meta.get("dataset_revision")
+    return str(revision) if revision is not None else None
 
 
 def load_lm_eval_results(results_file: Path) -> list[Run]:
@@ -173,30 +245,38 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
     results = _json_line(text, results_file.name)
     if not isinstance(results, dict):
         raise RunLoadError(f"{results_file.name}: not a readable lm-eval results file")
-    configs: dict[str, Any] = results.get("configs") or {}
-    ours = sorted(name for name in configs if name.startswith(_LM_EVAL_TASK_PREFIX))
+    name = results_file.name
+    configs = _mapping(results.get("configs"), f"{name} configs")
+    ours = sorted(str(key) for key in configs if str(key).startswith(_LM_EVAL_TASK_PREFIX))
     if not ours:
         return []
     stamp = _timestamp(results_file)
     folder = results_file.parent
     verdicts_file = folder / f"verdicts_{stamp}.jsonl"
     verdict_rows = _read_jsonl(verdicts_file) if verdicts_file.exists() else None
-    run_config: dict[str, Any] = results.get("config") or {}
+    run_config = _mapping(results.get("config"), f"{name} config")
     model = _lm_eval_model(run_config, results.get("model_name"))
     created = None
-    if isinstance(results.get("date"), int | float) and math.isfinite(results["date"]):
-        created = _dt.datetime.fromtimestamp(results["date"], tz=_dt.UTC).isoformat()
+    date = results.get("date")
+    if isinstance(date, int | float) and not isinstance(date, bool) and math.isfinite(date):
+        try:
+            created = _dt.datetime.fromtimestamp(date, tz=_dt.UTC).isoformat()
+        except (OverflowError, OSError, ValueError):
+            raise RunLoadError(f"{name} date: {date!r} is not a time") from None
+    version = results.get("lm_eval_version")
+    version = str(version) if isinstance(version, str | int | float) else None
 
     runs = []
     for task_name in ours:
-        config = configs[task_name]
-        meta = config.get("metadata") or {}
+        config = _mapping(configs[task_name], f"{name} configs.{task_name}")
+        meta = _mapping(config.get("metadata"), f"{name} configs.{task_name}.metadata")
         samples_file = folder / f"samples_{task_name}_{stamp}.jsonl"
         first_doc: dict[str, Any] = {}
         if verdict_rows is not None and len(ours) == 1:
             tasks = _attempts_from_verdicts(verdict_rows, verdicts_file.name)
             if samples_file.exists():
-                first_doc = (_read_jsonl_first(samples_file) or {}).get("doc") or {}
+                first = _read_jsonl_first(samples_file)
+                first_doc = _mapping(first.get("doc"), f"{samples_file.name}:1 doc")
         elif samples_file.exists():
             tasks, first_doc = _attempts_from_samples(samples_file)
         else:
@@ -205,59 +285,132 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 "--log_samples (or through `smoldataenvs-lm-eval`, which writes verdicts_*.jsonl)"
                 + (" — with several tasks in one run, --log_samples is needed" if ours[1:] else "")
             )
-        repeats = int(config.get("repeats") or 1)
+        where = f"{name} configs.{task_name}"
+        repeats = _count(config.get("repeats"), f"{where}.repeats") or 1
         coverage = _coverage_fields(first_doc, verdict_rows, meta, results, task_name)
         # Provenance the loader stamped on every doc (and the console script on every verdict).
-        stamped = {**(verdict_rows[0] if verdict_rows else {})}
-        stamped.update(
-            {
-                "dataset_revision": first_doc.get("_revision") or stamped.get("dataset_revision"),
-                "sandbox": first_doc.get("_sandbox") or stamped.get("sandbox"),
-                "tables_manifest_digest": first_doc.get("_tables_manifest_digest")
-                or stamped.get("tables_manifest_digest"),
-            }
+        stamped = verdict_rows[0] if verdict_rows else {}
+
+        provenance = _Provenance(first_doc, stamped, name)
+        split = _split_of(task_name, config)
+        settings = _settings(
+            results, config, meta, where, repeats, provenance("_sandbox", "sandbox")
         )
         runs.append(
             Run(
                 source=f"{results_file.name}#{task_name}",
                 framework="lm_eval",
-                framework_version=results.get("lm_eval_version"),
+                framework_version=version,
                 model=model,
                 task_name=task_name,
-                split=_split_of(task_name, config),
+                split=split,
                 variant="program",
                 protocol="program",
-                dataset=meta.get("dataset") or DATASET_REPO_ID,
-                dataset_revision=stamped["dataset_revision"]
-                or _lm_eval_revision(first_doc, meta, _split_of(task_name, config)),
-                tables_manifest_digest=stamped["tables_manifest_digest"]
-                or meta.get("tables_manifest_digest"),
+                dataset=_text(meta.get("dataset"), f"{where}.metadata.dataset") or DATASET_REPO_ID,
+                dataset_revision=provenance("_revision", "dataset_revision")
+                or _lm_eval_revision(first_doc, meta, split),
+                tables_manifest_digest=provenance(
+                    "_tables_manifest_digest", "tables_manifest_digest"
+                )
+                or _text(meta.get("tables_manifest_digest"), f"{where}.metadata"),
                 grader_version=grader_version_of(
                     _declared_grader_version(meta, tasks), tasks.values(), results_file.name
                 ),
                 # hooks.load_split's default when no --metadata sandbox was given
-                sandbox=stamped["sandbox"] or meta.get("sandbox") or "auto",
+                sandbox=settings["sandbox"],
                 epochs=repeats,
                 tasks=tasks,
                 run_id=f"{task_name}@{stamp}",
                 created=created,
-                package_versions={"lm_eval": str(results.get("lm_eval_version"))},
-                limit=_limit(run_config.get("limit")),
-                sampling={
-                    "temperature": (config.get("generation_kwargs") or {}).get("temperature"),
-                    "reducers": None,
-                },
+                package_versions={"lm_eval": str(version)},
+                limit=_limit(run_config.get("limit"), f"{name} config.limit"),
+                sampling={"temperature": settings["temperature"], "reducers": None},
+                settings=settings,
+                split_sha256=provenance("_split_sha256", "split_sha256"),
                 **coverage,
             )
         )
     return runs
 
 
-def _limit(value: Any) -> int | float | None:
+class _Provenance:
+    """What the loader stamped on every doc (`_revision`, ...) or the console script on every
+    verdict row (`dataset_revision`, ...), docs first; text or None."""
+
+    def __init__(self, doc: dict[str, Any], row: dict[str, Any], name: str) -> None:
+        self.doc, self.row, self.name = doc, row, name
+
+    def __call__(self, doc_key: str, row_key: str) -> str | None:
+        value = self.doc.get(doc_key) or self.row.get(row_key)
+        return _text(value, f"{self.name}: {doc_key}")
+
+
+def _settings(
+    results: dict[str, Any],
+    config: dict[str, Any],
+    meta: dict[str, Any],
+    where: str,
+    repeats: int,
+    sandbox: str | None,
+) -> dict[str, Any]:
+    """The run's protocol (results/protocol.py) from lm-eval's own record of it: the task
+    config as run (--gen_kwargs and --num_fewshot applied) and the results file's chat
+    template and system instruction."""
+    generation = _mapping(config.get("generation_kwargs"), f"{where}.generation_kwargs")
+    until = generation.get("until")
+    if isinstance(until, str):
+        until = [until]
+    if until is not None and not isinstance(until, list):
+        raise RunLoadError(f"{where}.generation_kwargs.until: not a list of stop strings")
+    do_sample = generation.get("do_sample")
+    if do_sample is not None and not isinstance(do_sample, bool):
+        raise RunLoadError(f"{where}.generation_kwargs.do_sample: not true or false")
+    extra = {str(k): v for k, v in sorted(generation.items()) if k not in _KNOWN_GENERATION}
+    system = results.get("system_instruction")
+    return normal_settings(
+        {
+            "framework": "lm_eval",
+            "variant": "program",
+            "protocol": "program",
+            "num_fewshot": _count(config.get("num_fewshot"), f"{where}.num_fewshot") or 0,
+            "max_tokens": _count(generation.get("max_gen_toks"), f"{where}.max_gen_toks"),
+            "temperature": _number(generation.get("temperature"), f"{where}.temperature"),
+            "top_p": _number(generation.get("top_p"), f"{where}.top_p"),
+            "top_k": _number(generation.get("top_k"), f"{where}.top_k"),
+            "stop": [str(s) for s in until] if until else None,
+            "do_sample": do_sample,
+            "pass_k": repeats,
+            # lm-eval runs every program under the contract's limit: nothing can change it.
+            "program_timeout_s": DEFAULT_LIMITS.program_timeout_s,
+            "max_turns": None,
+            "tools": None,
+            "tool_timeout_s": None,
+            # lm-eval records the template it applied; None when --apply_chat_template was off.
+            "chat_template": results.get("chat_template") is not None,
+            "system_prompt": clipped(system if isinstance(system, str) else None),
+            "sample_limits": None,
+            # Other generation settings lm-eval passed on (they change the sampling too).
+            "generation_extra": _json_safe(extra) or None,
+            "model_options": None,
+            # hooks.load_split's default when no --metadata sandbox was given
+            "sandbox": sandbox or _text(meta.get("sandbox"), f"{where}.metadata.sandbox") or "auto",
+        }
+    )
+
+
+def _json_safe(value: Any) -> Any:
+    """A recorded value as plain JSON (it goes into submission.json as it is)."""
+    return json.loads(json.dumps(value, default=str, allow_nan=False))
+
+
+def _limit(value: Any, where: str) -> int | float | None:
     """lm-eval's --limit as given: a count (stored as a float, 3.0) or a fraction below 1."""
-    if isinstance(value, float) and value.is_integer() and value >= 1:
-        return int(value)
-    return value
+    if value is None:
+        return None
+    number = _number(value, where)
+    if isinstance(number, float) and number.is_integer() and number >= 1:
+        return int(number)
+    return number
 
 
 def _coverage_fields(
@@ -270,18 +423,29 @@ def _coverage_fields(
     """The split's size and the filters the loader stamped on every doc (and the console script
     on every verdict); lm-eval's own count of the docs the filters kept."""
     stamped = verdict_rows[0] if verdict_rows else {}
-    split_tasks = doc.get("_split_tasks") or stamped.get("split_tasks")
+    split_tasks = _count(doc.get("_split_tasks") or stamped.get("split_tasks"), "split_tasks")
     filters: Any = doc.get("_filters") or stamped.get("filters")
     if isinstance(filters, str):
-        filters = json.loads(filters)
+        filters = _json_line(filters, "doc _filters")
     if not filters:  # runs made before coverage was recorded: the --metadata filters
         filters = {name: meta.get(name) for name in FILTER_NAMES}
         filters = {k: v.split(",") if isinstance(v, str) else v for k, v in filters.items()}
-    counts = (results.get("n-samples") or {}).get(task_name) or {}
+    if not isinstance(filters, dict):
+        raise RunLoadError("filters: not an object")
+    for key in FILTER_NAMES:
+        value = filters.get(key)
+        if value is not None and not (
+            isinstance(value, str)
+            or (isinstance(value, list) and all(isinstance(v, str | int | float) for v in value))
+        ):
+            raise RunLoadError(f"filters.{key}: not a list of names")
+    counts = _mapping(
+        _mapping(results.get("n-samples"), "n-samples").get(task_name), f"n-samples.{task_name}"
+    )
     return {
-        "split_tasks": int(split_tasks) if split_tasks not in (None, "") else None,
+        "split_tasks": split_tasks,
         "filters": normal_filters(filters),
-        "n_selected": int(counts["original"]) if counts.get("original") is not None else None,
+        "n_selected": _count(counts.get("original"), f"n-samples.{task_name}.original"),
     }
 
 
@@ -297,9 +461,6 @@ def _declared_grader_version(meta: dict[str, Any], tasks: dict[str, TaskAttempts
     return version
 
 
-def _read_jsonl_first(path: Path) -> dict[str, Any] | None:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                return json.loads(line)
-    return None
+def _read_jsonl_first(path: Path) -> dict[str, Any]:
+    rows = _read_jsonl(path)
+    return rows[0] if rows else {}

@@ -11,14 +11,19 @@ This is the one input every figure of a submission is computed from (`results/su
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from smoldataenvs_tasks.results.runs import Run, RunLoadError
-from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Category
+from smoldataenvs_tasks.scorers.verdict import DATASET_DEFECTS, GRADER_PROFILES, Category
 
 PREDICTION_CHARS = 200
+# The ungraded reasons a verifier's own data can confirm: the only ones that take a task out of
+# the headline. Every other ungraded attempt (model_error, cancelled, sandbox_failed, ...) is
+# the run's, and counts as 0.
+DATASET_DEFECT_NAMES = frozenset(reason.value for reason in DATASET_DEFECTS)
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,13 @@ class AttemptOutcome:
     # The reward under each grader profile the run holds a verdict for (its own, and any
     # `smoldataenvs regrade` added), so pass@1 by profile is recomputable from the file alone.
     by_grader: Mapping[str, float | None] = field(default_factory=dict)
+    # name -> sha256 of each table the attempt was given (None: none staged, or not recorded).
+    table_sha256: Mapping[str, str] | None = None
+
+    @property
+    def dataset_defect(self) -> bool:
+        """Ungraded because of the data itself (a table, a row), which a verifier can confirm."""
+        return self.reward is None and self.detail in DATASET_DEFECT_NAMES
 
     def to_entry(self) -> dict[str, Any]:
         return {
@@ -44,6 +56,9 @@ class AttemptOutcome:
             "method": self.method,
             "prediction": self.prediction,
             "by_grader": dict(sorted(self.by_grader.items())),
+            "table_sha256": None
+            if self.table_sha256 is None
+            else dict(sorted(self.table_sha256.items())),
         }
 
 
@@ -77,21 +92,58 @@ class TaskOutcomes:
         rewards = self.rewards(run)
         return sum(rewards) / len(rewards) if rewards else None
 
-    def to_entry(self, included: bool) -> dict[str, Any]:
+    @property
+    def ungradable(self) -> bool:
+        """Every attempt is ungraded because of the data (a table that cannot be had or is
+        corrupt, an invalid row): the task cannot count for anyone. Any other task counts."""
+        return bool(self.attempts) and all(a.dataset_defect for a in self.attempts)
+
+    def left_ungraded(self, run: int | None = None) -> list[AttemptOutcome]:
+        """The attempts (of one run, or all) the run left ungraded for a reason of its own."""
+        if self.ungradable:
+            return []
+        return [a for a in self.attempts if a.reward is None and (run is None or a.run == run)]
+
+    def scored(self) -> TaskOutcomes:
+        """The headline's view of a countable task: an attempt the run left ungraded, for any
+        reason, counts as 0 (a run cannot raise its score by not grading its failures)."""
+        attempts = [
+            replace(
+                a,
+                reward=0.0 if a.reward is None else a.reward,
+                by_grader={p: 0.0 if r is None else r for p, r in a.by_grader.items()},
+            )
+            for a in self.attempts
+        ]
+        return replace(self, attempts=attempts)
+
+    def to_entry(self, countable: bool) -> dict[str, Any]:
         rewards = self.rewards()
-        pass1 = self.pass1()
+        graded = self.pass1()
+        headline = self.scored().pass1() if countable else None
         return {
             "task_id": self.task_id,
             "difficulty_tier": self.difficulty_tier,
             "reward_mode": self.reward_mode,
             "table_in_train": self.table_in_train,
-            "in_pass1": included,
-            "pass@1": None if pass1 is None else round(pass1, 6),
+            "in_pass1": countable,
+            "pass@1": None if headline is None else round(headline, 6),
+            "pass@1_graded": None if graded is None else round(graded, 6),
             "n_attempts": len(self.attempts),
             "n_graded": len(rewards),
+            "n_left_ungraded": len(self.left_ungraded()),
             "n_correct": int(sum(rewards)),
             "attempts": [a.to_entry() for a in self.attempts],
         }
+
+
+def ungraded_reason(task: TaskOutcomes) -> str:
+    """The most common reason among a task's ungraded attempts (ties: the first by name)."""
+    details = Counter(a.detail or "unknown" for a in task.attempts if a.reward is None)
+    if not details:
+        return "unknown"
+    top = max(details.values())
+    return min(reason for reason, count in details.items() if count == top)
 
 
 def _cut(prediction: str | None) -> str | None:
@@ -132,6 +184,7 @@ def outcomes_from_runs(
                             for profile in GRADER_PROFILES
                             if (graded := attempt.under(profile)) is not None
                         },
+                        table_sha256=attempt.table_sha256,
                     )
                 )
     return [tasks[task_id] for task_id in sorted(tasks)]
@@ -158,6 +211,7 @@ def outcomes_from_entries(entries: Sequence[Mapping[str, Any]]) -> list[TaskOutc
                         str(profile): None if reward is None else float(reward)
                         for profile, reward in (a.get("by_grader") or {}).items()
                     },
+                    table_sha256=a.get("table_sha256"),
                 )
                 for a in entry["attempts"]
             ]
@@ -170,6 +224,8 @@ def outcomes_from_entries(entries: Sequence[Mapping[str, Any]]) -> list[TaskOutc
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise RunLoadError(f"tasks[{number}]: not a task entry ({exc!r})") from None
+        if not attempts:
+            raise RunLoadError(f"tasks[{number}] ({task.task_id}): a task with no attempt")
         for attempt in attempts:
             if attempt.category not in _CATEGORIES or attempt.reward not in (0.0, 1.0, None):
                 raise RunLoadError(

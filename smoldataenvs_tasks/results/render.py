@@ -51,15 +51,34 @@ def render_markdown(sub: dict[str, Any]) -> str:
     headline = f"**pass@1 {_pct(pass1['value'])}**"
     if pass1.get("ci95"):
         headline += f" (95% CI {_pct(pass1['ci95'][0])} – {_pct(pass1['ci95'][1])})"
-    headline += f" over {sub['n_graded']} graded of {sub['n_tasks']} tasks"
+    headline += f" over {sub['n_countable']} countable of {sub['n_tasks']} tasks"
     if coverage["split_tasks"] is not None:
         headline += f" (the split has {coverage['split_tasks']})"
+    headline += (
+        f"; left ungraded by the run (counted as 0): {sub['n_left_ungraded']}"
+        f"; graded only: {_pct(sub['pass@1_graded']['value'])} over {sub['n_graded']}"
+    )
     seeds = sub.get("seeds")
     if seeds:
         s = seeds["pass@1"]
         se = "—" if s["se"] is None else f"{100 * s['se']:.1f}"
         headline += f"; over {seeds['n_runs']} runs: {_pct(s['mean'])} ± {se} (SE)"
     out += [headline + ".", ""]
+    if sub["n_left_ungraded"]:
+        reasons = ", ".join(f"{k} {v}" for k, v in sub["left_ungraded_by_reason"].items())
+        out += [
+            f"> **{sub['n_left_ungraded']} task(s) left ungraded by the run** ({reasons} "
+            "attempts) count as 0 above. Re-run them (`inspect eval-retry <log>` re-runs only "
+            "those samples; lm-eval: run the task again), then report again.",
+            "",
+        ]
+    if sub["protocol_deviations"]:
+        out += [
+            "> **Settings differ from the task's defaults**: "
+            + "; ".join(sub["protocol_deviations"])
+            + ". A leaderboard ranks this run apart from runs with the default settings.",
+            "",
+        ]
 
     setup = [
         ["model as the frameworks named it", ", ".join(sub["model_ids"])],
@@ -73,6 +92,8 @@ def render_markdown(sub: dict[str, Any]) -> str:
         ["sandbox", _text(sub["sandbox"])],
         ["epochs per run", _text(sub["epochs"])],
         ["sampling", _sampling_text(sub.get("sampling") or {})],
+        ["protocol", "; ".join(sub["protocol_deviations"]) or "the task's default settings"],
+        ["split parquet sha256", _text(sub["split_sha256"])],
         ["runs", str(sub["n_runs"])],
         ["submission sha256", f"`{sub['sha256']}`"],
     ]
@@ -96,7 +117,7 @@ def render_markdown(sub: dict[str, Any]) -> str:
             [run["source"], _pct(value)] for run, value in zip(sub["runs"], per_run, strict=True)
         ]
         out += [
-            f"## Runs (pass@1 over the {seeds['n_tasks']} tasks graded in every run)",
+            f"## Runs (pass@1 over the {seeds['n_tasks']} countable tasks of every run)",
             "",
             *_table(["run", "pass@1"], rows),
             "",
@@ -122,11 +143,20 @@ def render_markdown(sub: dict[str, Any]) -> str:
         rows = [[name, str(count)] for name, count in failures["resource_limit_by_limit"].items()]
         out += ["Resource limits hit:", "", *_table(["limit", "attempts"], rows), ""]
 
-    if sub["n_ungraded"]:
-        rows = [[reason, str(count)] for reason, count in sub["ungraded_by_reason"].items()]
+    if sub["n_left_ungraded"]:
+        rows = [[reason, str(n)] for reason, n in sub["left_ungraded_by_reason"].items()]
         out += [
-            f"## Ungraded ({sub['n_ungraded']} task{'s' if sub['n_ungraded'] != 1 else ''}, "
-            "excluded from pass@1)",
+            f"## Left ungraded by the run ({sub['n_left_ungraded']} task"
+            f"{'s' if sub['n_left_ungraded'] != 1 else ''}, counted as 0)",
+            "",
+            *_table(["reason", "attempts"], rows),
+            "",
+        ]
+    if sub["n_ungradable"]:
+        rows = [[reason, str(n)] for reason, n in sub["ungradable_by_reason"].items()]
+        out += [
+            f"## Ungradable ({sub['n_ungradable']} task"
+            f"{'s' if sub['n_ungradable'] != 1 else ''}: the data itself, excluded from pass@1)",
             "",
             *_table(["reason", "tasks"], rows),
             "",
@@ -165,7 +195,7 @@ def _ids(ids: list[str]) -> str:
 def render_diagnostics(sub: dict[str, Any]) -> list[str]:
     """The "is this number any good" section of report.md."""
     d = sub["diagnostics"]
-    n = sub["n_graded"]
+    n = sub["n_countable"]
     out = ["## Is this number any good?", ""]
     if not sub["coverage"]["complete"]:
         out.append(f"- **Partial run**: {coverage_phrase(sub['coverage'])}.")

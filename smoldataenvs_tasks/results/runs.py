@@ -32,6 +32,9 @@ class Attempt:
     verdict: Verdict
     # The same answer's verdicts under the other grader profiles (`smoldataenvs regrade`).
     regraded: dict[str, Verdict] = field(default_factory=dict)
+    # name -> sha256 of each table the attempt's sandbox was given; None when none was staged
+    # (an invalid row, a table that could not be had) or the run did not record them.
+    table_sha256: dict[str, str] | None = None
 
     def under(self, profile: str) -> Verdict | None:
         """This attempt's verdict under the grader `profile`, when the run holds one."""
@@ -99,6 +102,15 @@ class Run:
     # the epoch `reducers` the log shows (pass_at_k from -T pass_k=k); pass@k is only comparable
     # across runs that sampled alike.
     sampling: dict[str, Any] = field(default_factory=dict)
+    # Every setting that can change the score (results/protocol.py): runs pool only when these
+    # are identical, and a leaderboard ranks apart the runs whose settings are not the defaults.
+    settings: dict[str, Any] = field(default_factory=dict)
+    # sha256 of the split's parquet the rows (and golds) came from; a verifier compares it with
+    # its own copy's.
+    split_sha256: str | None = None
+    # Inspect's eval_id: a copy or `smoldataenvs regrade` of a log keeps it, `inspect eval-retry`
+    # makes a new one under the same run id (Inspect's task_id). None for lm-eval.
+    attempt_id: str | None = None
 
     @property
     def label(self) -> str:
@@ -128,11 +140,18 @@ _MUST_AGREE = (
 )
 
 
+def settings_key(run: Run) -> str:
+    """The run's settings as one comparable string (results/protocol.py)."""
+    from smoldataenvs_tasks.results.protocol import signature
+
+    return signature(run.settings)
+
+
 def check_combinable(runs: Sequence[Run], *, same_model: bool = True) -> None:
-    """Refuse, with the reason, runs that do not measure the same thing (seeds of one setup may
-    differ in sandbox or framework, not in data, grader, variant or model). `same_model=False`
-    when the caller named the model itself (`report --name`): the frameworks spell one model
-    differently."""
+    """Refuse, with the reason, runs that do not measure the same thing: seeds of one setup
+    share data, grader, variant, model and every recorded setting (framework, sandbox kind,
+    sampling, budgets: results/protocol.py). `same_model=False` when the caller named the model
+    itself (`report --name`): the frameworks spell one model differently."""
     if not runs:
         raise IncompatibleRunsError("no runs to report")
     for attribute, words in _MUST_AGREE:
@@ -145,6 +164,76 @@ def check_combinable(runs: Sequence[Run], *, same_model: bool = True) -> None:
                 f"cannot combine runs of different {words} into one report ({listing}). "
                 "Report them separately (or select one with --split / by passing fewer inputs)."
             )
+    if len({settings_key(run) for run in runs}) > 1:
+        from smoldataenvs_tasks.results.protocol import SETTING_KEYS
+
+        differing = [
+            key for key in SETTING_KEYS if len({repr(run.settings.get(key)) for run in runs}) > 1
+        ]
+        listing = "; ".join(
+            f"{run.source}: " + ", ".join(f"{k}={run.settings.get(k)!r}" for k in differing)
+            for run in runs
+        )
+        raise IncompatibleRunsError(
+            f"cannot combine runs of different protocols into one report ({listing}): runs "
+            "pool only when every recorded setting is the same. Report them separately."
+        )
+
+
+def dedupe_runs(runs: Sequence[Run]) -> tuple[list[Run], list[str]]:
+    """One run per run id, and a note for each input left out.
+
+    The same log copied under another name, and a `smoldataenvs regrade` of it (`X_regraded-
+    strict.eval`), are one run: the copy holding the most grader profiles stands for it. A later
+    `inspect eval-retry` of a run (same run id, a new attempt id) supersedes it. Two inputs that
+    claim one run id with different outcomes are refused: one of them is not what it says.
+    """
+    by_id: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        if run.run_id is not None:
+            by_id.setdefault((run.framework, run.run_id), []).append(run)
+    notes: list[str] = []
+    chosen: dict[int, Run] = {}
+    for (_, run_id), group in by_id.items():
+        if len(group) == 1:
+            chosen[id(group[0])] = group[0]
+            continue
+        latest_attempt = max(group, key=lambda r: (str(r.created or ""), r.attempt_id or ""))
+        same_attempt = [r for r in group if r.attempt_id == latest_attempt.attempt_id]
+        for older in group:
+            if older.attempt_id != latest_attempt.attempt_id:
+                notes.append(
+                    f"{older.source}: superseded by its retry {latest_attempt.source} "
+                    f"(run id {run_id}); counted once"
+                )
+        best = max(same_attempt, key=lambda r: (len(_profiles(r)), r.source))
+        for other in same_attempt:
+            if other is best:
+                continue
+            if _primary_outcomes(other) != _primary_outcomes(best):
+                raise IncompatibleRunsError(
+                    f"{other.source} and {best.source} both claim run id {run_id} but record "
+                    "different outcomes: one of them is not the run it says it is"
+                )
+            what = "a regrade" if _profiles(best) > _profiles(other) else "a copy"
+            notes.append(f"{best.source}: {what} of {other.source} (run id {run_id}); one run")
+        chosen[id(best)] = best
+    out = [run for run in runs if id(run) in chosen or run.run_id is None]
+    return out, notes
+
+
+def _profiles(run: Run) -> set[str]:
+    return {p for t in run.tasks.values() for a in t.attempts for p in a.regraded} | {
+        a.verdict.profile for t in run.tasks.values() for a in t.attempts
+    }
+
+
+def _primary_outcomes(run: Run) -> dict[tuple[str, int], tuple[Any, ...]]:
+    return {
+        (task_id, a.epoch): (a.verdict.reward, a.verdict.category, a.verdict.prediction)
+        for task_id, t in run.tasks.items()
+        for a in t.attempts
+    }
 
 
 def grader_version_of(declared: Any, tasks: Iterable[TaskAttempts], where: str) -> str | None:

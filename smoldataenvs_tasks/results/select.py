@@ -1,6 +1,8 @@
 """Which runs make one submission: select by model (`--model`), label (`--name`), and group a
 directory of many runs by model and by what must agree (split, variant, protocol, grader
-version, dataset revision), one submission per group.
+version, dataset revision, and every recorded setting: framework, sandbox kind, sampling,
+budgets; results/protocol.py), one submission per group. An Inspect run and an lm-eval run of
+one model are two submissions, never one "pass@2".
 
 The frameworks name one model differently (`openai/gpt-4.1-mini` in Inspect,
 `openai-chat-completions/gpt-4.1-mini` in lm-eval; `replay/gold` against the replay file's stem
@@ -14,11 +16,12 @@ selected as one model.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from smoldataenvs_tasks.results.runs import Run, RunLoadError
+from smoldataenvs_tasks.results.runs import Run, RunLoadError, settings_key
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -47,6 +50,7 @@ class RunGroup:
             run.protocol,
             str(run.grader_version),
             str(run.dataset_revision),
+            settings_key(run),
         )
 
 
@@ -91,4 +95,10 @@ def group_runs(
             group.folder = _slug(
                 f"{group.folder}__grader-{run.grader_version}__rev-{str(run.dataset_revision)[:12]}"
             )
+    taken = [g.folder for g in ordered]
+    for group in ordered:
+        if taken.count(group.folder) > 1:  # only the protocol differs: framework, settings
+            run = group.runs[0]
+            digest = hashlib.sha256(settings_key(run).encode()).hexdigest()[:8]
+            group.folder = _slug(f"{group.folder}__{run.framework}__{digest}")
     return ordered

@@ -1,17 +1,21 @@
 """Build `submission.json`: the one file that stands behind a SmolDataEnvs number.
 
-pass@1 is the mean over tasks of each task's mean reward over its graded attempts; ungraded
-attempts (infrastructure failures) never count, and a task with no graded attempt is left out and
-counted by reason. Several runs of one model and split (seeds) combine over the tasks graded in
-every run: the pooled pass@1 with its bootstrap CI, plus mean ± standard error of the per-run
-pass@1. The `sha256` field is the SHA-256 of the canonical JSON of everything else
-(docs/design.md "Reports"): keys sorted, separators "," and ":", UTF-8, no NaN.
+The headline pass@1 is the mean over *countable* tasks of each task's mean reward over its
+attempts. A task is countable unless its data is ungradable (a table that cannot be had or is
+corrupt, an invalid row: `DATASET_DEFECTS`, which a verifier confirms against its own data);
+every attempt of a countable task the run left ungraded for any other reason (a model error, an
+interrupt, a broken sandbox) counts as 0 and is shown apart ("left ungraded by the run"), so a run
+cannot raise its number by not grading its failures. `pass@1_graded` is the same over the tasks
+graded in every run, ungraded attempts left out, for comparison. Several runs of one model,
+split and protocol (seeds) pool their attempts, plus mean ± standard error of the per-run pass@1.
+The `sha256` field is the SHA-256 of the canonical JSON of everything else (docs/design.md
+"Reports"): keys sorted, separators "," and ":", UTF-8, no NaN.
 
-A submission is a *header* (what was measured: model, split, revision, grader, ...), one record
-per *run* (where it came from and its coverage: the split's size, the filters, the limit), and the
-per-task *outcomes*. Every other field is a figure `assemble` computes from those three, so
-`recompute` rebuilds a submission from its own header, runs and tasks, and `smoldataenvs verify`
-compares the two field by field.
+A submission is a *header* (what was measured: model, split, revision, grader, protocol ...), one
+record per *run* (where it came from and its coverage: the split's size, the filters, the limit),
+and the per-task *outcomes*. Every other field is a figure `assemble` computes from those three,
+so `recompute` rebuilds a submission from its own header, runs and tasks, and `smoldataenvs
+verify` compares the two field by field.
 
     from smoldataenvs_tasks.results.load import load_runs
     from smoldataenvs_tasks.results.submission import build_submission, verify_submission
@@ -35,7 +39,9 @@ from smoldataenvs_tasks.results.outcomes import (
     TaskOutcomes,
     outcomes_from_entries,
     outcomes_from_runs,
+    ungraded_reason,
 )
+from smoldataenvs_tasks.results.protocol import deviations, normal_settings
 from smoldataenvs_tasks.results.runs import Run, RunLoadError, check_combinable
 from smoldataenvs_tasks.results.stats import (
     BOOTSTRAP_RESAMPLES,
@@ -51,9 +57,11 @@ from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Category, profil
 # 2: coverage (split size, filters, limit, complete), model_ids, diagnostics, table_in_train,
 # grader_profile, pass@1 by grader profile (each attempt's reward per profile in `by_grader`),
 # sampling (temperature, Inspect's epoch reducers).
-SUBMISSION_FORMAT = "smoldataenvs-submission/2"
+# 3: the headline counts a countable task's ungraded attempts as 0 (n_countable, left ungraded
+# by the run, ungradable), pass@1_graded, protocol_settings and protocol_deviations, split_sha256
+# and each attempt's table_sha256, nonstandard split sizes; run ids are Inspect's task_id.
+SUBMISSION_FORMAT = "smoldataenvs-submission/3"
 UNSPECIFIED_MODE = reward_mode_label("")  # the empty reward_mode, as lm-eval's metrics name it
-NOT_IN_EVERY_RUN = "not_in_every_run"
 
 # What was measured: recorded, never computed from the outcomes.
 HEADER_FIELDS = (
@@ -75,6 +83,8 @@ HEADER_FIELDS = (
     "sandbox",
     "epochs",
     "sampling",
+    "protocol_settings",
+    "split_sha256",
     "train_tables",
 )
 RUN_FIELDS = (
@@ -91,13 +101,17 @@ RUN_FIELDS = (
 COVERAGE_INPUTS = ("split_tasks", "filters", "n_selected", "limit", "sample_ids", "finished")
 
 STATISTICS = {
-    "pass@1": "mean over tasks of each task's mean reward over its graded attempts",
+    "pass@1": (
+        "mean over countable tasks (all but those whose data is ungradable) of each task's mean "
+        "reward over its attempts; an attempt the run left ungraded counts as 0"
+    ),
+    "pass@1_graded": "the same over the tasks graded in every run, ungraded attempts left out",
     "ci": "percentile bootstrap over tasks",
     "confidence": CONFIDENCE,
     "resamples": BOOTSTRAP_RESAMPLES,
     "seed": BOOTSTRAP_SEED,
     "pass@k": "unbiased estimator (Chen et al. 2021) over each task's graded attempts",
-    "seeds": "mean ± standard error of per-run pass@1 over the tasks graded in every run",
+    "seeds": "mean ± standard error of per-run pass@1 over the countable tasks of every run",
     "tasks_to_separate": (
         f"normal approximation, {POWER:.0%} power, {ALPHA:.0%} two-sided; one submission: two "
         "independent models with its per-task sd; a pair: the sd of paired per-task differences"
@@ -159,17 +173,9 @@ def _package_version() -> str | None:
         return None
 
 
-# -- figures -----------------------------------------------------------------------------------
-def _ungraded_reason(task: TaskOutcomes) -> str:
-    details = Counter(
-        a.detail or "unknown"
-        for a in task.attempts
-        if a.reward is None and not task.graded_in(a.run)
-    )
-    if not details:
-        return NOT_IN_EVERY_RUN
-    top = max(details.values())
-    return min(reason for reason, count in details.items() if count == top)
+# -- figures ---------------------------------------------------------------------------------
+def _by_reason(tasks: Sequence[TaskOutcomes]) -> dict[str, int]:
+    return dict(sorted(Counter(map(ungraded_reason, tasks)).items()))
 
 
 def _estimates_by(
@@ -241,17 +247,34 @@ def _failures(tasks: Sequence[TaskOutcomes]) -> dict[str, Any]:
     }
 
 
-def _run_entry(index: int, record: Mapping[str, Any], tasks: Sequence[TaskOutcomes]) -> dict:
+def _run_entry(
+    index: int,
+    record: Mapping[str, Any],
+    tasks: Sequence[TaskOutcomes],
+    header: Mapping[str, Any],
+) -> dict[str, Any]:
     present = [t for t in tasks if t.in_run(index)]
     graded = [t for t in present if t.graded_in(index)]
-    values = [t.pass1(index) for t in graded]
+    countable = [t.scored() for t in present if not t.ungradable]
+    values = [value for t in countable if (value := t.pass1(index)) is not None]
+    left = [t for t in present if t.left_ungraded(index)]
+    left_reasons = Counter(a.detail or "unknown" for t in present for a in t.left_ungraded(index))
     inputs = record["coverage_inputs"]
     return {
         **{name: record[name] for name in RUN_FIELDS},
         "n_tasks": len(present),
         "n_graded": len(graded),
-        "pass@1": _round(sum(values) / len(values)) if values else None,  # type: ignore[arg-type]
-        "coverage": coverage_of(n_tasks=len(present), **inputs),
+        "n_left_ungraded": len(left),
+        "pass@1": _round(sum(values) / len(values)) if values else None,
+        "coverage": coverage_of(
+            n_tasks=len(present),
+            n_left_ungraded=len(left),
+            left_ungraded_by_reason=dict(left_reasons),
+            framework=record["framework"],
+            split=header["split"],
+            revision=header["dataset_revision"],
+            **inputs,
+        ),
     }
 
 
@@ -262,43 +285,60 @@ def assemble(
     """The submission: the header, then every figure computed from the runs' coverage records
     and the per-task outcomes, then the tasks, then the sha256."""
     n_runs = len(run_records)
-    included = [t for t in tasks if all(t.graded_in(i) for i in range(n_runs))]
-    included_ids = {t.task_id for t in included}
-    excluded = [t for t in tasks if t.task_id not in included_ids]
-    runs = [_run_entry(i, record, tasks) for i, record in enumerate(run_records)]
+    ungradable = [t for t in tasks if t.ungradable]
+    countable_ids = {t.task_id for t in tasks if not t.ungradable}
+    # The headline's view: countable tasks, every ungraded attempt a 0.
+    scored = [t.scored() for t in tasks if t.task_id in countable_ids]
+    graded_everywhere = [t for t in tasks if all(t.graded_in(i) for i in range(n_runs))]
+    left = [t for t in tasks if t.left_ungraded()]
+    left_reasons = Counter(a.detail or "unknown" for t in tasks for a in t.left_ungraded())
+    runs = [_run_entry(i, record, tasks, header) for i, record in enumerate(run_records)]
     seeds = None
     if n_runs > 1:
+        in_every_run = [t for t in scored if all(t.in_run(i) for i in range(n_runs))]
         per_run = []
         for index in range(n_runs):
-            values = [t.pass1(index) for t in included]
+            values = [t.pass1(index) for t in in_every_run]
             per_run.append(sum(values) / len(values) if values else None)  # type: ignore[arg-type]
         summary = mean_and_se(per_run)
-        seeds = {"n_runs": n_runs, "n_tasks": len(included), "pass@1": summary.to_dict()}
+        seeds = {"n_runs": n_runs, "n_tasks": len(in_every_run), "pass@1": summary.to_dict()}
 
     submission: dict[str, Any] = {name: header[name] for name in HEADER_FIELDS}
     submission.update(
         {
+            "protocol_deviations": deviations(header["protocol_settings"]),
             "coverage": combined_coverage([run["coverage"] for run in runs], len(tasks)),
             "n_runs": n_runs,
             "runs": runs,
             "n_tasks": len(tasks),
-            "n_graded": len(included),
-            "n_ungraded": len(excluded),
-            "ungraded_by_reason": dict(sorted(Counter(map(_ungraded_reason, excluded)).items())),
-            "pass@1": bootstrap_ci([t.pass1() for t in included]).to_dict(),  # type: ignore[misc]
-            "pass@1_by_tier": _estimates_by(included, lambda t: t.difficulty_tier, TIERS),
+            "n_countable": len(scored),
+            "n_graded": len(graded_everywhere),
+            "n_left_ungraded": len(left),
+            "left_ungraded_by_reason": dict(sorted(left_reasons.items())),
+            "n_ungradable": len(ungradable),
+            "ungradable_by_reason": _by_reason(ungradable),
+            "pass@1": bootstrap_ci([t.pass1() for t in scored]).to_dict(),  # type: ignore[misc]
+            "pass@1_graded": bootstrap_ci(
+                [t.pass1() for t in graded_everywhere]  # type: ignore[misc]
+            ).to_dict(),
+            "pass@1_by_tier": _estimates_by(scored, lambda t: t.difficulty_tier, TIERS),
             "pass@1_by_reward_mode": _estimates_by(
-                included,
+                scored,
                 lambda t: mode_label(t.reward_mode),
                 [mode_label(m) for m in KNOWN_REWARD_MODES],
             ),
-            "pass@1_by_grader": _by_grader(included),
-            "pass@k": _pass_k(included),
+            "pass@1_by_grader": _by_grader(scored),
+            "pass@k": _pass_k(scored),
             "seeds": seeds,
             "failures": _failures(tasks),
-            "diagnostics": submission_diagnostics(tasks, included_ids, header["train_tables"]),
+            "diagnostics": submission_diagnostics(
+                # every task for the contamination share; pass@1 over the countable, scored
+                [t.scored() if t.task_id in countable_ids else t for t in tasks],
+                countable_ids,
+                header["train_tables"],
+            ),
             "statistics": STATISTICS,
-            "tasks": [t.to_entry(t.task_id in included_ids) for t in tasks],
+            "tasks": [t.to_entry(t.task_id in countable_ids) for t in tasks],
         }
     )
     submission["sha256"] = submission_sha256(submission)
@@ -331,6 +371,9 @@ def header_from_runs(
         "sandbox": _one_or_many(run.sandbox for run in runs),
         "epochs": _one_or_many(run.epochs for run in runs),
         "sampling": _sampling(runs),
+        # Runs pool only with identical settings (check_combinable): the first's are all's.
+        "protocol_settings": normal_settings(first.settings),
+        "split_sha256": _one_or_many(run.split_sha256 for run in runs),
         "train_tables": dict(train_tables),
     }
 

@@ -1,34 +1,57 @@
-"""`smoldataenvs verify`: can this submission be trusted?
+"""`smoldataenvs verify`: can this submission be trusted, by someone who did not make it?
 
-Checks, each `ok`, `fail`, `skip` (could not be checked here, with the reason) or `note`:
+Checks, each `ok`, `fail`, `skip` (could not be checked here, with the reason), `flag` (true, and
+a reader must know it: settings other than the task's, a split of another size) or `note`:
 
 - `sha256`: the file's hash matches its content (nothing edited after it was written);
 - `figures`: every figure recomputed from the submission's own per-task outcomes and coverage
   records (`submission.recompute`) equals the recorded one;
-- `grader_version`, `dataset_revision`, `tables_manifest_digest`: the submission was measured
-  with this package's grader and pinned revision; the bundled sample's tables digest is
-  recomputed from the package (Hub splits have no pinned digest: compared with this machine's
-  cache when it holds their manifests, as a note);
+- `runs`: no run id appears twice (one run submitted under two names is one run);
+- `grader_version`, `dataset`, `dataset_revision`, `tables_manifest_digest`: measured with this
+  package's grader and pinned revision;
+- `split_size` (flag when nonstandard) and `protocol` (flag when any setting differs from the
+  task's defaults; results/protocol.py);
+- `data`: against the verifier's own copy of the split (`VerifierData`: `--mirror DIR`,
+  `SMOLDATAENVS_MIRROR`, or the Hub cache at the pinned revision): every task id is in the split,
+  the split's parquet has the sha256 the runs recorded, each attempt's tables have the sha256s
+  the verifier's copy has, and the tasks left out of the headline as ungradable are exactly the
+  ones the verifier's data cannot grade;
 - `logs` (given `--logs`): every run the submission names is found there, and the runs' header,
   coverage and per-task outcomes equal the submission's;
+- `regrade` (given `--logs`): every recorded answer in the logs is graded again with this
+  package's grader and the verifier's gold; the first reward that differs fails, naming the task;
 - `coverage`: a note saying whether the run covered the whole split.
 
+A malformed file (not JSON, a field of the wrong type, NaN, 1e309, nesting too deep) is not a
+check: it raises SubmissionFormatError, one line naming the field.
+
     smoldataenvs verify report/submission.json
-    smoldataenvs verify report/submission.json --logs logs/ out/
+    smoldataenvs verify report/submission.json --logs logs/ out/ --mirror /data/mirror
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smoldataenvs_tasks._pins import DATASET_REPO_ID, DATASET_REVISION, SAMPLE_SPLIT
+from smoldataenvs_tasks._pins import DATASET_REPO_ID, pinned_revision
 from smoldataenvs_tasks.results.coverage import coverage_phrase
-from smoldataenvs_tasks.results.outcomes import outcomes_from_entries, outcomes_from_runs
+from smoldataenvs_tasks.results.outcomes import (
+    TaskOutcomes,
+    outcomes_from_entries,
+    outcomes_from_runs,
+    ungraded_reason,
+)
 from smoldataenvs_tasks.results.runs import Run, RunLoadError
+from smoldataenvs_tasks.results.schema import (
+    SubmissionFormatError,
+    check_submission,
+    parse_json,
+)
 from smoldataenvs_tasks.results.submission import (
     COVERAGE_INPUTS,
     RUN_FIELDS,
@@ -38,11 +61,12 @@ from smoldataenvs_tasks.results.submission import (
     run_record,
     submission_sha256,
 )
-from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION
+from smoldataenvs_tasks.results.verifier_data import DataUnavailable, VerifierData
+from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION, Verdict
 
-OK, FAIL, SKIP, NOTE = "ok", "fail", "skip", "note"
+OK, FAIL, SKIP, FLAG, NOTE = "ok", "fail", "skip", "flag", "note"
 # Checks that say whether the file is what it claims; the others compare it with this package.
-INTEGRITY_CHECKS = ("format", "sha256", "figures", "logs")
+INTEGRITY_CHECKS = ("format", "sha256", "figures", "runs", "data", "logs", "regrade")
 _MAX_DIFFS = 12
 # Header fields a set of logs determines (the model label, generator and train lookup are not).
 _LOG_HEADER_FIELDS = (
@@ -58,6 +82,8 @@ _LOG_HEADER_FIELDS = (
     "grader_version",
     "sandbox",
     "epochs",
+    "protocol_settings",
+    "split_sha256",
 )
 
 
@@ -80,8 +106,21 @@ class Verification:
 
     @property
     def intact(self) -> bool:
-        """The file is what it claims (hash, figures, logs), whatever package measured it."""
+        """The file is what it claims (hash, figures, data, logs), whatever package made it."""
         return all(c.status != FAIL for c in self.checks if c.name in INTEGRITY_CHECKS)
+
+    @property
+    def verified(self) -> bool:
+        """Checked against its logs (every answer re-graded) and the verifier's data."""
+        passed = {c.name for c in self.checks if c.status == OK}
+        return self.ok and {"logs", "regrade", "data"} <= passed
+
+    @property
+    def flags(self) -> list[Check]:
+        return [c for c in self.checks if c.status == FLAG]
+
+    def status_of(self, name: str) -> str | None:
+        return next((c.status for c in self.checks if c.name == name), None)
 
     def failures(self, names: Sequence[str] | None = None) -> list[Check]:
         return [c for c in self.checks if c.status == FAIL and (names is None or c.name in names)]
@@ -90,6 +129,7 @@ class Verification:
         return {
             "source": self.source,
             "ok": self.ok,
+            "verified": self.verified,
             "checks": [
                 {"name": c.name, "status": c.status, "detail": c.detail} for c in self.checks
             ],
@@ -97,13 +137,25 @@ class Verification:
 
 
 def read_submission(path: str | Path) -> dict[str, Any]:
+    """A submission.json read and checked for shape; SubmissionFormatError (one line naming the
+    field) when it is not one."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunLoadError(f"{path}: not a readable submission.json: {exc}") from None
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SubmissionFormatError(f"{path}: not a readable submission.json: {exc}") from None
+    data = parse_json(raw, str(path))
     if not isinstance(data, dict):
-        raise RunLoadError(f"{path}: not a submission (a JSON object is expected)")
+        raise SubmissionFormatError(f"{path}: not a submission (a JSON object is expected)")
+    if data.get("format") != SUBMISSION_FORMAT:
+        raise SubmissionFormatError(
+            f"{path}: format {data.get('format')!r:.60}, expected {SUBMISSION_FORMAT!r} "
+            "(re-run `smoldataenvs report` with this package)"
+        )
+    try:
+        check_submission(data)
+    except SubmissionFormatError as exc:
+        raise SubmissionFormatError(f"{path}: {exc}") from None
     return data
 
 
@@ -144,6 +196,11 @@ def _listing(diffs: list[str]) -> str:
     return "; ".join(diffs[:_MAX_DIFFS]) + more
 
 
+def json_round_trip(value: Any) -> Any:
+    """What a value becomes once written to JSON (tuples become lists, ...)."""
+    return json.loads(json.dumps(value))
+
+
 # -- the checks --------------------------------------------------------------------------------
 def _check_figures(sub: dict[str, Any], rebuilt: dict[str, Any]) -> Check:
     body = {k: v for k, v in sub.items() if k != "sha256"}
@@ -158,39 +215,22 @@ def _check_figures(sub: dict[str, Any], rebuilt: dict[str, Any]) -> Check:
     )
 
 
-def _pinned_revision(split: str) -> str | None:
-    if split == SAMPLE_SPLIT:
-        from smoldataenvs_tasks.data.source import DataSource
-
-        return DataSource.sample().revision
-    return DATASET_REVISION
-
-
-def _expected_digests(sub: dict[str, Any]) -> tuple[set[str | None], str] | None:
-    """The digests this machine computes for the submission's runs, and where from; None when
-    the split's rows are not here."""
-    from smoldataenvs_tasks.data.source import DataSource, filter_tasks
-    from smoldataenvs_tasks.data.tables import tables_manifest_digest
-    from smoldataenvs_tasks.errors import SmolDataEnvsError
-
-    split = sub["split"]
-    try:
-        source = DataSource.resolve(split, revision=sub["dataset_revision"], offline=True)
-        records = source.load_tasks(split)
-    except (SmolDataEnvsError, OSError, ValueError):
-        return None
-    expected: set[str | None] = set()
+def _check_runs(sub: dict[str, Any]) -> Check:
+    seen: dict[Any, str] = {}
     for run in sub["runs"]:
-        filters = run["coverage"]["filters"] or {}
-        try:
-            kept = filter_tasks(records, **{k: v for k, v in filters.items() if v})
-        except ValueError:
-            return None
-        expected.add(tables_manifest_digest(kept, source))
-    return expected, source.kind
+        key = (run["framework"], run["run_id"])
+        if run["run_id"] is not None and key in seen:
+            return Check(
+                "runs",
+                FAIL,
+                f"run id {run['run_id']} appears twice ({seen[key]} and {run['source']}): one "
+                "run submitted as two",
+            )
+        seen[key] = run["source"]
+    return Check("runs", OK, f"{len(sub['runs'])} distinct run id(s)")
 
 
-def _check_pins(sub: dict[str, Any]) -> list[Check]:
+def _check_pins(sub: dict[str, Any], data: VerifierData | None) -> list[Check]:
     checks = []
     grader = sub.get("grader_version")
     # The rules' version must be this package's; the profile after "+" is the run's choice.
@@ -204,8 +244,8 @@ def _check_pins(sub: dict[str, Any]) -> list[Check]:
                 f"measured with grader {grader}, this package's is {GRADER_VERSION}",
             )
         )
-    split, revision = sub.get("split"), sub.get("dataset_revision")
-    pinned = _pinned_revision(str(split))
+    split, revision = str(sub["split"]), sub.get("dataset_revision")
+    pinned = pinned_revision(split)
     if sub.get("dataset") != DATASET_REPO_ID:
         checks.append(
             Check("dataset", FAIL, f"dataset {sub.get('dataset')}, not {DATASET_REPO_ID}")
@@ -220,70 +260,201 @@ def _check_pins(sub: dict[str, Any]) -> list[Check]:
                 f"measured at revision {revision}, this package pins {pinned} for split {split}",
             )
         )
-    recorded = sub.get("tables_manifest_digest")
-    recorded_set = set(recorded) if isinstance(recorded, list) else {recorded}
-    found = _expected_digests(sub) if revision == pinned else None
-    if found is None:
-        checks.append(
-            Check(
-                "tables_manifest_digest",
-                SKIP,
-                f"the rows of split {split} at revision {revision} are not on this machine",
-            )
-        )
-    else:
-        expected, kind = found
-        if kind == "sample":
-            status = OK if recorded_set == expected else FAIL
-            words = "matches" if status == OK else f"differs from {sorted(map(str, expected))}"
-            checks.append(
-                Check("tables_manifest_digest", status, f"{words} the bundled sample's tables")
-            )
-        elif None in expected:
-            checks.append(
-                Check(
-                    "tables_manifest_digest",
-                    SKIP,
-                    "the package pins no digest for Hub splits and this machine's cache holds no "
-                    "manifests of these tables",
-                )
-            )
-        else:
-            same = "matches" if recorded_set == expected else "differs from"
-            checks.append(
-                Check(
-                    "tables_manifest_digest",
-                    NOTE,
-                    f"the package pins no digest for Hub splits; {same} the tables in this "
-                    f"machine's {kind} (buckets are mutable)",
-                )
-            )
+    checks.append(_check_manifest_digest(sub, data if revision == pinned else None))
     return checks
 
 
-def _check_logs(sub: dict[str, Any], log_paths: Sequence[str | Path]) -> Check:
-    from smoldataenvs_tasks.results.load import load_runs
+def _check_manifest_digest(sub: dict[str, Any], data: VerifierData | None) -> Check:
+    from smoldataenvs_tasks.data.source import filter_tasks
+    from smoldataenvs_tasks.data.tables import tables_manifest_digest
 
-    try:
-        runs = load_runs(log_paths, allow_incomplete=True)
-    except RunLoadError as exc:
-        return Check("logs", FAIL, str(exc))
-    by_id: dict[tuple[Any, Any], Run] = {(run.source, run.run_id): run for run in runs}
-    matched: list[Run] = []
-    for entry in sub["runs"]:
-        run = by_id.get((entry["source"], entry["run_id"]))
-        if run is None:
-            return Check(
-                "logs",
-                FAIL,
-                f"run {entry['source']} ({entry['run_id']}) is not in "
-                f"{', '.join(map(str, log_paths))}",
+    recorded = sub.get("tables_manifest_digest")
+    recorded_set = set(recorded) if isinstance(recorded, list) else {recorded}
+    if data is None:
+        return Check(
+            "tables_manifest_digest",
+            SKIP,
+            f"the rows of split {sub['split']} at revision {sub['dataset_revision']} are not "
+            "on this machine",
+        )
+    expected: set[str | None] = set()
+    for run in sub["runs"]:
+        filters = run["coverage"]["filters"]
+        try:
+            kept = filter_tasks(
+                list(data.records.values()), **{k: v for k, v in filters.items() if v}
             )
-        matched.append(run)
+        except ValueError as exc:
+            return Check("tables_manifest_digest", FAIL, f"the runs' filters: {exc}")
+        expected.add(tables_manifest_digest(kept, data._source))  # type: ignore[arg-type]
+    kind = getattr(data._source, "kind", "")
+    if kind == "sample":
+        status = OK if recorded_set == expected else FAIL
+        words = "matches" if status == OK else f"differs from {sorted(map(str, expected))}"
+        return Check("tables_manifest_digest", status, f"{words} the bundled sample's tables")
+    if None in expected:
+        return Check(
+            "tables_manifest_digest",
+            SKIP,
+            "the package pins no digest for Hub splits and this machine holds no manifests of "
+            "these tables",
+        )
+    same = "matches" if recorded_set == expected else "differs from"
+    return Check(
+        "tables_manifest_digest",
+        NOTE,
+        f"the package pins no digest for Hub splits; {same} the tables in this machine's "
+        f"{kind} (buckets are mutable; each table's own sha256 is checked under `data`)",
+    )
+
+
+def _check_split_size(rebuilt: dict[str, Any]) -> Check:
+    coverage = rebuilt["coverage"]
+    if coverage.get("nonstandard"):
+        reasons = [r for r in coverage["reasons"] if "nonstandard" in r]
+        return Check("split_size", FLAG, "; ".join(reasons) or "nonstandard split size")
+    return Check(
+        "split_size", OK, f"{coverage['split_tasks']} tasks, the pinned size of {rebuilt['split']}"
+    )
+
+
+def _check_protocol(rebuilt: dict[str, Any]) -> Check:
+    found = rebuilt["protocol_deviations"]
+    if found:
+        return Check(
+            "protocol", FLAG, "settings differ from the task's defaults: " + "; ".join(found)
+        )
+    settings = rebuilt["protocol_settings"]
+    return Check(
+        "protocol",
+        OK,
+        f"the task's default settings ({settings.get('framework')}, sandbox "
+        f"{settings.get('sandbox')})",
+    )
+
+
+def _check_data(sub: dict[str, Any], data: VerifierData) -> Check:
+    """The submission against the verifier's own data (see the module docstring)."""
+    pinned = data.pinned_rows
+    if pinned is not None and data.n_rows != pinned:
+        return Check(
+            "data",
+            FAIL,
+            f"the verifier's copy ({data.where}) has {data.n_rows} rows of {data.split}, not the "
+            f"pinned {pinned}: verify against the real split",
+        )
+    recorded = sub.get("split_sha256")
+    recorded_set = set(recorded) if isinstance(recorded, list) else {recorded}
+    if recorded_set != {data.split_sha256}:
+        return Check(
+            "data",
+            FAIL,
+            f"the runs read split {data.split} from a parquet with sha256 {_shown(recorded)}, "
+            f"not the verifier's {data.split_sha256[:12]}… (other rows or golds)",
+        )
+    n_tables = n_ungradable = 0
+    for task in outcomes_from_entries(sub["tasks"]):
+        if task.task_id not in data.records:
+            return Check(
+                "data",
+                FAIL,
+                f"task {task.task_id}: not in the verifier's split {data.split} "
+                f"({data.n_rows} tasks)",
+            )
+        problem, counted = _task_against_data(task, data)
+        if problem is not None:
+            return Check("data", FAIL, f"task {task.task_id}: {problem}")
+        n_tables += counted
+        n_ungradable += task.ungradable
+    return Check(
+        "data",
+        OK,
+        f"against {data.where}: the split's sha256 matches, every task id is in it, "
+        f"{n_tables} attempt(s)' table digests match, and the {n_ungradable} ungradable "
+        "task(s) are ungradable in the verifier's data too",
+    )
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str):
+        return value[:12] + "…"
+    return json.dumps(value)[:80]
+
+
+def _task_against_data(task: TaskOutcomes, data: VerifierData) -> tuple[str | None, int]:
+    """Why a task's outcomes disagree with the verifier's data (None when they agree), and
+    how many attempts' table digests were compared."""
+    reason, digests = data.table_state(task.task_id)
+    if task.ungradable:
+        if reason is None:
+            return (
+                f"left out of the headline as {ungraded_reason(task)}, but the verifier's data "
+                "grades it: it counts (as 0 for every attempt the run left ungraded)",
+                0,
+            )
+        return None, 0
+    if reason is not None:
+        return (
+            f"the verifier's data cannot grade it ({reason}), but the run counted it: get the "
+            "task's data, then verify again",
+            0,
+        )
+    compared = 0
+    for attempt in task.attempts:
+        if attempt.table_sha256 is None:
+            if attempt.reward is not None:
+                return (
+                    f"attempt {attempt.epoch} of run {attempt.run} was graded but recorded no "
+                    "table digests",
+                    compared,
+                )
+            continue
+        if dict(attempt.table_sha256) != digests:
+            return (
+                f"attempt {attempt.epoch} of run {attempt.run} was given tables "
+                f"{_digest_text(attempt.table_sha256)}, the verifier's are "
+                f"{_digest_text(digests)}",
+                compared,
+            )
+        compared += 1
+    return None, compared
+
+
+def _digest_text(digests: Any) -> str:
+    if not digests:
+        return "none"
+    return ", ".join(f"{name} {sha[:12]}…" for name, sha in sorted(digests.items()))
+
+
+def _check_logs(
+    sub: dict[str, Any], runs: Sequence[Run], where: str, *, required: bool
+) -> tuple[Check, list[Run]]:
+    by_id: dict[tuple[str, str | None], Run] = {(run.framework, run.run_id): run for run in runs}
+    matched: list[Run] = []
+    missing = []
+    for entry in sub["runs"]:
+        run = by_id.get((entry["framework"], entry["run_id"]))
+        if run is None:
+            missing.append(entry)
+        else:
+            matched.append(run)
+    if missing:
+        entry = missing[0]
+        # None of its runs in the logs: the submission came without logs (a leaderboard lists
+        # it as unverified); some of them only: it is not what the logs say.
+        status = SKIP if len(missing) == len(sub["runs"]) and not required else FAIL
+        return (
+            Check(
+                "logs",
+                status,
+                f"run {entry['source']} ({entry['run_id']}) is not in {where}",
+            ),
+            [],
+        )
     diffs: list[str] = []
     header = header_from_runs(matched, model=sub["model"], train_tables=sub["train_tables"])
     for name in _LOG_HEADER_FIELDS:
-        diffs += differences(sub[name], header[name], name)
+        diffs += differences(sub[name], json_round_trip(header[name]), name)
     for index, (entry, run) in enumerate(zip(sub["runs"], matched, strict=True)):
         record = run_record(run)
         recorded = {name: entry[name] for name in RUN_FIELDS}
@@ -292,59 +463,186 @@ def _check_logs(sub: dict[str, Any], log_paths: Sequence[str | Path]) -> Check:
     flags = {t["task_id"]: t.get("table_in_train") for t in sub["tasks"]}
     from_logs = {t.task_id: t.to_entry(False) for t in outcomes_from_runs(matched, flags)}
     from_file = {t.task_id: t.to_entry(False) for t in outcomes_from_entries(sub["tasks"])}
-    diffs += differences(from_file, from_logs, "tasks")
+    diffs += differences(from_file, json_round_trip(from_logs), "tasks")
     if diffs:
-        return Check("logs", FAIL, "the logs differ: " + _listing(diffs))
-    return Check(
-        "logs",
-        OK,
-        f"{len(matched)} run(s) found; header, coverage and {len(from_logs)} task outcomes match",
+        return Check("logs", FAIL, "the logs differ: " + _listing(diffs)), matched
+    return (
+        Check(
+            "logs",
+            OK,
+            f"{len(matched)} run(s) found; header, coverage and {len(from_logs)} task outcomes "
+            "match",
+        ),
+        matched,
     )
 
 
-def json_round_trip(value: Any) -> Any:
-    """What a value becomes once written to JSON (tuples become lists, ...)."""
-    return json.loads(json.dumps(value))
+def rederived_reward(verdict: Verdict, gold: Any) -> float | None:
+    """The reward this package's grader gives the answer a verdict recorded, with `gold` (a
+    TaskRecord: its answer, reward mode and tolerances); None when the verdict is ungraded
+    (nothing to re-grade: a dataset defect is checked against the data, any other reason
+    counts as 0). An answer that was never recorded (no program, a shell block, nothing
+    printed) can only have earned 0."""
+    from smoldataenvs_tasks.scorers.decide import verdict_for_answer
+
+    if not verdict.graded:
+        return None
+    if verdict.prediction is None:
+        return 0.0
+    return verdict_for_answer(
+        verdict.prediction,
+        gold=gold.answer,
+        reward_mode=gold.reward_mode,
+        atol=gold.atol,
+        rtol=gold.rtol,
+        profile=verdict.profile,
+    ).reward
+
+
+def _check_regrade(runs: Sequence[Run], data: VerifierData) -> Check:
+    n_attempts = 0
+    for run in runs:
+        for task_id in sorted(run.tasks):
+            record = data.records.get(task_id)
+            if record is None:
+                return Check("regrade", FAIL, f"task {task_id}: not in the verifier's split")
+            for attempt in run.tasks[task_id].attempts:
+                for verdict in (attempt.verdict, *attempt.regraded.values()):
+                    if not verdict.graded:
+                        continue
+                    if record.invalid_row is not None:
+                        return Check(
+                            "regrade",
+                            FAIL,
+                            f"task {task_id}: graded by the run, but its row is invalid in the "
+                            f"verifier's data ({record.invalid_row[:80]})",
+                        )
+                    expected = rederived_reward(verdict, record)
+                    n_attempts += 1
+                    if expected != verdict.reward:
+                        return Check(
+                            "regrade",
+                            FAIL,
+                            f"task {task_id} ({run.source}, epoch {attempt.epoch}, "
+                            f"{verdict.profile} grader): the logs record reward "
+                            f"{verdict.reward} ({verdict.category.value}) for the answer "
+                            f"{_answer(verdict.prediction)}, which this package's grader with "
+                            f"the verifier's gold scores {expected}",
+                        )
+    return Check(
+        "regrade",
+        OK,
+        f"{n_attempts} recorded answer(s) re-graded with the verifier's gold: every reward matches",
+    )
+
+
+def _answer(prediction: str | None) -> str:
+    if prediction is None:
+        return "(none)"
+    return repr(prediction if len(prediction) <= 60 else prediction[:57] + "...")
+
+
+class Verifier:
+    """Verifies submissions against logs and the verifier's data, loading each once.
+
+    `logs` are Inspect logs and lm-eval output folders (a malformed one raises RunLoadError,
+    one line naming it; copies, regrades and retries of one run count once); `mirror` is the
+    verifier's data (else SMOLDATAENVS_MIRROR, else the Hub cache at the pinned revision)."""
+
+    def __init__(
+        self,
+        *,
+        logs: Sequence[str | Path] = (),
+        mirror: str | os.PathLike[str] | None = None,
+        require_logs: bool = True,
+    ) -> None:
+        self.log_paths = [str(p) for p in logs]
+        self.mirror = mirror
+        # False for a leaderboard: a submission none of whose runs is in the logs is listed
+        # as unverified, not refused.
+        self.require_logs = require_logs
+        self.notes: list[str] = []
+        self.runs: list[Run] = []
+        if self.log_paths:
+            from smoldataenvs_tasks.results.load import load_unique_runs
+
+            self.runs, self.notes = load_unique_runs(self.log_paths, allow_incomplete=True)
+        self._data: dict[str, VerifierData | str] = {}
+
+    def data(self, split: str) -> VerifierData | str:
+        """The verifier's copy of `split`, or why there is none."""
+        if split not in self._data:
+            try:
+                self._data[split] = VerifierData.load(split, mirror=self.mirror)
+            except DataUnavailable as exc:
+                self._data[split] = str(exc)
+        return self._data[split]
+
+    def verify(self, sub: dict[str, Any], *, source: str = "submission") -> Verification:
+        """Every check of one submission already read (and shape-checked) from `source`."""
+        result = Verification(source, sub)
+        if sub.get("sha256") == submission_sha256(sub):
+            result.checks.append(Check("sha256", OK, "matches the content"))
+        else:
+            result.checks.append(
+                Check(
+                    "sha256",
+                    FAIL,
+                    "does not match the content: the file was edited after it was written",
+                )
+            )
+        try:
+            rebuilt = recompute(sub)
+        except RunLoadError as exc:
+            result.checks.append(Check("figures", FAIL, f"cannot be recomputed: {exc}"))
+            return result
+        result.checks.append(_check_figures(sub, rebuilt))
+        result.checks.append(_check_runs(sub))
+        data = self.data(str(sub["split"]))
+        found = data if isinstance(data, VerifierData) else None
+        result.checks += _check_pins(sub, found)
+        result.checks.append(_check_split_size(rebuilt))
+        result.checks.append(_check_protocol(rebuilt))
+        if found is not None:
+            result.checks.append(_check_data(sub, found))
+        else:
+            status = FAIL if self.log_paths else SKIP
+            result.checks.append(Check("data", status, str(data)))
+        if self.log_paths:
+            where = ", ".join(self.log_paths)
+            check, matched = _check_logs(sub, self.runs, where, required=self.require_logs)
+            result.checks.append(check)
+            if check.status == OK and found is not None:
+                result.checks.append(_check_regrade(matched, found))
+            elif check.status == OK:
+                result.checks.append(
+                    Check("regrade", FAIL, "no gold to re-grade with: " + str(data))
+                )
+        result.checks.append(Check("coverage", NOTE, coverage_phrase(rebuilt["coverage"])))
+        return result
+
+    def verify_file(self, path: str | Path) -> Verification:
+        """Read, shape-check and verify one submission.json (SubmissionFormatError if
+        malformed)."""
+        return self.verify(read_submission(path), source=str(path))
 
 
 def verify(
-    sub: dict[str, Any], *, source: str = "submission", logs: Sequence[str | Path] = ()
+    sub: dict[str, Any],
+    *,
+    source: str = "submission",
+    logs: Sequence[str | Path] = (),
+    mirror: str | os.PathLike[str] | None = None,
 ) -> Verification:
-    """Every check of one submission (see the module docstring)."""
-    result = Verification(source, sub)
-    if sub.get("format") != SUBMISSION_FORMAT:
-        result.checks.append(
-            Check("format", FAIL, f"format {sub.get('format')!r}, expected {SUBMISSION_FORMAT!r}")
-        )
-        return result
-    if sub.get("sha256") == submission_sha256(sub):
-        result.checks.append(Check("sha256", OK, "matches the content"))
-    else:
-        result.checks.append(
-            Check(
-                "sha256",
-                FAIL,
-                "does not match the content: the file was edited after it was written",
-            )
-        )
-    try:
-        rebuilt = recompute(sub)
-    except RunLoadError as exc:
-        result.checks.append(Check("figures", FAIL, f"cannot be recomputed: {exc}"))
-        return result
-    result.checks.append(_check_figures(sub, rebuilt))
-    result.checks += _check_pins(sub)
-    if logs:
-        result.checks.append(_check_logs(sub, logs))
-    coverage = sub.get("coverage") or {}
-    if "complete" in coverage:
-        result.checks.append(Check("coverage", NOTE, coverage_phrase(coverage)))
-    return result
+    """Every check of one submission (see the module docstring); `sub` must be shape-checked
+    (`read_submission`, or `schema.check_submission`)."""
+    return Verifier(logs=logs, mirror=mirror).verify(sub, source=source)
 
 
-def verify_file(path: str | Path, *, logs: Sequence[str | Path] = ()) -> Verification:
-    try:
-        sub = read_submission(path)
-    except RunLoadError as exc:
-        return Verification(str(path), None, [Check("format", FAIL, str(exc))])
-    return verify(sub, source=str(path), logs=logs)
+def verify_file(
+    path: str | Path,
+    *,
+    logs: Sequence[str | Path] = (),
+    mirror: str | os.PathLike[str] | None = None,
+) -> Verification:
+    return Verifier(logs=logs, mirror=mirror).verify_file(path)

@@ -5,12 +5,28 @@ directly, as a loader builds them from a log, so these tests can use many models
 from __future__ import annotations
 
 from smoldataenvs_tasks._pins import DATASET_REVISION, TIERS
+from smoldataenvs_tasks.results.protocol import normal_settings
 from smoldataenvs_tasks.results.runs import Attempt, Run, TaskAttempts
 from smoldataenvs_tasks.results.submission import build_submission
 from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION, Category, UngradedReason, Verdict
 
 MODES = ("numeric", "list", "exact_short", "")
 NO_TRAIN = {"available": False, "note": "not looked up in this test", "revision": None}
+# The program task's settings as Inspect runs it by default (results/protocol.py).
+DEFAULT_SETTINGS = normal_settings(
+    {
+        "framework": "inspect_ai",
+        "variant": "program",
+        "protocol": "program",
+        "num_fewshot": 0,
+        "max_tokens": 1024,
+        "temperature": 0.0,
+        "pass_k": 1,
+        "program_timeout_s": 90.0,
+        "chat_template": True,
+        "sandbox": "bwrap",
+    }
+)
 
 
 def verdict(reward: float | None) -> Verdict:
@@ -68,6 +84,8 @@ def synthetic_run(
         created=created,
         split_tasks=len(rewards) if split_tasks is None else split_tasks,
         filters={"tiers": None, "reward_modes": None, "task_ids": None},
+        settings={**DEFAULT_SETTINGS, "framework": framework},
+        split_sha256="1" * 64,
     )
 
 

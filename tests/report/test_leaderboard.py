@@ -30,27 +30,33 @@ def save(sub: dict, folder: Path) -> Path:
     return path
 
 
-def board(out: Path, *submissions: Path) -> dict:
-    result = invoke("leaderboard", *map(str, submissions), "--out", str(out))
+def board(out: Path, *submissions: Path, logs: tuple[Path, ...] = ()) -> dict:
+    options = [arg for log in logs for arg in ("--logs", str(log))]
+    result = invoke("leaderboard", *map(str, submissions), *options, "--out", str(out))
     assert result.exit_code == 0, result.output
     return json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
-def real_submissions(inspect_gold_log, inspect_mixed_log, tmp_path_factory) -> list[Path]:
+def real_logs(inspect_gold_log, inspect_mixed_log) -> tuple[Path, Path]:
+    return inspect_gold_log, inspect_mixed_log
+
+
+@pytest.fixture(scope="module")
+def real_submissions(real_logs, tmp_path_factory) -> list[Path]:
     root = tmp_path_factory.mktemp("subs")
     paths = []
-    for name, log in (("gold", inspect_gold_log), ("mixed", inspect_mixed_log)):
+    for name, log in zip(("gold", "mixed"), real_logs, strict=True):
         result = invoke("report", str(log), "--out", str(root / name))
         assert result.exit_code == 0, result.output
         paths.append(root / name / "submission.json")
     return paths
 
 
-def test_gold_and_mixed_are_ranked_and_their_gap_is_real(real_submissions, tmp_path):
-    data = board(tmp_path / "lb", *real_submissions)
+def test_gold_and_mixed_are_ranked_and_their_gap_is_real(real_submissions, real_logs, tmp_path):
+    data = board(tmp_path / "lb", *real_submissions, logs=real_logs)
     (table,) = data["tables"]
-    assert table["key"]["split"] == "sample"
+    assert table["key"]["split"] == "sample" and table["section"] == "ranked"
     gold, mixed = table["entries"]
     graded = sorted(t for t, r in MIXED.items() if expected_reward(r) is not None)
     mixed_values = [expected_reward(MIXED[t]) for t in graded]
@@ -59,6 +65,7 @@ def test_gold_and_mixed_are_ranked_and_their_gap_is_real(real_submissions, tmp_p
     assert gold["pass@1"]["value"] == 1.0
     assert mixed["pass@1"]["value"] == pytest.approx(sum(mixed_values) / len(graded), abs=1e-6)
     assert gold["complete"] and mixed["complete"] and gold["pins"] == "ok"
+    assert gold["verified"] and mixed["verified"]
 
     (pair,) = table["comparisons"]
     diffs = [1.0 - v for v in mixed_values]
@@ -80,9 +87,11 @@ def test_gold_and_mixed_are_ranked_and_their_gap_is_real(real_submissions, tmp_p
     assert f"{100 * expected.value:+.1f}" in md
 
 
-def test_leaderboard_files_are_byte_identical_on_rerun_in_any_order(real_submissions, tmp_path):
-    board(tmp_path / "a", *real_submissions)
-    board(tmp_path / "b", *reversed(real_submissions))
+def test_leaderboard_files_are_byte_identical_on_rerun_in_any_order(
+    real_submissions, real_logs, tmp_path
+):
+    board(tmp_path / "a", *real_submissions, logs=real_logs)
+    board(tmp_path / "b", *reversed(real_submissions), logs=tuple(reversed(real_logs)))
     for name in OUTPUTS:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
@@ -129,11 +138,16 @@ def test_incompatible_submissions_go_in_separate_tables(tmp_path):
     ]
     assert len(keys) == len(set(keys)) == 4
     for table in data["tables"]:
+        # no logs came with them: listed apart, never ranked
+        assert table["section"] == "unverified"
+        assert all(e["rank"] is None and not e["verified"] for e in table["entries"])
         ids = {e["id"] for e in table["entries"]}
         for entry in table["entries"]:
             sub = next(s for s in subs.values() if s["sha256"] == entry["sha256"])
-            assert (sub["split"], sub["dataset_revision"], sub["grader_version"]) == tuple(
-                table["key"].values()
+            assert (sub["split"], sub["dataset_revision"], sub["grader_version"]) == (
+                table["key"]["split"],
+                table["key"]["dataset_revision"],
+                table["key"]["grader"],
             )
         for pair in table["comparisons"]:
             assert {pair["a"], pair["b"]} <= ids
@@ -142,7 +156,7 @@ def test_incompatible_submissions_go_in_separate_tables(tmp_path):
     (old,) = [t for t in data["tables"] if t["key"]["grader"] == "0.9.0"]
     assert old["entries"][0]["pins"] == "differs: grader_version"
     md = (tmp_path / "lb" / "leaderboard.md").read_text(encoding="utf-8")
-    assert md.count("\n## split ") == 4 and "**pins differs: grader_version**" in md
+    assert md.count("\n## UNVERIFIED") == 4 and "**pins differs: grader_version**" in md
 
 
 def test_pairs_are_compared_only_on_tasks_both_graded(tmp_path):
@@ -167,6 +181,6 @@ def test_a_partial_submission_is_marked_in_every_output(tmp_path):
     entry = next(e for e in data["tables"][0]["entries"] if e["model"] == "model-p")
     assert entry["complete"] is False and entry["coverage"].startswith("PARTIAL")
     md = (tmp_path / "lb" / "leaderboard.md").read_text(encoding="utf-8")
-    assert "model-p **PARTIAL**" in md
+    assert "model-p **UNVERIFIED** **PARTIAL**" in md
     page = (tmp_path / "lb" / "leaderboard.html").read_text(encoding="utf-8")
     assert 'class="badge partial"' in page

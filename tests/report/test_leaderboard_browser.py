@@ -161,10 +161,10 @@ def test_clicking_a_header_sorts_the_table(page, leaderboard_page):
 
     page.locator(f"{table} thead th", has_text="model").first.click()
     assert models_in_order(page, table) == sorted(MODELS)
-    page.locator(f"{table} thead th", has_text="ungraded").click()
+    page.locator(f"{table} thead th", has_text="ungradable").click()
     heads = [h.rstrip(" ▲▼") for h in page.locator(f"{table} thead th").all_inner_texts()]
-    nth = heads.index("ungraded") + 1
-    ungraded = [int(x) for x in column(page, table, f"td:nth-child({nth})")]
-    assert ungraded == sorted(ungraded) and sum(ungraded) == sum(
+    nth = heads.index("ungradable") + 1
+    ungradable = [int(x) for x in column(page, table, f"td:nth-child({nth})")]
+    assert ungradable == sorted(ungradable) and sum(ungradable) == sum(
         any(r[0] is None for r in rewards) for rewards in MODELS.values()
     )

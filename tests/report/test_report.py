@@ -84,7 +84,7 @@ def test_submission_of_an_inspect_run_has_every_field_right(
     sub = report(tmp_path, inspect_mixed_log)
     graded = graded_ids(MIXED)
 
-    assert sub["format"] == "smoldataenvs-submission/2"
+    assert sub["format"] == "smoldataenvs-submission/3"
     assert sub["benchmark"] == "SmolDataEnvs"
     assert sub["model"] == "replay/mixed"
     assert sub["model_ids"] == ["replay/mixed"]
@@ -104,11 +104,21 @@ def test_submission_of_an_inspect_run_has_every_field_right(
     assert sub["n_runs"] == 1 and len(sub["runs"]) == 1
     assert sub["runs"][0]["source"] == inspect_mixed_log.name
 
-    # counts: the missing-table task is ungraded and excluded from pass@1
+    # counts: the missing-table task is ungradable (its data) and excluded from pass@1
     assert sub["n_tasks"] == len(RECORDS) == len(MIXED)
-    assert sub["n_graded"] == len(graded)
-    assert sub["n_ungraded"] == 1
-    assert sub["ungraded_by_reason"] == {"table_unavailable": 1}
+    assert sub["n_countable"] == sub["n_graded"] == len(graded)
+    assert sub["n_left_ungraded"] == 0 and sub["left_ungraded_by_reason"] == {}
+    assert sub["n_ungradable"] == 1
+    assert sub["ungradable_by_reason"] == {"table_unavailable": 1}
+    assert sub["pass@1_graded"] == sub["pass@1"]
+    # the protocol: Inspect's defaults, as run
+    assert sub["protocol_deviations"] == []
+    assert sub["protocol_settings"]["framework"] == "inspect_ai"
+    assert sub["protocol_settings"]["max_tokens"] == 1024
+    assert sub["protocol_settings"]["temperature"] == 0.0
+    assert sub["protocol_settings"]["program_timeout_s"] == 90.0
+    assert sub["protocol_settings"]["sandbox"] == sandbox_kind
+    assert re.fullmatch(r"[0-9a-f]{64}", sub["split_sha256"])
 
     # pass@1 overall, by tier and by reward mode, each with a bracketing CI
     assert_estimate(sub["pass@1"], expected_pass1(MIXED, graded), len(graded))
@@ -196,23 +206,34 @@ def test_report_md_shows_the_numbers_of_the_submission(inspect_mixed_log, tmp_pa
     assert sub["sha256"] in text
     for exception in sub["failures"]["crash_by_exception"]:
         assert f"| {exception} |" in text
-    assert "| table_unavailable | 1 |" in text
+    assert "| table_unavailable | 1 |" in text and "## Ungradable (1 task" in text
     assert f"`{MISSING_TABLE_TASK}`" in text
 
 
-def test_errored_samples_count_as_ungraded_sandbox_failed(sandbox_kind, tmp_path):
-    dropped = "sample/0002/survey.ipynb_qa_1"
+def test_a_model_error_counts_as_zero_and_leaves_the_run_incomplete(sandbox_kind, tmp_path):
+    """Issue 24: with --no-fail-on-error, samples whose model call failed were reported as
+    `sandbox_failed`, left out of pass@1, and the run called complete."""
+    dropped = "sample/0002/survey.ipynb_qa_1"  # the replay file has no reply: the model errors
     replay = write_replay(tmp_path / "missing_row.jsonl", MIXED, drop=(dropped,))
     log = run_inspect(replay, tmp_path / "logs", label="mixed", fail_on_error=False)
-    sub = report(tmp_path, log)
-    assert sub["n_ungraded"] == 2
-    assert sub["ungraded_by_reason"] == {"sandbox_failed": 1, "table_unavailable": 1}
-    graded = [t for t in graded_ids(MIXED) if t != dropped]
-    assert_estimate(sub["pass@1"], expected_pass1(MIXED, graded), len(graded))
+    refused = CliRunner().invoke(main, ["report", str(log), "--out", str(tmp_path / "r")])
+    assert refused.exit_code != 0
+    assert "left ungraded by the run (model_error 1)" in refused.output
+    assert "inspect eval-retry" in refused.output
+
+    sub = report(tmp_path, log, extra=("--allow-partial",))
+    assert sub["n_left_ungraded"] == 1 and sub["left_ungraded_by_reason"] == {"model_error": 1}
+    assert sub["ungradable_by_reason"] == {"table_unavailable": 1}
+    graded = graded_ids(MIXED)
+    scored = {t: 0.0 if t == dropped else expected_reward(MIXED[t]) for t in graded}
+    assert_estimate(sub["pass@1"], sum(scored.values()) / len(graded), len(graded))
+    rest = [t for t in graded if t != dropped]
+    assert_estimate(sub["pass@1_graded"], expected_pass1(MIXED, rest), len(rest))
     (task,) = [t for t in sub["tasks"] if t["task_id"] == dropped]
     assert task["attempts"][0]["category"] == "ungraded"
-    assert task["attempts"][0]["detail"] == "sandbox_failed"
-    assert not task["in_pass1"]
+    assert task["attempts"][0]["detail"] == "model_error"
+    assert task["in_pass1"] and task["pass@1"] == 0.0
+    assert sub["coverage"]["complete"] is False
 
 
 def test_unfinished_inspect_log_is_refused_unless_allowed(sandbox_kind, tmp_path):
@@ -231,8 +252,8 @@ def test_unfinished_inspect_log_is_refused_unless_allowed(sandbox_kind, tmp_path
     assert result.exit_code != 0 and "the run did not finish" in result.output
     sub = report(tmp_path, log, extra=("--allow-incomplete", "--allow-partial"))
     (task,) = [t for t in sub["tasks"] if t["task_id"] == dropped]
-    assert task["attempts"][0]["detail"] == "sandbox_failed"
-    assert not task["in_pass1"]
+    assert task["attempts"][0]["detail"] == "model_error"
+    assert task["in_pass1"] and task["pass@1"] == 0.0
     assert sub["coverage"]["complete"] is False
     assert sub["runs"][0]["coverage"]["finished"] is False
 
@@ -275,24 +296,28 @@ def seed_logs(sandbox_kind, mixed_replay, tmp_path_factory) -> list[Path]:
     ]
 
 
-def test_seeds_combine_as_mean_and_standard_error_over_tasks_graded_in_all(seed_logs, tmp_path):
-    sub = report(tmp_path, *seed_logs)
-    common = [t for t in graded_ids(MIXED) if t != "sample/0001/orders.ipynb_qa_2"]
+def test_seeds_combine_as_mean_and_standard_error_over_the_countable_tasks(seed_logs, tmp_path):
+    sub = report(tmp_path, *seed_logs, extra=("--allow-partial",))
+    dropped = "sample/0001/orders.ipynb_qa_2"  # the third run's model errored on it: a 0 there
+    countable = graded_ids(MIXED)
     gold = {t: GOLD for t in MIXED}
-    per_run = [expected_pass1(gold, common), expected_pass1(MIXED, common)]
-    per_run.append(expected_pass1(MIXED, common))
+    third = {t: 0.0 if t == dropped else expected_reward(MIXED[t]) for t in countable}
+    per_run = [expected_pass1(gold, countable), expected_pass1(MIXED, countable)]
+    per_run.append(sum(third.values()) / len(countable))
     assert sub["n_runs"] == 3
-    assert sub["n_graded"] == len(common)
-    assert sub["ungraded_by_reason"] == {"sandbox_failed": 1, "table_unavailable": 1}
+    assert sub["n_countable"] == len(countable)
+    assert sub["n_graded"] == len(countable) - 1  # graded in every run
+    assert sub["left_ungraded_by_reason"] == {"model_error": 1}
+    assert sub["ungradable_by_reason"] == {"table_unavailable": 1}
     seeds = sub["seeds"]
-    assert seeds["n_runs"] == 3 and seeds["n_tasks"] == len(common)
+    assert seeds["n_runs"] == 3 and seeds["n_tasks"] == len(countable)
     assert seeds["pass@1"]["per_run"] == pytest.approx(per_run, abs=1e-6)
     assert seeds["pass@1"]["mean"] == pytest.approx(statistics.mean(per_run), abs=1e-6)
     assert seeds["pass@1"]["se"] == pytest.approx(
         statistics.stdev(per_run) / math.sqrt(3), abs=1e-6
     )
-    # the pooled pass@1 is over the same common tasks, every attempt of every run
-    assert_estimate(sub["pass@1"], statistics.mean(per_run), len(common))
+    # the pooled pass@1 is over the same countable tasks, every attempt of every run
+    assert_estimate(sub["pass@1"], statistics.mean(per_run), len(countable))
     assert sub["failures"]["n_attempts"] == 3 * len(MIXED)
 
 
@@ -332,8 +357,12 @@ def test_inspect_and_lm_eval_report_the_same_per_task_outcomes(
     assert lm_sub["framework"] == "lm_eval"
     assert lm_sub["model"] == "replay/mixed"
     assert attempt_outcomes(lm_sub) == attempt_outcomes(inspect_sub)
-    for key in ("n_tasks", "n_graded", "n_ungraded", "ungraded_by_reason", "pass@1", "failures"):
+    keys = ("n_tasks", "n_countable", "n_graded", "n_left_ungraded", "ungradable_by_reason")
+    for key in (*keys, "pass@1", "failures"):
         assert lm_sub[key] == inspect_sub[key], key
+    # what was run differs: two frameworks, two protocols, never pooled into one "pass@2"
+    assert lm_sub["protocol_settings"]["framework"] == "lm_eval"
+    assert lm_sub["split_sha256"] == inspect_sub["split_sha256"]
     assert lm_sub["pass@1_by_tier"] == inspect_sub["pass@1_by_tier"]
 
 

@@ -74,10 +74,11 @@ def test_a_directory_of_two_models_gives_one_report_each(
 
 
 @pytest.mark.slow
-def test_name_labels_one_model_the_two_frameworks_spell_differently(
+def test_name_labels_one_model_but_two_frameworks_stay_two_submissions(
     inspect_mixed_log, lm_eval_mixed_dir, inspect_gold_log, tmp_path
 ):
-    # Inspect's replay/mixed, lm-eval's replay/<file stem> (mixed): --name makes them one entry
+    """Issue 24: the worked example's Inspect and lm-eval greedy runs were pooled into a
+    "pass@2". Runs pool only with identical recorded protocol; the framework is part of it."""
     out = tmp_path / "mixed"
     result = invoke(
         "report",
@@ -92,11 +93,26 @@ def test_name_labels_one_model_the_two_frameworks_spell_differently(
         str(out),
     )
     assert result.exit_code == 0, result.output
-    sub = read(out)
-    assert sub["model"] == "mixed-model"
-    assert sub["model_ids"] == ["replay/mixed"]
-    assert sorted(run["framework"] for run in sub["runs"]) == ["inspect_ai", "lm_eval"]
-    assert "replay/gold" not in json.dumps(sub["runs"])
+    folders = sorted(p for p in out.iterdir() if p.is_dir())
+    subs = [read(folder) for folder in folders]
+    assert len(subs) == 2 and not (out / "submission.json").exists()
+    assert sorted(sub["framework"] for sub in subs) == ["inspect_ai", "lm_eval"]
+    for sub in subs:
+        assert sub["model"] == "mixed-model" and sub["model_ids"] == ["replay/mixed"]
+        assert sub["n_runs"] == 1 and sub["pass@k"] == {} and sub["seeds"] is None
+        assert "replay/gold" not in json.dumps(sub["runs"])
+
+
+def test_runs_of_one_protocol_pool_and_other_settings_never_do():
+    greedy = synthetic_run("m", [[1.0], [0.0]], source="a.eval")
+    seed = synthetic_run("m", [[0.0], [0.0]], source="b.eval")
+    seed.run_id = "run-m-2"
+    sampled = synthetic_run("m", [[1.0], [1.0]], source="c.eval")
+    sampled.run_id = "run-m-3"
+    sampled.settings = {**sampled.settings, "pass_k": 4, "temperature": 0.8}
+    groups = group_runs([greedy, seed, sampled])
+    assert sorted(len(g.runs) for g in groups) == [1, 2]
+    assert len({g.folder for g in groups}) == 2
 
 
 def test_an_unknown_model_is_a_clear_error_naming_the_models_present(inspect_gold_log, tmp_path):

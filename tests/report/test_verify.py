@@ -45,12 +45,18 @@ def test_a_fresh_submission_verifies_against_its_log(mixed_submission, inspect_m
     assert statuses == {
         "sha256": "ok",
         "figures": "ok",
+        "runs": "ok",
         "grader_version": "ok",
         "dataset_revision": "ok",
         "tables_manifest_digest": "ok",
+        "split_size": "ok",
+        "protocol": "ok",
+        "data": "ok",
         "logs": "ok",
+        "regrade": "ok",
         "coverage": "note",
     }
+    assert checks["verified"] is True
 
 
 def test_an_edited_file_fails_its_sha256(mixed_submission, tmp_path):
@@ -116,12 +122,13 @@ def test_other_pins_than_this_package_fail(mixed_submission, tmp_path, field, va
     assert "ok    figures" in result.output
 
 
-def test_a_file_that_is_not_a_submission_is_a_clear_failure(tmp_path):
+def test_a_file_that_is_not_a_submission_is_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
     result = invoke("verify", str(bad))
-    assert result.exit_code == 1 and "not a submission" in result.output
+    assert result.exit_code == 2 and "not a submission" in result.output
+    assert len(result.output.strip().splitlines()) == 1
     older = tmp_path / "older.json"
-    older.write_text(json.dumps({"format": "smoldataenvs-submission/1"}))
+    older.write_text(json.dumps({"format": "smoldataenvs-submission/2"}))
     result = invoke("verify", str(older))
-    assert result.exit_code == 1 and "expected 'smoldataenvs-submission/2'" in result.output
+    assert result.exit_code == 2 and "expected 'smoldataenvs-submission/3'" in result.output
