@@ -404,6 +404,9 @@ def _settings(header: Any, fields: _MetaReader, variant: str) -> dict[str, Any]:
         for key in _SAMPLE_LIMITS
         if (value := getattr(header.eval.config, key, None)) is not None
     }
+    # The agentic task's turn budget is Inspect's turn limit (the log's eval config holds it,
+    # the command line's --turn-limit included): it is that task's max_turns, not an extra limit.
+    turns = limits.pop("turn_limit", None) if agentic else None
     pass_k = fields.count("pass_k")
     return normal_settings(
         {
@@ -419,7 +422,9 @@ def _settings(header: Any, fields: _MetaReader, variant: str) -> dict[str, Any]:
             "do_sample": None,
             "pass_k": 1 if pass_k is None else pass_k,
             "program_timeout_s": None if agentic else fields.number("program_timeout_s"),
-            "max_turns": fields.count("max_turns") if agentic else None,
+            "max_turns": (turns if turns is not None else fields.count("max_turns"))
+            if agentic
+            else None,
             "tools": fields.names("tools") if agentic else None,
             "tool_timeout_s": fields.number("tool_timeout_s") if agentic else None,
             # Inspect always sends the task's system prompt and question as chat messages.

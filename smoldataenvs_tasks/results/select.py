@@ -97,8 +97,11 @@ def group_runs(
             )
     taken = [g.folder for g in ordered]
     for group in ordered:
-        if taken.count(group.folder) > 1:  # only the protocol differs: framework, settings
-            run = group.runs[0]
-            digest = hashlib.sha256(settings_key(run).encode()).hexdigest()[:8]
-            group.folder = _slug(f"{group.folder}__{run.framework}__{digest}")
+        if taken.count(group.folder) > 1:  # only the protocol differs: first the framework
+            group.folder = _slug(f"{group.folder}__{group.runs[0].framework}")
+    taken = [g.folder for g in ordered]
+    for group in ordered:
+        if taken.count(group.folder) > 1:  # then the other settings
+            digest = hashlib.sha256(settings_key(group.runs[0]).encode()).hexdigest()[:8]
+            group.folder = _slug(f"{group.folder}__settings-{digest}")
     return ordered

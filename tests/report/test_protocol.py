@@ -1,0 +1,111 @@
+"""The protocol a run records (results/protocol.py): the task defaults it is compared with are
+the ones the tasks really run with, and every setting that differs is named once."""
+
+from __future__ import annotations
+
+import inspect as pyinspect
+import json
+
+import pytest
+
+from smoldataenvs_tasks._pins import SAMPLE_REVISION, SPLIT_SIZES, pinned_split_size
+from smoldataenvs_tasks.data.source import DataSource
+from smoldataenvs_tasks.results.protocol import (
+    AGENT_MAX_TURNS,
+    AGENT_TOOLS,
+    GREEDY_TEMPERATURE,
+    PASS_K_TEMPERATURE,
+    PROGRAM_MAX_TOKENS,
+    deviations,
+    normal_settings,
+    signature,
+)
+from tests.lm_eval.test_cli_and_names import _yaml
+
+INSPECT_PROGRAM = normal_settings(
+    {
+        "framework": "inspect_ai",
+        "variant": "program",
+        "protocol": "program",
+        "num_fewshot": 0,
+        "max_tokens": 1024,
+        "temperature": 0.0,
+        "pass_k": 1,
+        "program_timeout_s": 90.0,
+        "chat_template": True,
+        "sandbox": "bwrap",
+    }
+)
+LM_EVAL_PROGRAM = {**INSPECT_PROGRAM, "framework": "lm_eval", "do_sample": False}
+INSPECT_AGENTIC = normal_settings(
+    {
+        "framework": "inspect_ai",
+        "variant": "agentic",
+        "protocol": "answer_file",
+        "num_fewshot": 0,
+        "pass_k": 1,
+        "max_turns": 17,
+        "tools": ["bash"],
+        "tool_timeout_s": 90.0,
+        "chat_template": True,
+        "sandbox": "docker",
+    }
+)
+
+
+def test_the_defaults_are_the_ones_the_tasks_run_with():
+    from smoldataenvs_tasks.inspect_adapter import tasks
+
+    common = _yaml("_smoldataenvs_program_common")["generation_kwargs"]
+    pass4 = _yaml("_smoldataenvs_program_pass4_common")["generation_kwargs"]
+    assert common["max_gen_toks"] == PROGRAM_MAX_TOKENS
+    assert common["temperature"] == GREEDY_TEMPERATURE and common["do_sample"] is False
+    assert pass4["temperature"] == PASS_K_TEMPERATURE == tasks.PASS_K_TEMPERATURE
+    agentic = pyinspect.signature(tasks.smoldataenvs.__wrapped__).parameters
+    assert agentic["max_turns"].default == AGENT_MAX_TURNS
+    assert agentic["tools"].default == ",".join(AGENT_TOOLS)
+    assert "max_tokens=1024" in pyinspect.getsource(tasks._create_task)
+
+
+def test_the_sample_pins_are_the_bundled_sample():
+    manifest = DataSource.sample().manifest()
+    assert manifest["revision"] == SAMPLE_REVISION
+    assert manifest["splits"]["sample"]["tasks"] == SPLIT_SIZES["sample"]
+    assert pinned_split_size("sample", SAMPLE_REVISION) == 10
+    assert pinned_split_size("eval", "another-revision") is None
+
+
+@pytest.mark.parametrize("settings", [INSPECT_PROGRAM, LM_EVAL_PROGRAM, INSPECT_AGENTIC])
+def test_a_run_as_documented_has_no_deviation(settings):
+    assert deviations(settings) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"num_fewshot": 3}, "num_fewshot: 3 (default 0)"),
+        ({"max_tokens": 64}, "max_tokens: 64 (default 1024)"),
+        ({"temperature": 0.7}, "temperature: 0.7 (default 0.0)"),
+        ({"top_p": 0.9}, "top_p: 0.9 (default unset)"),
+        ({"program_timeout_s": 0.01}, "program_timeout_s: 0.01 (default 90.0)"),
+        ({"system_prompt": "Be brief."}, "system_prompt: 'Be brief.' (default unset)"),
+        ({"sample_limits": {"message_limit": 7}}, 'sample_limits: {"message_limit": 7}'),
+        ({"sandbox": "local"}, "sandbox: 'local' (default: an isolating kind"),
+        ({"chat_template": False}, "chat_template: no (the prompt went as plain text"),
+        ({"pass_k": 4, "temperature": 0.8}, "pass_k: 4 (default 1)"),
+    ],
+)
+def test_each_setting_that_differs_is_named(change, named):
+    found = deviations({**INSPECT_PROGRAM, **change})
+    assert len(found) == 1 and found[0].startswith(named), found
+
+
+def test_pass_k_samples_at_its_own_temperature_and_the_model_options_are_not_deviations():
+    sampled = {**LM_EVAL_PROGRAM, "pass_k": 4, "temperature": 0.8, "do_sample": True}
+    assert deviations(sampled) == ["pass_k: 4 (default 1)"]
+    assert deviations({**INSPECT_PROGRAM, "model_options": {"reasoning_effort": "high"}}) == []
+    # but they are part of the protocol: such runs never pool with the others
+    assert signature(INSPECT_PROGRAM) != signature(
+        {**INSPECT_PROGRAM, "model_options": {"reasoning_effort": "high"}}
+    )
+    assert json.loads(signature(INSPECT_PROGRAM)) == INSPECT_PROGRAM

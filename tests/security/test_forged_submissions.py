@@ -1,0 +1,667 @@
+"""A leaderboard maintainer receives a submission and its logs from someone they do not know
+(issue 24). Every forgery the issue tried as a dishonest submitter is a test here, named after its
+case: each must be caught by `verify` (re-grading the logs' answers with the verifier's own gold
+and data) or kept out of the ranked tables of `leaderboard`.
+
+Honest runs go through the real frameworks with the replay model on the bundled sample (a few on
+mirrors at the pinned revision); forgeries edit their outputs with Inspect's own log API or as
+plain files, as a submitter would.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner, Result
+
+from smoldataenvs_tasks._pins import DATASET_REVISION, SPLIT_SIZES, split_parquet_path
+from smoldataenvs_tasks.cli import main
+from smoldataenvs_tasks.data.layout import split_entry, write_manifest
+from smoldataenvs_tasks.data.source import SAMPLE_DIR
+from smoldataenvs_tasks.results.load import load_runs
+from smoldataenvs_tasks.results.load_inspect import errored_reason
+from smoldataenvs_tasks.results.submission import (
+    build_submission,
+    recompute,
+    submission_json,
+)
+from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION, UngradedReason
+from tests.replies import GOLD_AGENTIC, GOLD_PROGRAM
+from tests.report.conftest import run_inspect, run_lm_eval
+from tests.report.replays import MIXED, write_replay
+from tests.report.synthetic import NO_TRAIN, synthetic_submission
+
+SAMPLE_IDS = sorted(MIXED)
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def report(out: Path, *inputs: Path, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    result = invoke("report", *inputs, "--out", out, *extra)
+    assert result.exit_code == 0, result.output
+    return json.loads((out / "submission.json").read_text(encoding="utf-8"))
+
+
+def save(sub: dict[str, Any], folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "submission.json"
+    path.write_bytes(submission_json(sub))
+    return path
+
+
+def leaderboard(out: Path, *subs: Path, logs: tuple[Path, ...] = ()) -> Result:
+    options = [arg for log in logs for arg in ("--logs", log)]
+    return invoke("leaderboard", *subs, *options, "--out", out)
+
+
+def board_of(out: Path) -> dict[str, Any]:
+    return json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
+
+
+def entries(board: dict[str, Any], section: str) -> list[dict[str, Any]]:
+    return [e for t in board["tables"] if t["section"] == section for e in t["entries"]]
+
+
+# --- honest runs --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> str:
+    """The sandbox `auto` picks here; skips when neither bwrap nor Docker can run."""
+    from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
+    from smoldataenvs_tasks.sandboxes.session import resolve_kind
+
+    kind = resolve_kind("auto")
+    if kind == "docker":
+        from smoldataenvs_tasks.sandboxes.docker import image_status
+
+        try:
+            ready = image_status().ready
+        except SandboxUnavailable:
+            ready = False
+        if not ready:
+            pytest.skip("no sandbox can run here (bwrap unusable, no Docker image)")
+    return kind
+
+
+@pytest.fixture(scope="module")
+def gold_log(sandbox, tmp_path_factory) -> Path:
+    return run_inspect(GOLD_PROGRAM, tmp_path_factory.mktemp("gold"), label="gold")
+
+
+@pytest.fixture(scope="module")
+def mixed_log(sandbox, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("mixed")
+    return run_inspect(write_replay(root / "mixed.jsonl", MIXED), root / "logs", label="mixed")
+
+
+@pytest.fixture(scope="module")
+def honest(gold_log, mixed_log, tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("honest")
+    report(root / "gold", gold_log)
+    report(root / "mixed", mixed_log)
+    return {"gold": root / "gold" / "submission.json", "mixed": root / "mixed" / "submission.json"}
+
+
+@pytest.fixture(scope="module")
+def lm_eval_out(sandbox, tmp_path_factory) -> Path:
+    """lm-eval's own run of the MIXED replies, with a shorter reply budget than the task's."""
+    root = tmp_path_factory.mktemp("lm_eval")
+    replay = write_replay(root / "mixed.jsonl", MIXED)
+    out = run_lm_eval(
+        replay, root / "out", "smoldataenvs_program_sample", "--gen_kwargs", "max_gen_toks=64"
+    )
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    return folder
+
+
+def load_sub(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def wrong_tasks(sub: dict[str, Any]) -> list[str]:
+    return [t["task_id"] for t in sub["tasks"] if t["attempts"][0]["category"] == "wrong_value"]
+
+
+# --- verify --logs never re-graded ------------------------------------------------------------
+
+
+def _flip(verdict: dict[str, Any]) -> dict[str, Any]:
+    if verdict.get("category") == "wrong_value":
+        verdict.update(reward=1.0, category="correct", method="exact")
+    return verdict
+
+
+def test_lm_eval_verdicts_flipped_to_correct_with_the_prediction_untouched_fail_the_regrade(
+    lm_eval_out, tmp_path
+):
+    forged = shutil.copytree(lm_eval_out, tmp_path / "forged")
+    (verdicts,) = forged.glob("verdicts_*.jsonl")
+    rows = [json.loads(line) for line in verdicts.read_text().splitlines() if line.strip()]
+    flipped = [row["task_id"] for row in rows if row["verdict"]["category"] == "wrong_value"]
+    assert flipped
+    for row in rows:
+        _flip(row["verdict"])
+    verdicts.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (samples,) = forged.glob("samples_*.jsonl")
+    lines = []
+    for line in samples.read_text().splitlines():
+        row = json.loads(line)
+        row["filtered_resps"] = [json.dumps(_flip(json.loads(v))) for v in row["filtered_resps"]]
+        lines.append(json.dumps(row))
+    samples.write_text("\n".join(lines) + "\n")
+
+    honest = report(tmp_path / "honest", lm_eval_out, extra=("--allow-partial",))
+    sub = report(tmp_path / "r", forged, extra=("--allow-partial",))
+    assert sub["pass@1"]["value"] > honest["pass@1"]["value"]  # report believes the files
+    result = invoke("verify", tmp_path / "r" / "submission.json", "--logs", forged)
+    assert result.exit_code == 1
+    assert "fail  regrade" in result.output and sorted(flipped)[0] in result.output
+
+
+def test_inspect_scores_set_to_1_with_the_prediction_untouched_fail_the_regrade(
+    mixed_log, tmp_path
+):
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(mixed_log))
+    flipped = []
+    for sample in log.samples:
+        for score in sample.scores.values():
+            if score.metadata.get("category") == "wrong_value":
+                score.value = 1.0
+                _flip(score.metadata)
+                flipped.append(str(sample.id))
+    assert flipped
+    logs = tmp_path / "logs"
+    write_eval_log(log, str(logs / mixed_log.name))
+    sub = report(tmp_path / "r", logs)
+    result = invoke("verify", tmp_path / "r" / "submission.json", "--logs", logs)
+    assert result.exit_code == 1
+    assert "fail  regrade" in result.output and flipped[0] in result.output
+    assert "scores 0.0" in result.output
+    assert sub["pass@1"]["value"] > 0
+
+
+# --- a mirror's contents were trusted ---------------------------------------------------------
+
+
+def _eval_mirror(root: Path, *, rows: int, gold: str | None = None) -> Path:
+    """A mirror of split `eval` at the pinned revision: the sample's rows, then copies of its
+    first row under other ids up to `rows`; every gold set to `gold` when given. Its manifest
+    is written by the package's one writer, sealed over whatever rows it holds."""
+    sample = pq.read_table(SAMPLE_DIR / split_parquet_path("sample")).to_pylist()
+    table = list(sample)
+    for index in range(rows - len(sample)):
+        table.append({**sample[0], "task_id": f"filler/{index:04d}.ipynb_qa_1"})
+    if gold is not None:
+        table = [{**row, "answer": gold} for row in table]
+    parquet = root / split_parquet_path("eval")
+    parquet.parent.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(table), parquet)
+    write_manifest(
+        root,
+        dataset="FineEnvs/SmolDataEnvs",
+        revision=DATASET_REVISION,
+        splits={"eval": split_entry(root, "eval", len(table))},
+        files={},
+    )
+    return root
+
+
+def _answer_replay(path: Path, answer: str) -> Path:
+    rows = [
+        {
+            "task_id": task_id,
+            "messages": [{"role": "assistant", "content": f"```python\nprint({answer!r})\n```"}],
+        }
+        for task_id in SAMPLE_IDS
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_a_mirror_with_every_gold_set_to_42_and_its_manifest_resealed_fails_verification(
+    sandbox, tmp_path, monkeypatch
+):
+    monkeypatch.delenv("SMOLDATAENVS_MIRROR", raising=False)
+    pinned = SPLIT_SIZES["eval"]
+    forged = _eval_mirror(tmp_path / "forged", rows=pinned, gold="42")
+    honest = _eval_mirror(tmp_path / "honest", rows=pinned)
+    verified = invoke("mirror", "--verify", forged)
+    assert verified.exit_code == 0  # sealed over the forged rows: the mirror cannot tell
+
+    log = run_inspect(
+        _answer_replay(tmp_path / "42.jsonl", "42"),
+        tmp_path / "logs",
+        label="forty-two",
+        split="eval",
+        mirror=str(forged),
+        task_ids=",".join(SAMPLE_IDS),
+    )
+    sub = report(tmp_path / "r", log, extra=("--allow-partial",))
+    assert sub["pass@1"]["value"] == 1.0  # every "42" matched the forged golds
+    result = invoke("verify", tmp_path / "r" / "submission.json", "--logs", log, "--mirror", honest)
+    assert result.exit_code == 1
+    assert "fail  data" in result.output and "other rows or golds" in result.output
+    assert "fail  regrade" in result.output and "scores 0.0" in result.output
+
+
+# --- leaderboard accepted any self-consistent forgery without logs ----------------------------
+
+
+def _forge(sub: dict[str, Any], how: str) -> dict[str, Any]:
+    sub = copy.deepcopy(sub)
+    tasks = {t["task_id"]: t for t in sub["tasks"]}
+    if how == "verdicts_flipped":
+        for task in sub["tasks"]:
+            for attempt in task["attempts"]:
+                if attempt["category"] == "wrong_value":
+                    attempt.update(reward=1.0, category="correct", method="exact")
+                    attempt["by_grader"] = {"default": 1.0}
+    elif how == "failures_dropped_with_split_tasks_edited":
+        sub["tasks"] = [
+            t for t in sub["tasks"] if not any(a["reward"] == 0.0 for a in t["attempts"])
+        ]
+        coverage = sub["runs"][0]["coverage"]
+        coverage["split_tasks"] = coverage["n_selected"] = len(sub["tasks"])
+    elif how == "a_correct_tasks_attempts_copied":
+        correct = tasks["sample/0001/orders.ipynb_qa_1"]
+        tasks["sample/0001/orders.ipynb_qa_2"]["attempts"] = copy.deepcopy(correct["attempts"])
+    elif how == "twenty_invented_tasks":
+        correct = tasks["sample/0001/orders.ipynb_qa_1"]
+        for index in range(20):
+            invented = copy.deepcopy(correct)
+            invented["task_id"] = f"sample/0100/invented.ipynb_qa_{index}"
+            sub["tasks"].append(invented)
+        coverage = sub["runs"][0]["coverage"]
+        coverage["split_tasks"] = coverage["n_selected"] = len(sub["tasks"])
+    elif how == "relabelled_strict":
+        sub["grader_version"] = f"{GRADER_VERSION}+strict"
+        sub["grader_profile"] = "strict"
+        for task in sub["tasks"]:
+            for attempt in task["attempts"]:
+                attempt["by_grader"] = {"strict": attempt["reward"]}
+    return recompute(sub)
+
+
+FORGERIES = [
+    "verdicts_flipped",
+    "failures_dropped_with_split_tasks_edited",
+    "a_correct_tasks_attempts_copied",
+    "twenty_invented_tasks",
+    "relabelled_strict",
+]
+
+
+@pytest.mark.parametrize("how", FORGERIES)
+def test_a_self_consistent_forgery_is_never_ranked(how, honest, gold_log, mixed_log, tmp_path):
+    forged = _forge(load_sub(honest["mixed"]), how)
+    path = save(forged, tmp_path / how)
+    # without logs: refused (the maintainer's data contradicts it) or listed as unverified
+    alone = leaderboard(tmp_path / "lb", honest["gold"], path)
+    if alone.exit_code == 0:
+        board = board_of(tmp_path / "lb")
+        assert forged["sha256"] in {e["sha256"] for e in entries(board, "unverified")}
+        ranked = entries(board, "ranked") + entries(board, "other settings")
+        assert forged["sha256"] not in {e["sha256"] for e in ranked}
+        assert all(e["rank"] is None for e in entries(board, "unverified"))
+    else:
+        assert "refusing submissions that do not verify" in alone.output
+    refused = invoke(
+        "leaderboard", "--verified-only", honest["gold"], path, "--out", tmp_path / "strict"
+    )
+    assert refused.exit_code != 0 and not (tmp_path / "strict").exists()
+    # with the logs it came from: refused
+    with_logs = leaderboard(tmp_path / "lb-logs", honest["gold"], path, logs=(gold_log, mixed_log))
+    assert with_logs.exit_code != 0, with_logs.output
+    assert str(path) in with_logs.output
+    assert invoke("verify", path, "--logs", mixed_log).exit_code == 1
+
+
+def test_twenty_invented_tasks_in_the_10_task_sample_are_refused_without_logs(honest, tmp_path):
+    path = save(_forge(load_sub(honest["mixed"]), "twenty_invented_tasks"), tmp_path / "f")
+    result = invoke("verify", path)
+    assert result.exit_code == 1
+    assert "fail  data" in result.output and "not in the verifier's split sample" in result.output
+
+
+# --- "ungraded" won ---------------------------------------------------------------------------
+
+
+def _ungrade_failures(
+    log_file: Path, out: Path, reason: UngradedReason, *, new_identity: bool = True
+) -> Path:
+    """The log with every failed sample's score turned into an ungraded one for `reason`,
+    passed off (`new_identity`) as a run of its own."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+    from inspect_ai.scorer import Score
+
+    log = read_eval_log(str(log_file))
+    if new_identity:
+        log.eval = log.eval.model_copy(
+            update={"task_id": "tricked-task-id", "eval_id": "tricked-eval-id"}
+        )
+    for sample in log.samples:
+        for name, score in sample.scores.items():
+            if score.metadata.get("reward") == 0.0:
+                metadata = {
+                    **score.metadata,
+                    "reward": None,
+                    "category": "ungraded",
+                    "method": "ungraded",
+                    "detail": reason.value,
+                }
+                sample.scores[name] = Score.unscored(reason=reason.value, metadata=metadata)
+    write_eval_log(log, str(out / log_file.name))
+    return out / log_file.name
+
+
+def test_a_run_that_leaves_its_failures_ungraded_does_not_rank_above_the_honest_run(
+    honest, mixed_log, tmp_path
+):
+    """Issue 24: a run that made half its tasks ungraded ranked first, 1.000 over 8 against
+    the honest run's 0.533 over 15. Every countable task counts; ungraded ones as 0."""
+    tricked = _ungrade_failures(mixed_log, tmp_path / "logs", UngradedReason.SANDBOX_FAILED)
+    refused = invoke("report", tricked, "--out", tmp_path / "refused")
+    assert refused.exit_code != 0 and "left ungraded by the run" in refused.output
+    sub = report(tmp_path / "r", tricked, extra=("--allow-partial",))
+    fair = load_sub(honest["mixed"])
+    assert sub["pass@1"]["value"] == fair["pass@1"]["value"] < 1.0
+    assert sub["pass@1_graded"]["value"] == 1.0  # the number the trick was after, shown apart
+    assert sub["n_left_ungraded"] == len(wrong_tasks(fair)) + sum(
+        MIXED[t].category not in ("correct", "wrong_value", "ungraded") for t in MIXED
+    )
+    result = leaderboard(
+        tmp_path / "lb",
+        honest["mixed"],
+        tmp_path / "r" / "submission.json",
+        logs=(mixed_log, tricked),
+    )
+    assert result.exit_code == 0, result.output
+    (table,) = [t for t in board_of(tmp_path / "lb")["tables"] if t["section"] == "ranked"]
+    values = {e["sha256"]: e["pass@1"]["value"] for e in table["entries"]}
+    assert values[sub["sha256"]] <= values[fair["sha256"]]
+
+
+def test_two_logs_claiming_one_run_with_different_outcomes_are_refused(mixed_log, tmp_path):
+    tricked = _ungrade_failures(
+        mixed_log, tmp_path / "logs", UngradedReason.SANDBOX_FAILED, new_identity=False
+    )
+    result = invoke("report", mixed_log, tricked, "--out", tmp_path / "r")
+    assert result.exit_code == 2
+    assert "both claim run id" in result.output and len(result.output.splitlines()) == 1
+
+
+def test_failures_claimed_as_missing_tables_are_refused_against_the_verifiers_data(
+    mixed_log, tmp_path
+):
+    tricked = _ungrade_failures(mixed_log, tmp_path / "logs", UngradedReason.TABLE_UNAVAILABLE)
+    sub = report(tmp_path / "r", tricked)
+    assert sub["pass@1"]["value"] == 1.0  # the run's own view: only its "dataset defects" left
+    result = invoke("verify", tmp_path / "r" / "submission.json", "--logs", tricked)
+    assert result.exit_code == 1
+    assert "fail  data" in result.output and "the verifier's data grades it" in result.output
+    refused = leaderboard(tmp_path / "lb", tmp_path / "r" / "submission.json", logs=(tricked,))
+    assert refused.exit_code != 0
+
+
+# --- one run is one run -----------------------------------------------------------------------
+
+
+def test_the_same_eval_passed_twice_under_two_names_is_one_run(mixed_log, tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    shutil.copy(mixed_log, folder / "first.eval")
+    shutil.copy(mixed_log, folder / "second.eval")
+    result = invoke("report", folder, "--out", tmp_path / "r")
+    assert result.exit_code == 0, result.output
+    assert "a copy of" in result.output and "1 run(s)" in result.output
+    sub = load_sub(tmp_path / "r" / "submission.json")
+    assert sub["n_runs"] == 1 and sub["seeds"] is None and sub["pass@k"] == {}
+    # a submission that counts it twice anyway fails verification
+    run_a, run_b = load_runs([folder / "first.eval", folder / "second.eval"])
+    twice = build_submission([run_a, run_b], train_tables=NO_TRAIN)
+    result = invoke("verify", save(twice, tmp_path / "twice"))
+    assert result.exit_code == 1 and "fail  runs" in result.output
+    assert "appears twice" in result.output
+
+
+def test_a_regraded_copy_is_a_regrade_of_its_source_not_a_second_run(mixed_log, tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    source = Path(shutil.copy(mixed_log, folder / mixed_log.name))
+    regraded = invoke("regrade", source, "--grader", "strict")
+    assert regraded.exit_code == 0, regraded.output
+    assert (folder / f"{source.stem}_regraded-strict.eval").exists()
+    result = invoke("report", folder, "--out", tmp_path / "r")
+    assert result.exit_code == 0, result.output
+    assert "a regrade of" in result.output
+    sub = load_sub(tmp_path / "r" / "submission.json")
+    assert sub["n_runs"] == 1 and sub["seeds"] is None and sub["pass@k"] == {}
+    assert set(sub["pass@1_by_grader"]) == {"default", "strict"}
+    assert invoke("verify", tmp_path / "r" / "submission.json", "--logs", folder).exit_code == 0
+
+
+# --- model and harness errors -----------------------------------------------------------------
+
+
+def _set_error(log_file: Path, out: Path, task_id: str, message: str, traceback: str) -> Path:
+    """The log with one sample errored as Inspect records an error (no score, an EvalError)."""
+    from inspect_ai.log import EvalError, read_eval_log, write_eval_log
+
+    log = read_eval_log(str(log_file))
+    (sample,) = [s for s in log.samples if str(s.id) == task_id]
+    sample.scores = None
+    sample.error = EvalError(message=message, traceback=traceback, traceback_ansi=traceback)
+    log.status = "cancelled"
+    write_eval_log(log, str(out / log_file.name))
+    return out / log_file.name
+
+
+SANDBOX_TRACEBACK = """Traceback (most recent call last):
+  File "/x/smoldataenvs_tasks/inspect_adapter/scorers.py", line 120, in score
+    verdict = await decide_program_reply(
+smoldataenvs_tasks.sandboxes.base.SandboxFailure: bwrap died: exit 1 before the program started
+"""
+CANCELLED_TRACEBACK = """Traceback (most recent call last):
+  File "/x/inspect_ai/_eval/task/run.py", line 2850, in task_run_sample
+    state = await plan(state, generate)
+asyncio.exceptions.CancelledError: Cancelled via cancel scope 7f3a
+"""
+MODEL_TRACEBACK = """Traceback (most recent call last):
+  File "/x/inspect_ai/model/_model.py", line 1631, in generate
+    result = await self.api.generate(
+openai.BadRequestError: Error code: 400 - {'error': {'message': 'bad request'}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("message", "traceback", "reason"),
+    [
+        ("CancelledError('Cancelled via cancel scope 7f3a')", CANCELLED_TRACEBACK, "cancelled"),
+        ("RuntimeError('Sample errored: interrupted by operator')", "", "cancelled"),
+        ("SandboxFailure('bwrap died')", SANDBOX_TRACEBACK, "sandbox_failed"),
+        ("BadRequestError('Error code: 400')", MODEL_TRACEBACK, "model_error"),
+    ],
+)
+def test_an_errored_sample_says_why_and_counts_as_zero(
+    message, traceback, reason, mixed_log, tmp_path
+):
+    """Issue 24: model API errors and samples cut off by Ctrl-C were all `sandbox_failed`."""
+    task_id = "sample/0001/orders.ipynb_qa_1"  # a correct one: its 1 must become a 0
+    log = _set_error(mixed_log, tmp_path / "logs", task_id, message, traceback)
+    sub = report(tmp_path / "r", log, extra=("--allow-incomplete", "--allow-partial"))
+    (task,) = [t for t in sub["tasks"] if t["task_id"] == task_id]
+    assert task["attempts"][0]["detail"] == reason
+    assert task["in_pass1"] and task["pass@1"] == 0.0
+    assert sub["left_ungraded_by_reason"] == {reason: 1}
+    assert sub["coverage"]["complete"] is False
+    assert any("eval-retry" in line for line in sub["coverage"]["reasons"])
+
+
+def test_sandbox_failure_subclasses_are_sandbox_failed_wherever_they_are_defined():
+    traceback = SANDBOX_TRACEBACK.replace(
+        "smoldataenvs_tasks.sandboxes.base.SandboxFailure",
+        "smoldataenvs_tasks.sandboxes.docker.remote.RemoteStagingFailed",
+    )
+    assert errored_reason("RemoteStagingFailed('x')", traceback) == "sandbox_failed"
+    # a module outside our sandboxes package is never looked up, whatever it claims
+    foreign = SANDBOX_TRACEBACK.replace(
+        "smoldataenvs_tasks.sandboxes.base.SandboxFailure", "evil.module.SandboxFailure"
+    )
+    assert errored_reason("x", foreign + MODEL_TRACEBACK) == "model_error"
+
+
+# --- settings that change the score were not recorded ------------------------------------------
+
+
+def test_inspect_max_tokens_50_and_program_timeout_are_recorded_and_ranked_apart(
+    sandbox, honest, gold_log, tmp_path
+):
+    from inspect_ai import eval as inspect_eval
+
+    import smoldataenvs_tasks.inspect_adapter.models  # noqa: F401  (the replay provider)
+    from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
+
+    [log] = inspect_eval(
+        smoldataenvs_program(split="sample", program_timeout=0.01),
+        model="replay/gold",
+        model_args={"path": str(GOLD_PROGRAM)},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        max_tokens=50,
+    )
+    log_file = Path(log.location.removeprefix("file://"))
+    sub = report(tmp_path / "r", log_file)
+    settings = sub["protocol_settings"]
+    assert settings["max_tokens"] == 50 and settings["program_timeout_s"] == 0.01
+    assert sub["protocol_deviations"] == [
+        "max_tokens: 50 (default 1024)",
+        "program_timeout_s: 0.01 (default 90.0)",
+    ]
+    verified = invoke("verify", tmp_path / "r" / "submission.json", "--logs", log_file)
+    assert verified.exit_code == 0, verified.output
+    assert "flag  protocol: settings differ from the task's defaults" in verified.output
+    result = leaderboard(
+        tmp_path / "lb",
+        honest["gold"],
+        tmp_path / "r" / "submission.json",
+        logs=(gold_log, log_file),
+    )
+    assert result.exit_code == 0, result.output
+    board = board_of(tmp_path / "lb")
+    assert [e["sha256"] for e in entries(board, "ranked")] == [load_sub(honest["gold"])["sha256"]]
+    assert [e["sha256"] for e in entries(board, "other settings")] == [sub["sha256"]]
+
+
+def test_lm_eval_max_gen_toks_64_is_recorded_and_flagged(lm_eval_out, tmp_path):
+    sub = report(tmp_path / "r", lm_eval_out, extra=("--allow-partial",))
+    assert sub["protocol_settings"]["max_tokens"] == 64
+    assert "max_tokens: 64 (default 1024)" in sub["protocol_deviations"]
+    # without --apply_chat_template the prompt went as plain text: recorded and flagged too
+    assert sub["protocol_settings"]["chat_template"] is False
+    result = invoke("verify", tmp_path / "r" / "submission.json", "--logs", lm_eval_out)
+    assert result.exit_code == 0, result.output
+    assert "flag  protocol" in result.output and "max_tokens: 64" in result.output
+
+
+def test_agentic_max_turns_5_is_recorded_and_flagged(sandbox, tmp_path):
+    from inspect_ai import eval as inspect_eval
+
+    import smoldataenvs_tasks.inspect_adapter.models  # noqa: F401  (the replay provider)
+    from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs
+
+    [log] = inspect_eval(
+        smoldataenvs(split="sample", max_turns=5, task_ids=SAMPLE_IDS[:2]),
+        model="replay/gold",
+        model_args={"path": str(GOLD_AGENTIC)},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    sub = report(
+        tmp_path / "r", Path(log.location.removeprefix("file://")), extra=("--allow-partial",)
+    )
+    assert sub["protocol_settings"]["max_turns"] == 5
+    assert sub["protocol_deviations"] == ["max_turns: 5 (default 17)"]
+
+
+# --- runs were pooled across settings ---------------------------------------------------------
+
+
+def test_a_greedy_run_and_a_pass_k_run_are_never_pooled(sandbox, tmp_path):
+    two = SAMPLE_IDS[:2]
+    greedy = run_inspect(GOLD_PROGRAM, tmp_path / "logs", label="gold", task_ids=",".join(two))
+    sampled = run_inspect(
+        GOLD_PROGRAM, tmp_path / "logs", label="gold", task_ids=",".join(two), epochs=2, pass_k=2
+    )
+    result = invoke("report", greedy, sampled, "--out", tmp_path / "r", "--allow-partial")
+    assert result.exit_code == 0, result.output
+    subs = [load_sub(p) for p in sorted((tmp_path / "r").glob("*/submission.json"))]
+    assert len(subs) == 2
+    assert sorted(sub["epochs"] for sub in subs) == [1, 2]
+    assert {sub["protocol_settings"]["pass_k"] for sub in subs} == {1, 2}
+    for sub in subs:
+        assert sub["n_runs"] == 1 and sub["seeds"] is None
+
+
+def test_agentic_and_program_submissions_never_share_a_table(tmp_path):
+    program = synthetic_submission("model-a", [[1.0], [0.0]])
+    agentic_run = synthetic_submission("model-b", [[1.0], [1.0]])
+    agentic_run["variant"], agentic_run["protocol"] = "agentic", "answer_file"
+    agentic_run["protocol_settings"] = {
+        **agentic_run["protocol_settings"],
+        "variant": "agentic",
+        "protocol": "answer_file",
+    }
+    agentic = recompute(agentic_run)
+    result = leaderboard(
+        tmp_path / "lb", save(program, tmp_path / "p"), save(agentic, tmp_path / "a")
+    )
+    assert result.exit_code == 0, result.output
+    tables = board_of(tmp_path / "lb")["tables"]
+    assert len(tables) == 2
+    assert {t["key"]["variant"] for t in tables} == {"program", "agentic (answer_file)"}
+
+
+# --- the split size was not pinned ------------------------------------------------------------
+
+
+def test_a_16_row_mirror_labelled_eval_is_nonstandard_and_never_complete(
+    sandbox, honest, gold_log, tmp_path, monkeypatch
+):
+    monkeypatch.delenv("SMOLDATAENVS_MIRROR", raising=False)
+    mirror = _eval_mirror(tmp_path / "mirror", rows=16)
+    fillers = [f"filler/{i:04d}.ipynb_qa_1" for i in range(6)]
+    gold_rows = [json.loads(line) for line in GOLD_PROGRAM.read_text().splitlines() if line]
+    first = next(r for r in gold_rows if r["task_id"] == SAMPLE_IDS[0])
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(
+        "".join(json.dumps(r) + "\n" for r in gold_rows)
+        + "".join(json.dumps({**first, "task_id": f}) + "\n" for f in fillers)
+    )
+    log = run_inspect(replay, tmp_path / "logs", label="gold", split="eval", mirror=str(mirror))
+    refused = invoke("report", log, "--out", tmp_path / "refused")
+    assert refused.exit_code != 0
+    assert "nonstandard: the run's split has 16 tasks, but eval has 144" in refused.output
+    sub = report(tmp_path / "r", log, extra=("--allow-partial",))
+    assert sub["coverage"]["nonstandard"] is True and sub["coverage"]["complete"] is False
+    result = invoke("verify", tmp_path / "r" / "submission.json", "--mirror", mirror)
+    assert "flag  split_size: nonstandard" in result.output
+    board = leaderboard(tmp_path / "lb", honest["gold"], tmp_path / "r" / "submission.json")
+    assert board.exit_code == 0, board.output
+    tables = board_of(tmp_path / "lb")["tables"]
+    (nonstandard,) = [t for t in tables if t["key"]["split_size"] == "nonstandard"]
+    assert [e["sha256"] for e in nonstandard["entries"]] == [sub["sha256"]]
+    assert all(
+        e["sha256"] != sub["sha256"] for t in tables if t is not nonstandard for e in t["entries"]
+    )
