@@ -40,6 +40,7 @@ import re
 import threading
 import warnings
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from smoldataenvs_tasks._pins import KNOWN_REWARD_MODES
@@ -80,6 +81,8 @@ _KNOWN_MODES = frozenset(KNOWN_REWARD_MODES)
 # A "clean number" gold (after stripping and removing %, $ and commas) turns the numeric rung on
 # in every mode. `[.,]` keeps upstream's pattern even though commas are already gone.
 _CLEAN_NUMBER = re.compile(r"-?\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?")
+# A side that is one plain number, sign and spaces around it allowed: strict has nothing to read.
+_PLAIN = re.compile(r"\s*-?\d+(?:\.\d+)?\s*")
 # The first number of a side, read after removing every comma: sign, decimals, exponent.
 _FIRST_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
@@ -90,6 +93,7 @@ _NUMERIC_SCALED = GradeResult(1.0, "numeric_scaled")
 _LIST = GradeResult(1.0, "list")
 _MATH_VERIFY = GradeResult(1.0, "math_verify")
 _MATH_VERIFY_TIMEOUT = GradeResult(0.0, "math_verify_timeout")
+_REFUSED = {rule: GradeResult(0.0, "miss", rule) for rule in strict.RULES}
 
 
 def grade(
@@ -138,30 +142,12 @@ def grade(
     if gold is None or candidate is None:
         return _MISS
 
-    if len(gold) + len(candidate) > _MEMO_MAX_KEY_CHARS:
-        return _ladder(gold, candidate, mode, rel, abs_, is_strict)
-    key = (gold, candidate, mode, rel, abs_, is_strict)
-    hit = _memo.get(key)
-    if hit is not None:
-        _memo_stats[0] += 1
-        return hit
-    _memo_stats[1] += 1
-    result = _ladder(gold, candidate, mode, rel, abs_, is_strict)
-    # A timeout says nothing about the pair (a retry on a quieter machine may finish), so it is
-    # never remembered.
-    if result is not _MATH_VERIFY_TIMEOUT:
-        _memo[key] = result
-        if len(_memo) > _MEMO_MAX_ENTRIES:
-            _evict_oldest(_memo)
-    return result
-
-
-def _ladder(
-    gold: str, candidate: str, mode: str, rel: float, abs_: float, is_strict: bool
-) -> GradeResult:
+    info = _golds.get(gold)
+    if info is None:
+        info = _read_gold(gold)
+    gold_words, gold_stripped, gold_clean, g, gold_plain = info
     # str.split() and str.strip() agree on what whitespace is (str.isspace), so no words means
     # blank, and equal word lists mean equal normalised texts (re.sub(r"\s+", " ", ...)).
-    gold_words = gold.lower().split()
     if not gold_words:
         return _MISS
     cand_words = candidate.lower().split()
@@ -171,15 +157,10 @@ def _ladder(
         return _EXACT
 
     refused: str | None = None
-    gold_stripped = gold.strip()
-    if mode in _NUMERIC_MODES or _CLEAN_NUMBER.fullmatch(
-        gold_stripped.strip("%$").strip().replace(",", "")
-    ):
-        found = _FIRST_NUMBER.search(gold.replace(",", "") if "," in gold else gold)
-        g = float(found.group()) if found is not None else None
+    if g is not None and (gold_clean or mode in _NUMERIC_MODES):
         found = _FIRST_NUMBER.search(candidate.replace(",", "") if "," in candidate else candidate)
-        c = float(found.group()) if found is not None else None
-        if g is not None and c is not None:
+        if found is not None:
+            c = float(found.group())
             diff = abs(g - c)
             accepted = None
             if diff <= abs_ or diff / max(abs(g), 1e-9) <= rel:
@@ -191,7 +172,10 @@ def _ladder(
             if accepted is not None:
                 if not is_strict:
                     return accepted
-                refused = strict.numeric_refusal(
+                if gold_plain and accepted is _NUMERIC and _PLAIN.fullmatch(candidate):
+                    # Two plain numbers: nothing for a strict rule to refuse.
+                    return accepted
+                refused, settled = strict.numeric_refusal(
                     gold_stripped,
                     candidate.strip(),
                     scaled=accepted is _NUMERIC_SCALED,
@@ -200,15 +184,58 @@ def _ladder(
                 )
                 if refused is None:
                     return accepted
+                if settled and not (mode in _LIST_MODES or ("," in gold and "," in candidate)):
+                    # math-verify's match would be refused too, and no list rung runs.
+                    return _REFUSED[refused]
 
+    # The exact and numeric rungs cost less than a memo look-up; what follows may not.
+    if len(gold) + len(candidate) > _MEMO_MAX_KEY_CHARS:
+        return _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused)
+    key = (gold, candidate, mode, rel, abs_, is_strict)
+    hit = _memo.recall(key)
+    if hit is not None:
+        return hit
+    result = _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused)
+    # A timeout says nothing about the pair (a retry on a quieter machine may finish), so it is
+    # never remembered.
+    if result is not _MATH_VERIFY_TIMEOUT:
+        _memo.keep(key, result)
+    return result
+
+
+def _read_gold(gold: str) -> tuple[list[str], str, bool, float | None, bool]:
+    """What the ladder needs of a gold, remembered: RL grades many candidates against one."""
+    stripped = gold.strip()
+    clean = _CLEAN_NUMBER.fullmatch(stripped.strip("%$").strip().replace(",", "")) is not None
+    found = _FIRST_NUMBER.search(gold.replace(",", "") if "," in gold else gold)
+    g = float(found.group()) if found is not None else None
+    plain = clean and _PLAIN.fullmatch(stripped) is not None
+    info = (gold.lower().split(), stripped, clean, g, plain)
+    if len(gold) <= _MEMO_MAX_KEY_CHARS:
+        if len(_golds) >= _MEMO_MAX_ENTRIES:
+            _golds.clear()
+        _golds[gold] = info
+    return info
+
+
+def _lower_rungs(
+    gold: str,
+    candidate: str,
+    mode: str,
+    rel: float,
+    abs_: float,
+    is_strict: bool,
+    refused: str | None,
+) -> GradeResult:
+    """The list rung and math-verify, for a pair the exact and numeric rungs did not accept."""
     if mode in _LIST_MODES or ("," in gold and "," in candidate):
-        if _lists_match(gold, candidate, rel, abs_, is_strict=is_strict):
+        accepted, kept = _lists_match(gold, candidate, rel, abs_, is_strict=is_strict)
+        if accepted and (kept or not is_strict):
             return _LIST
-        # Strict lists match a subset of default's: a default match here is strict's refusal.
-        if is_strict and _lists_match(gold, candidate, rel, abs_, is_strict=False):
+        if accepted:
             refused = refused or "list_items"
 
-    missed = _MISS if refused is None else GradeResult(0.0, "miss", refused)
+    missed = _MISS if refused is None else _REFUSED[refused]
     if symbolic.shortcut(gold, candidate) is symbolic.Outcome.NO_MATCH:
         return missed
     if is_strict:
@@ -221,9 +248,9 @@ def _ladder(
             if refused is not None:
                 return missed
             if type(rule) is not strict.Different:
-                return GradeResult(0.0, "miss", rule)
+                return _REFUSED[rule]
             if _symbolic(gold, candidate) is symbolic.Outcome.MATCH:
-                return GradeResult(0.0, "miss", str(rule))
+                return _REFUSED[str(rule)]
             return missed
     outcome = _symbolic(gold, candidate)
     if outcome is symbolic.Outcome.MATCH:
@@ -260,31 +287,54 @@ def _one_side_fractional(g: float, c: float) -> bool:
     return (g_frac and abs(c) >= 1.0) or (c_frac and abs(g) >= 1.0)
 
 
-def _lists_match(gold: str, candidate: str, rel: float, abs_: float, *, is_strict: bool) -> bool:
-    gold_items = [item for item in (part.strip() for part in gold.split(",")) if item]
-    cand_items = [item for item in (part.strip() for part in candidate.split(",")) if item]
+def _lists_match(
+    gold: str, candidate: str, rel: float, abs_: float, *, is_strict: bool
+) -> tuple[bool, bool]:
+    """(the list rung accepts, strict's item rules let it) in one pass over both orders."""
+    gold_items = _list_items(gold)
+    cand_items = _list_items(candidate)
     if len(gold_items) < 2 or len(gold_items) != len(cand_items):
-        return False
-    if _items_match(gold_items, cand_items, rel, abs_, is_strict):
-        return True
-    return _items_match(
-        sorted(gold_items, key=str.lower), sorted(cand_items, key=str.lower), rel, abs_, is_strict
+        return False, False
+    accepted, kept = _items_match(gold_items, cand_items, rel, abs_, is_strict)
+    if kept or (accepted and not is_strict):
+        return True, kept
+    accepted_sorted, kept = _items_match(
+        sorted(gold_items, key=_LOWERED), sorted(cand_items, key=_LOWERED), rel, abs_, is_strict
     )
+    return accepted or accepted_sorted, kept
+
+
+_LOWERED = itemgetter(0)
+
+
+def _list_items(side: str) -> list[tuple[str, str, str, float | None]]:
+    """(lowercased, item, normalised, first number) per comma-separated item; sorted on the
+    first, as upstream sorts items with `key=str.lower`."""
+    items = []
+    for part in side.split(","):
+        item = part.strip()
+        if item:
+            lowered = item.lower()
+            items.append((lowered, item, " ".join(lowered.split()), _first_number(item)))
+    return items
 
 
 def _items_match(
-    gold_items: list[str], cand_items: list[str], rel: float, abs_: float, is_strict: bool
-) -> bool:
-    for g_item, c_item in zip(gold_items, cand_items, strict=True):
-        if _normalise(g_item) == _normalise(c_item):
+    gold_items: list[tuple[str, str, str, float | None]],
+    cand_items: list[tuple[str, str, str, float | None]],
+    rel: float,
+    abs_: float,
+    is_strict: bool,
+) -> tuple[bool, bool]:
+    kept = is_strict
+    for (_, g_item, g_norm, g), (_, c_item, c_norm, c) in zip(gold_items, cand_items, strict=True):
+        if g_norm == c_norm:
             continue
-        g = _first_number(g_item)
-        c = _first_number(c_item)
         if g is None or c is None or not _close(g, c, rel, abs_):
-            return False
-        if is_strict and strict.list_item_refusal(g_item, c_item, rel, abs_) is not None:
-            return False
-    return True
+            return False, False
+        if kept and strict.list_item_refusal(g_item, c_item, rel, abs_) is not None:
+            kept = False
+    return True, kept
 
 
 def _as_text(value: Any) -> str | None:
@@ -328,20 +378,56 @@ def _warn_unknown_mode(mode: str) -> None:
 _MEMO_MAX_ENTRIES = 65_536
 # Very long strings are rare and cost memory to keep; they are graded afresh every time.
 _MEMO_MAX_KEY_CHARS = 4_096
-# Plain dicts, read and written without a lock: single dict operations are atomic under the
-# GIL, and a lock around them cost as much as grading an exact or numeric pair. When full, the
-# oldest entry goes (insertion order): first in, first out.
-_memo: dict[tuple[str, str, str, float, float, bool], GradeResult] = {}
-_symbolic_memo: dict[tuple[str, str], symbolic.Outcome] = {}
-_memo_stats = [0, 0]  # hits, misses (racy increments: diagnostics only)
 
 
-def _evict_oldest(memo: dict) -> None:
-    try:
-        del memo[next(iter(memo))]
-    except (KeyError, RuntimeError, StopIteration):
-        # Another thread evicted or inserted at the same moment; the next insertion retries.
-        pass
+class _Memo:
+    """A bounded memo in two generations of plain dicts: when the young one is full it becomes
+    the old one, and a hit in the old one moves back to the young one (the pairs in use stay).
+
+    No lock: single dict operations are atomic under the GIL, and a lock around them cost as
+    much as grading an exact or numeric pair; a race can only forget an entry or count a hit
+    twice. (Evicting one oldest entry at a time from one dict is quadratic: CPython's dict
+    iteration walks over the deleted entries.)
+    """
+
+    def __init__(self) -> None:
+        self.young: dict = {}
+        self.old: dict = {}
+        self.hits = 0
+        self.misses = 0
+
+    def recall(self, key: tuple) -> Any:
+        hit = self.young.get(key)
+        if hit is None:
+            old = self.old
+            hit = old.get(key) if old else None
+            if hit is None:
+                self.misses += 1
+                return None
+            self.keep(key, hit)
+        self.hits += 1
+        return hit
+
+    def keep(self, key: tuple, value: Any) -> None:
+        young = self.young
+        young[key] = value
+        if len(young) >= _MEMO_MAX_ENTRIES // 2:
+            self.old = young
+            self.young = {}
+
+    def clear(self) -> None:
+        self.young = {}
+        self.old = {}
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self.young) + len(self.old)
+
+
+_memo = _Memo()
+_symbolic_memo = _Memo()
+_golds: dict[str, tuple[list[str], str, bool, float | None, bool]] = {}
 
 
 def _symbolic(gold: str, candidate: str) -> symbolic.Outcome:
@@ -352,14 +438,12 @@ def _symbolic(gold: str, candidate: str) -> symbolic.Outcome:
     key = (gold, candidate)
     cacheable = len(gold) + len(candidate) <= _MEMO_MAX_KEY_CHARS
     if cacheable:
-        hit = _symbolic_memo.get(key)
+        hit = _symbolic_memo.recall(key)
         if hit is not None:
             return hit
     outcome = symbolic.default_pool().verify(gold, candidate)
     if cacheable and outcome is not symbolic.Outcome.TIMEOUT:
-        _symbolic_memo[key] = outcome
-        if len(_symbolic_memo) > _MEMO_MAX_ENTRIES:
-            _evict_oldest(_symbolic_memo)
+        _symbolic_memo.keep(key, outcome)
     return outcome
 
 
@@ -368,16 +452,15 @@ def clear_memo() -> None:
     start cold)."""
     _memo.clear()
     _symbolic_memo.clear()
+    _golds.clear()
     reading.clear_cache()
-    _memo_stats[0] = 0
-    _memo_stats[1] = 0
 
 
 def memo_info() -> dict[str, int]:
     """Hits, misses, current size and bound of the grade memo."""
     return {
-        "hits": _memo_stats[0],
-        "misses": _memo_stats[1],
+        "hits": _memo.hits,
+        "misses": _memo.misses,
         "size": len(_memo),
         "max_entries": _MEMO_MAX_ENTRIES,
     }

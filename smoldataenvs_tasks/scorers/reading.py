@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import NamedTuple
 
 __all__ = [
     "Date",
@@ -49,8 +50,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Value:
+class Value(NamedTuple):
     number: float  # signed, magnitude applied: what the side means
     digits: float  # the number as written, unsigned, without its magnitude
     negative: bool
@@ -63,48 +63,40 @@ class Value:
     plain: bool  # nothing but the number (and a sign): what the numeric rung already judged
 
 
-@dataclass(frozen=True, slots=True)
-class Range:
+class Range(NamedTuple):
     low: Value
     high: Value
 
 
-@dataclass(frozen=True, slots=True)
-class Date:
+class Date(NamedTuple):
     key: tuple  # (year, month, day, hour, minute, second); day None for a month; or ambiguous
 
 
-@dataclass(frozen=True, slots=True)
-class Period:
+class Period(NamedTuple):
     quarter: int
     year: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class Ratio:
+class Ratio(NamedTuple):
     parts: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Expr:
+class Expr(NamedTuple):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class Items:
+class Items(NamedTuple):
     items: tuple[Reading, ...]
     texts: tuple[str, ...]
     comma_joined: bool  # digits joined by a bare comma ("1,5"): what the published reading merges
 
 
-@dataclass(frozen=True, slots=True)
-class Multi:
+class Multi(NamedTuple):
     values: tuple[float, ...]  # every number found, to tell a hedge of the gold from a miss
     has_date: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Text:
+class Text(NamedTuple):
     pass
 
 
@@ -112,6 +104,9 @@ Reading = Value | Range | Date | Period | Ratio | Expr | Items | Multi | Text
 
 _EXPR = Expr()
 _TEXT = Text()
+# tuple.__new__ directly: a NamedTuple's own __new__ is a Python function, a third of the cost
+# of reading a plain number.
+_new = tuple.__new__
 
 # --- cleaning: markup that wraps an answer without changing it ------------------------------
 
@@ -189,42 +184,75 @@ _MAGNITUDES = {
     "tn": 1e12,
     "trillion": 1e12,
 }
-# The alternatives are tried in this order at each position, so a date or a quarter is taken
-# whole before its digits could be read as numbers.
+_ISO_DATE = (
+    r"(?P<ISO>(?<![\d.])(?P<iy>\d{4})(?P<isep>[-/])(?P<im>" + _MONTH_NUMBER + r")"
+    r"(?:(?P=isep)(?P<id>" + _DAY_NUMBER + r"))?" + _TIME.format(p="i") + r"(?![\d]|[.,]\d))"
+)
+_NUMERIC_DATE = (
+    r"(?P<NUMERIC>(?<![\d.])(?P<na>\d{1,2})(?P<nsep>[-/.])(?P<nb>\d{1,2})(?P=nsep)(?P<ny>\d{4})"
+    + _TIME.format(p="n")
+    + r"(?![\d]|[.,]\d))"
+)
+# The alternatives are tried in this order at a position, so a date or a quarter is taken
+# whole before its digits could be read as numbers. Each is one named group: `lastgroup` names
+# the one that matched.
 _TOKEN = re.compile(
     # year first: 2019-05-01, 2019/5/1, 2019-05 (a month), 2019.05.01, with a time
-    r"(?<![\d.])(?P<iy>\d{4})(?P<isep>[-/])(?P<im>" + _MONTH_NUMBER + r")"
-    r"(?:(?P=isep)(?P<id>" + _DAY_NUMBER + r"))?" + _TIME.format(p="i") + r"(?![\d]|[.,]\d)"
-    r"|(?<![\d.])(?P<dy>\d{4})\.(?P<dm>" + _MONTH_NUMBER + r")\.(?P<dd>" + _DAY_NUMBER + r")"
-    r"(?![\d]|\.\d)"
+    _ISO_DATE
+    + r"|(?P<DOTTED>(?<![\d.])(?P<dy>\d{4})\.(?P<dm>"
+    + _MONTH_NUMBER
+    + r")\.(?P<dd>"
+    + _DAY_NUMBER
+    + r")(?![\d]|\.\d))"
     # day or month first: 12/13/1994, 01.05.2019
-    r"|(?<![\d.])(?P<na>\d{1,2})(?P<nsep>[-/.])(?P<nb>\d{1,2})(?P=nsep)(?P<ny>\d{4})"
-    + _TIME.format(p="n")
-    + r"(?![\d]|[.,]\d)"
+    + "|"
+    + _NUMERIC_DATE
     # month names: May 1, 2019 / 1 May 2019 / 1st of May 2019 / May 2019
-    r"|(?i:(?<![\w])(?:(?P<wd1>" + _DAY_NUMBER + r")(?:st|nd|rd|th)?\s+(?:of\s+)?)?"
+    + r"|(?P<NAMED>(?i:(?<![\w])(?:(?P<wd1>"
+    + _DAY_NUMBER
+    + r")(?:st|nd|rd|th)?\s+(?:of\s+)?)?"
     r"(?P<wm>" + _MONTH + r")\.?(?:\s+(?P<wd2>" + _DAY_NUMBER + r")(?:st|nd|rd|th)?)?,?\s+"
-    r"(?P<wy>\d{4})(?!\d))"
+    r"(?P<wy>\d{4})(?!\d)))"
     # quarters: Q3, Q3 2021, 2021 Q3, 2021-Q3, 3rd quarter, third quarter, quarter 3
-    r"|(?i:(?:(?<![\w.])(?P<qy1>\d{4})\s*[-/ ]\s*)?(?<![A-Za-z])Q(?P<q>[1-4])(?![\w])"
-    r"(?:\s*[-/ ]\s*(?P<qy2>\d{4})(?!\d))?)"
-    r"|(?i:(?<![\w])(?:(?P<qo>[1-4])(?:st|nd|rd|th)|(?P<qw>first|second|third|fourth))"
-    r"\s+(?:quarter|qtr)\b(?:\s+(?:of\s+)?(?P<qy3>\d{4})(?!\d))?)"
-    r"|(?i:\b(?:quarter|qtr)\s+(?P<qn>[1-4])(?!\d)(?:\s+(?:of\s+)?(?P<qy4>\d{4})(?!\d))?)"
+    r"|(?P<QUARTER>(?i:(?:(?<![\w.])(?P<qy1>\d{4})\s*[-/ ]\s*)?(?<![A-Za-z])Q(?P<q>[1-4])(?![\w])"
+    r"(?:\s*[-/ ]\s*(?P<qy2>\d{4})(?!\d))?))"
+    r"|(?P<NTH_QUARTER>(?i:(?<![\w])(?:(?P<qo>[1-4])(?:st|nd|rd|th)|(?P<qw>first|second|third|fourth))"
+    r"\s+(?:quarter|qtr)\b(?:\s+(?:of\s+)?(?P<qy3>\d{4})(?!\d))?))"
+    r"|(?P<QUARTER_N>(?i:\b(?:quarter|qtr)\s+(?P<qn>[1-4])(?!\d)"
+    r"(?:\s+(?:of\s+)?(?P<qy4>\d{4})(?!\d))?))"
     # ratios and clock times: 3:1, 14:30
-    r"|(?<![\d.])(?P<ratio>\d+(?::\d+)+)(?![\d]|\.\d)"
+    r"|(?P<RATIO>(?<![\d.])\d+(?::\d+)+(?![\d]|\.\d))"
     # numbers: 1,234,567.8 / 1 234 567 / 12.5 / .5 / 8.3e-4, then a magnitude and a percent
-    r"|(?P<num>\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d+)?|\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)(?:\.\d+)?"
-    r"|\d+(?:\.\d+)?|\.\d+)(?P<exp>[eE][-+]?\d+)?"
+    r"|(?P<NUMBER>(?P<num>\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d+)?"
+    r"|\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?P<exp>[eE][-+]?\d+)?"
     r"(?:\s?(?P<mag>(?i:k|thousands?|hundreds?|millions?|mn|mln|mio|billions?|bn|trillions?|tn)"
     r"|M|B|T)(?![\w]))?"
-    r"(?:\s?(?P<pct>%|(?i:percent|per\s?cent|pct)\b))?"
+    r"(?:\s?(?P<pct>%|(?i:percent|per\s?cent|pct)\b))?)"
     # numbers in words: count as numbers (a hedge "12 or seventeen" holds two)
-    r"|(?i:\b(?P<word>(?:"
+    r"|(?P<WORD>(?i:\b(?:"
     + _NUMBER_WORDS
     + r")(?:[\s-]+(?:and\s+)?(?:"
     + _NUMBER_WORDS
-    + r"))*)\b)"
+    + r"))*\b))"
+)
+# Where a token can start: a digit run, a decimal point before digits, or a word that starts
+# one (a month, a number word, Q, an ordinal, "quarter"). Trying the token pattern only there is
+# what keeps reading a side cheap.
+_STARTS = re.compile(r"\.?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|[^\W\d_]+")
+# After a number's digits, what could make it more than a plain number.
+_COMPLEX_AFTER = re.compile(
+    r"[-/.:%\w]|,\d|[ \u00a0\u202f]\d{3}(?!\d)|\s+(?:%|[MBT]\b|(?i:jan|feb|mar|apr|may|jun|jul|aug"
+    r"|sep|oct|nov|dec|q[1-4]\b|of\b|k\b|thousand|hundred|million|mn\b|mln\b|mio\b|billion|bn\b"
+    r"|trillion|tn\b|percent|per\s?cent|pct\b|quarter|qtr))"
+)
+_TOKEN_WORDS = frozenset(
+    [
+        *_MONTHS,
+        *"january february march april june july august sept september october november".split(),
+        "december",
+        *_NUMBER_WORDS.split("|"),
+        *"q first second third fourth quarter qtr".split(),
+    ]
 )
 _LETTER_BEFORE = re.compile(r"[^\W\d_]$")
 
@@ -241,27 +269,50 @@ class _Token:
     percent: bool = False
 
 
-def _tokens(text: str) -> list[_Token]:
+def _tokens(text: str, *, quick: bool = True) -> list[_Token]:
+    """The number-like tokens of `text`, in order. `quick=False` tries the full token pattern
+    at every start (tests prove the quick path gives the same tokens)."""
     tokens: list[_Token] = []
-    for match in _TOKEN.finditer(text):
-        group = match.lastgroup
-        found = match.groupdict()
-        start, end = match.span()
-        if found["num"] is not None:
+    end = 0
+    for found in _STARTS.finditer(text):
+        start = found.start()
+        if start < end:
+            continue
+        piece = found.group()
+        if piece[-1].isdigit():
+            if quick and piece[0] != "." and not _COMPLEX_AFTER.match(text, found.end()):
+                # A number nothing around could turn into a date, a quarter, a ratio, a
+                # thousands group, a magnitude or a percentage: the token is the digits.
+                if tokens and start > 0 and _LETTER_BEFORE.search(text, 0, start):
+                    end = found.end()
+                    continue
+                end = found.end()
+                scientific = "e" in piece or "E" in piece
+                tokens.append(_Token("value", start, end, None, float(piece), scientific))
+                continue
+        elif piece.lower() not in _TOKEN_WORDS:
+            continue
+        match = _TOKEN.match(text, start)
+        if match is None:
+            continue
+        kind = match.lastgroup
+        end = match.end()
+        if kind == "NUMBER":
             # A digit run glued to a word after an earlier number is part of a unit ("m2",
             # "CO2"), not a second number; glued to the first one it is a label's ("S12").
             if tokens and start > 0 and _LETTER_BEFORE.search(text, 0, start):
                 continue
-            digits = found["num"]
-            raw = digits.replace(",", "").replace(" ", "").replace("\u00a0", "")
-            raw = raw.replace("\u202f", "")
-            exponent = found["exp"]
+            raw = match.group("num")
+            if not raw.isdigit():
+                raw = raw.replace(",", "").replace(" ", "").replace("\u00a0", "")
+                raw = raw.replace("\u202f", "")
+            exponent = match.group("exp")
             try:
-                value = float(raw + (exponent or ""))
+                value = float(raw + exponent) if exponent else float(raw)
             except ValueError:
                 value = float("nan")
             magnitude = 1.0
-            mag = found["mag"]
+            mag = match.group("mag")
             if mag is not None:
                 word = mag.lower()
                 word = word[:-1] if word.endswith("s") and len(word) > 2 else word
@@ -275,44 +326,44 @@ def _tokens(text: str) -> list[_Token]:
                     value,
                     exponent is not None,
                     magnitude,
-                    found["pct"] is not None,
+                    match.group("pct") is not None,
                 )
             )
-        elif found["word"] is not None:
-            tokens.append(_Token("word", start, end, None, float("nan")))
-        elif found["iy"] is not None or found["dy"] is not None:
-            tokens.append(_Token("date", start, end, _iso_date(found)))
-        elif found["ny"] is not None:
-            tokens.append(_Token("date", start, end, _numeric_date(found)))
-        elif found["wy"] is not None:
-            tokens.append(_Token("date", start, end, _named_date(found)))
-        elif found["ratio"] is not None:
-            parts = tuple(int(p) for p in found["ratio"].split(":"))
+        elif kind == "WORD":
+            tokens.append(_Token("word", start, end, None))
+        elif kind == "ISO" or kind == "DOTTED":
+            tokens.append(_Token("date", start, end, _iso_date(match)))
+        elif kind == "NUMERIC":
+            tokens.append(_Token("date", start, end, _numeric_date(match)))
+        elif kind == "NAMED":
+            tokens.append(_Token("date", start, end, _named_date(match)))
+        elif kind == "RATIO":
+            parts = tuple(int(p) for p in match.group().split(":"))
             tokens.append(_Token("ratio", start, end, Ratio(parts)))
-        elif group is not None:
-            tokens.append(_Token("period", start, end, _period(found)))
+        else:
+            tokens.append(_Token("period", start, end, _period(match)))
     return tokens
 
 
-def _time(found: dict, prefix: str) -> tuple[int, int, int]:
-    hour = found[prefix + "H"]
+def _time(found: re.Match[str], prefix: str) -> tuple[int, int, int]:
+    hour = found.group(prefix + "H")
     if hour is None:
         return (0, 0, 0)
-    return (int(hour), int(found[prefix + "M"]), int(found[prefix + "S"] or 0))
+    return (int(hour), int(found.group(prefix + "M")), int(found.group(prefix + "S") or 0))
 
 
-def _iso_date(found: dict) -> Date:
-    if found["iy"] is not None:
-        day = found["id"]
+def _iso_date(found: re.Match[str]) -> Date:
+    if found.group("iy") is not None:
+        day = found.group("id")
         return Date(
-            (int(found["iy"]), int(found["im"]), None if day is None else int(day))
+            (int(found.group("iy")), int(found.group("im")), None if day is None else int(day))
             + (_time(found, "i") if day is not None else (0, 0, 0))
         )
-    return Date((int(found["dy"]), int(found["dm"]), int(found["dd"]), 0, 0, 0))
+    return Date((int(found.group("dy")), int(found.group("dm")), int(found.group("dd")), 0, 0, 0))
 
 
-def _numeric_date(found: dict) -> Date:
-    first, second, year = int(found["na"]), int(found["nb"]), int(found["ny"])
+def _numeric_date(found: re.Match[str]) -> Date:
+    first, second, year = int(found.group("na")), int(found.group("nb")), int(found.group("ny"))
     time = _time(found, "n")
     if first > 12 >= second:
         return Date((year, second, first, *time))
@@ -322,25 +373,25 @@ def _numeric_date(found: dict) -> Date:
     return Date(("ambiguous", first, second, year, *time))
 
 
-def _named_date(found: dict) -> Date:
-    month = _MONTHS[found["wm"][:3].lower()]
-    day = found["wd1"] or found["wd2"]
-    year = int(found["wy"])
+def _named_date(found: re.Match[str]) -> Date:
+    month = _MONTHS[found.group("wm")[:3].lower()]
+    day = found.group("wd1") or found.group("wd2")
+    year = int(found.group("wy"))
     if day is None:
         return Date((year, month, None, 0, 0, 0))
     return Date((year, month, int(day), 0, 0, 0))
 
 
-def _period(found: dict) -> Period:
-    if found["q"] is not None:
-        quarter = int(found["q"])
-    elif found["qo"] is not None:
-        quarter = int(found["qo"])
-    elif found["qw"] is not None:
-        quarter = _ORDINAL_WORDS[found["qw"].lower()]
+def _period(found: re.Match[str]) -> Period:
+    if found.group("q") is not None:
+        quarter = int(found.group("q"))
+    elif found.group("qo") is not None:
+        quarter = int(found.group("qo"))
+    elif found.group("qw") is not None:
+        quarter = _ORDINAL_WORDS[found.group("qw").lower()]
     else:
-        quarter = int(found["qn"])
-    year = found["qy1"] or found["qy2"] or found["qy3"] or found["qy4"]
+        quarter = int(found.group("qn"))
+    year = found.group("qy1") or found.group("qy2") or found.group("qy3") or found.group("qy4")
     return Period(quarter, None if year is None else int(year))
 
 
@@ -367,9 +418,12 @@ _COMPARISON = re.compile(
     r"|(?P<pm>±|\+/-)"
 )
 _COMPARISON_OPS = {"ge": ">=", "le": "<=", "ne": "!=", "gt": ">", "lt": "<", "pm": "±"}
-_HAS_COMPARISON = re.compile(
-    r"[<>≤≥≠±=!]|(?i:least|most|less|fewer|more|greater|higher|larger|lower|smaller|over|above"
-    r"|under|below|not|never|n't|other|except|minimum|maximum|exceed|beyond|excess|up\s+to)"
+# What any comparison needs: one of these symbols, or one of these words.
+_COMPARISON_SYMBOL = re.compile(r"[<>≤≥≠±=!']")
+_WORD = re.compile(r"[^\W\d_]+")
+_COMPARISON_WORDS = frozenset(
+    "least most less fewer more greater higher larger lower smaller over above under below not"
+    " never other except minimum maximum exceed exceeds exceeding beyond excess up".split()
 )
 _LAST_WORD = re.compile(r"([^\W\d_]+)[^\w]*$")
 _FIRST_WORD = re.compile(r"^[^\w]*([^\W\d_]+)")
@@ -489,7 +543,10 @@ def _comparisons(*texts: str) -> tuple[frozenset[str], list[str]]:
     found: set[str] = set()
     rest = []
     for text in texts:
-        if text and _HAS_COMPARISON.search(text):
+        if text and (
+            _COMPARISON_SYMBOL.search(text)
+            or not _COMPARISON_WORDS.isdisjoint(w.lower() for w in _WORD.findall(text))
+        ):
             pieces = []
             last = 0
             for match in _COMPARISON.finditer(text):
@@ -503,6 +560,7 @@ def _comparisons(*texts: str) -> tuple[frozenset[str], list[str]]:
 
 
 _NO_COMPARISON: frozenset[str] = frozenset()
+_PLAIN_REST = (_NO_COMPARISON, None, None, False, True)
 
 
 def _value(token: _Token, before: str, after: str) -> Value:
@@ -542,17 +600,20 @@ def _value(token: _Token, before: str, after: str) -> Value:
             elif word not in _FILLER:
                 unit = _canonical_unit(word)
     digits = token.value
-    return Value(
-        number=(-digits if negative else digits) * token.magnitude,
-        digits=digits,
-        negative=negative,
-        magnitude=token.magnitude,
-        percent=percent,
-        comparison=comparison,
-        label=label,
-        unit=unit,
-        scientific=token.exponent,
-        plain=False,
+    return _new(
+        Value,
+        (
+            (-digits if negative else digits) * token.magnitude,
+            digits,
+            negative,
+            token.magnitude,
+            percent,
+            comparison,
+            label,
+            unit,
+            token.exponent,
+            False,
+        ),
     )
 
 
@@ -608,18 +669,18 @@ def _read(text: str, *, whole: bool) -> Reading:
     if plain is not None:
         digits = float(plain.group(2))
         negative = plain.group(1) == "-"
-        return Value(
-            -digits if negative else digits,
-            digits,
-            negative,
-            1.0,
-            False,
-            _NO_COMPARISON,
-            None,
-            None,
-            False,
-            True,
+        return _new(
+            Value, (-digits if negative else digits, digits, negative, 1.0, False, *_PLAIN_REST)
         )
+    simple = _SIMPLE.fullmatch(text)
+    if simple is not None:
+        value = _simple_value(simple)
+        if value is not None:
+            return value
+    elif "\n" not in text:
+        quick = _plain_shape(text, whole)
+        if quick is not None:
+            return quick
     text = _clean(text)
     if whole and "\n" in text:
         text = _BULLET.sub("", text)
@@ -640,16 +701,187 @@ def _read(text: str, *, whole: bool) -> Reading:
             low = _value(tokens[0], before, "")
             high = _value(tokens[1], "", text[tokens[1].end :])
             return Range(low, high)
-    if whole and any(_LIST_GAP.search(gap) for gap in gaps):
-        listed = _items(text, tokens, gaps)
-        if listed is not None:
-            return listed
+    if whole:
+        separators = [_LIST_GAP.search(gap) for gap in gaps]
+        if any(separators):
+            listed = _items(text, tokens, gaps, separators)
+            if listed is not None:
+                return listed
     if all(_OPERATOR_GAP.fullmatch(gap) for gap in gaps):
         return _EXPR
     return Multi(
         tuple(t.value * t.magnitude for t in tokens if t.value is not None),
         any(t.kind == "date" for t in tokens),
     )
+
+
+# Most answers that are not a plain number are words, a currency or sign, one number, and a
+# percent sign or a unit: "12 years", "The answer is 5", "$5768.04", "45%", "Class 2". When no
+# word is one the full reading treats apart, this gives the same Value without tokenising.
+_SIMPLE = re.compile(
+    r"\s*(?P<pre>(?:[A-Za-z]+\s+)*?)(?P<cur>[$€£]\s*)?(?P<neg>[" + _MINUSES + r"]\s*)?"
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<exp>[eE][-+]?\d+)?(?![\d,])"
+    r"(?:\s*(?P<pct>%)|\s+(?P<unit>[A-Za-z]+))?\.?\s*"
+)
+_SPECIAL_WORDS = (
+    _TOKEN_WORDS
+    | _COMPARISON_WORDS
+    | frozenset(_MAGNITUDES)
+    | frozenset(
+        "minus negative percent pct per cent thousands hundreds millions billions trillions"
+        " between from to and or through thru until till no".split()
+    )
+)
+
+
+def _simple_value(found: re.Match[str]) -> Value | None:
+    pre = found.group("pre")
+    words = pre.split() if pre else []
+    unit_word = found.group("unit")
+    if unit_word is not None:
+        if unit_word.lower() in _SPECIAL_WORDS or unit_word in ("M", "B", "T"):
+            return None
+        words.append(unit_word)
+    for word in words:
+        if word.lower() in _SPECIAL_WORDS:
+            return None
+    label = None
+    if pre:
+        word = words[-1 if unit_word is None else -2].lower()
+        if word not in _FILLER:
+            label = word
+    unit = _CURRENCY[found.group("cur")[0]] if found.group("cur") else None
+    if unit_word is not None:
+        word = unit_word.lower()
+        if word not in _FILLER:
+            unit = _canonical_unit(word)
+    raw = found.group("num")
+    if "," in raw:
+        raw = raw.replace(",", "")
+    exponent = found.group("exp")
+    digits = float(raw + exponent) if exponent else float(raw)
+    negative = found.group("neg") is not None
+    return _new(
+        Value,
+        (
+            -digits if negative else digits,
+            digits,
+            negative,
+            1.0,
+            found.group("pct") is not None,
+            _NO_COMPARISON,
+            label,
+            unit,
+            exponent is not None,
+            False,
+        ),
+    )
+
+
+_PLAIN_PART = re.compile(r"-?\d+(?:\.\d+)?")
+# Words that could make two numbers a range, a list, a date, a quarter or one number.
+_STRUCTURE_WORDS = (
+    _TOKEN_WORDS
+    | frozenset(_MAGNITUDES)
+    | frozenset(
+        "thousands hundreds millions billions trillions percent pct per cent"
+        " to through thru until till and between from of".split()
+    )
+)
+
+
+def _plain_hedge(text: str) -> Multi | None:
+    """Plain numbers and ordinary words only, two numbers or more ("12 or maybe 17", "1 2 3"):
+    the same Multi the full reading gives, without tokenising."""
+    values = []
+    after_number = False
+    for part in text.split():
+        if part.isalpha():
+            if not part.isascii() or part.lower() in _STRUCTURE_WORDS:
+                return None
+            after_number = False
+        elif _PLAIN_PART.fullmatch(part):
+            # "5 -3" is a range and "1 000" one number in the full reading.
+            if after_number and (part[0] == "-" or len(part) == 3):
+                return None
+            values.append(abs(float(part)))
+            after_number = True
+        else:
+            return None
+    if len(values) < 2:
+        return None
+    return Multi(tuple(values), False)
+
+
+# A side that is one date and nothing else, as the token pattern reads it.
+_BARE_DATE = re.compile(r"\s*(?:" + _ISO_DATE + "|" + _NUMERIC_DATE + r")\s*")
+_PLAIN_RANGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*[" + _MINUSES + r"]\s*(\d+(?:\.\d+)?)\s*")
+
+
+def _plain_shape(text: str, whole: bool) -> Reading | None:
+    """The reading of a side made of plain numbers alone (a hedge in words, a comma list, a
+    range) or of one bare date, without tokenising; None for any other side. Each gives what
+    the full reading gives (tests/scorers/test_reading.py)."""
+    if "," in text:
+        if not whole:
+            return None
+        return _plain_list(text) or _comma_list(text)
+    if "-" in text or "/" in text or "." in text:
+        found = _BARE_DATE.fullmatch(text)
+        if found is not None:
+            return _iso_date(found) if found.group("ISO") else _numeric_date(found)
+    found = _PLAIN_RANGE.fullmatch(text)
+    if found is not None:
+        low, high = found.group(1), found.group(2)
+        if len(low) == 4 and low.isdigit():
+            return None  # "2019-05" is a month
+        return Range(_bare_value(float(low)), _bare_value(float(high)))
+    return _plain_hedge(text)
+
+
+def _bare_value(digits: float) -> Value:
+    return _new(
+        Value, (digits, digits, False, 1.0, False, _NO_COMPARISON, None, None, False, False)
+    )
+
+
+def _plain_list(text: str) -> Items | None:
+    parts = text.split(",")
+    items = []
+    texts = []
+    comma_joined = False
+    previous = ""
+    for part in parts:
+        stripped = part.strip()
+        if not _PLAIN_PART.fullmatch(stripped):
+            return None
+        if previous and previous[-1].isdigit() and part[0].isdigit():
+            if len(part) >= 3 and part[:3].isdigit() and not part[3:4].isdigit():
+                return None  # "1,234" and "1,234.5" are one number
+            comma_joined = True
+        previous = part
+        texts.append(stripped)
+        items.append(read_item(stripped))
+    return Items(tuple(items), tuple(texts), comma_joined)
+
+
+_NOT_A_COMMA_LIST = re.compile(r"[;\n&`*_\\$\"'“”‘’«»]|\d,\d|,\s*\d{4}(?!\d)|(?i:\band\b)")
+# A digit that starts a token: not glued to a word or a decimal point.
+_FREE_DIGIT = re.compile(r"(?<![\w.])\d")
+
+
+def _comma_list(text: str) -> Items | None:
+    """A list whose only separator is a comma between items that each hold a number:
+    "10 apples, 20 pears", "2019-05-01, 2019-06-01"."""
+    if _NOT_A_COMMA_LIST.search(text):
+        return None
+    texts = []
+    for piece in text.split(","):
+        stripped = piece.strip()
+        if not _FREE_DIGIT.search(stripped):
+            return None
+        texts.append(stripped)
+    return Items(tuple(read_item(t) for t in texts), tuple(texts), False)
 
 
 def _single(text: str, token: _Token, before: str, after: str) -> Reading:
@@ -664,13 +896,14 @@ def _single(text: str, token: _Token, before: str, after: str) -> Reading:
     return token.reading
 
 
-def _items(text: str, tokens: list[_Token], gaps: list[str]) -> Reading | None:
+def _items(
+    text: str, tokens: list[_Token], gaps: list[str], separators: list[re.Match[str] | None]
+) -> Reading | None:
     """The side as a list: split where a gap between two numbers holds a list separator."""
     pieces = []
     start = 0
     comma_joined = False
-    for token, gap in zip(tokens, gaps, strict=False):
-        separator = _LIST_GAP.search(gap)
+    for token, gap, separator in zip(tokens, gaps, separators, strict=False):
         if separator is None:
             continue
         if gap == "," and token.kind == "value":
@@ -687,7 +920,7 @@ def _items(text: str, tokens: list[_Token], gaps: list[str]) -> Reading | None:
             stripped = part.strip()
             if stripped:
                 texts.append(stripped)
-                items.append(_read(stripped, whole=False))
+                items.append(read_item(stripped))
     if len(items) < 2:
         return None
     return Items(tuple(items), tuple(texts), comma_joined)

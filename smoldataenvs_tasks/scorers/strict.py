@@ -94,16 +94,34 @@ _PLAIN = re.compile(r"\s*-?\d+(?:\.\d+)?\s*")
 
 def numeric_refusal(
     gold: str, candidate: str, *, scaled: bool, rel: float, abs_: float
-) -> str | None:
-    """The rule that refuses the numeric rung's acceptance of this pair, or None.
+) -> tuple[str | None, bool]:
+    """The rule that refuses the numeric rung's acceptance of this pair (or None), and whether
+    math-verify's acceptance would be refused too (then the pair is settled unless the list
+    rung can still accept it).
 
     `scaled` says the rung accepted through the ×100 bridge.
     """
-    if _PLAIN.fullmatch(gold) and _PLAIN.fullmatch(candidate):
-        # Neither side is a percentage, so the bridge has nothing to stand on.
-        return "percent_bridge" if scaled else None
-    rule = _disagreement(read(gold), read(candidate), rel, abs_, scaled=scaled, symbolic=False)
-    return "one_number" if type(rule) is Different else rule
+    gold_reading = read(gold)
+    cand_reading = read(candidate)
+    if (
+        type(gold_reading) is Value
+        and gold_reading.plain
+        and type(cand_reading) is Value
+        and cand_reading.plain
+    ):
+        # Neither side is a percentage, so the bridge has nothing to stand on; math-verify
+        # is not asked about two plain numbers.
+        return ("percent_bridge", True) if scaled else (None, False)
+    rule = _disagreement(gold_reading, cand_reading, rel, abs_, scaled=scaled, symbolic=False)
+    if rule is None:
+        return None, False
+    if type(rule) is Different:
+        rule = "one_number"
+    final = (
+        _disagreement(gold_reading, cand_reading, rel, abs_, scaled=False, symbolic=True)
+        is not None
+    )
+    return rule, final
 
 
 def list_item_refusal(gold_item: str, candidate_item: str, rel: float, abs_: float) -> str | None:

@@ -255,8 +255,39 @@ def test_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(grader, "_MEMO_MAX_ENTRIES", 10)
     grader.clear_memo()
     for i in range(25):
-        grade(f"label {i}", f"label {i}")
-    assert grader.memo_info()["size"] == 10
+        grade(f"label {i}", f"other {i}")
+        assert 0 < grader.memo_info()["size"] <= 10
+    # The pairs graded last are still remembered; the first ones are gone.
+    hits = grader.memo_info()["hits"]
+    grade("label 24", "other 24")
+    assert grader.memo_info()["hits"] == hits + 1
+    grade("label 0", "other 0")
+    assert grader.memo_info()["hits"] == hits + 1
+
+
+def test_memo_keeps_a_pair_in_use_across_generations(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grader, "_MEMO_MAX_ENTRIES", 10)
+    grader.clear_memo()
+    grade("kept", "not kept")
+    for i in range(40):
+        grade(f"label {i}", f"other {i}")
+        hits = grader.memo_info()["hits"]
+        grade("kept", "not kept")  # RL re-samples the same answer all along
+        assert grader.memo_info()["hits"] == hits + 1
+
+
+def test_exact_and_numeric_acceptances_are_not_memoised() -> None:
+    # Recomputing them costs less than a memo look-up; everything below them is remembered.
+    grader.clear_memo()
+    grade("12", "12.0")
+    grade("12", "12.0")
+    grade("East", " east ")
+    assert grader.memo_info() | {"max_entries": 0} == {
+        "hits": 0,
+        "misses": 0,
+        "size": 0,
+        "max_entries": 0,
+    }
 
 
 # --- keywords and coercion ---------------------------------------------------------------------

@@ -225,7 +225,7 @@ def test_unknown_profile_is_a_clear_error() -> None:
 
 def test_profiles_are_remembered_apart() -> None:
     grader.clear_memo()
-    assert grade("12", "12 or maybe 17").reward == 1.0
-    assert grade("12", "12 or maybe 17", profile="strict").reward == 0.0
-    assert grade("12", "12 or maybe 17").reward == 1.0
+    assert grade("12", "17 | 12").reward == 1.0  # math-verify reads the last number
+    assert grade("12", "17 | 12", profile="strict").reward == 0.0
+    assert grade("12", "17 | 12").reward == 1.0
     assert grader.memo_info()["hits"] == 1
