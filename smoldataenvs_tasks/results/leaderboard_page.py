@@ -114,7 +114,7 @@ def render_markdown(board: dict[str, Any]) -> str:
         out.append("")
         if table["comparisons"]:
             out += [
-                "### Pairwise (paired bootstrap on the tasks both graded)",
+                "### Pairwise (paired bootstrap on the tasks both counted)",
                 "",
                 _md_row(["A", "B", "tasks", "A − B (points)", "95% CI", "verdict", "tasks needed"]),
                 "|---|---|---|---|---|---|---|",
@@ -142,7 +142,7 @@ def _diagnostic_lines(table: dict[str, Any]) -> list[str]:
     d = table["diagnostics"]
     sizes = sorted({e["n_tasks"] for e in table["entries"]})
     lines = [
-        f"Tasks graded by every entry: {d['n_tasks_common']} (entries cover "
+        f"Tasks counted by every entry: {d['n_tasks_common']} (entries cover "
         f"{', '.join(map(str, sizes))} tasks).",
         f"Tasks that split (some attempts right, some wrong, across entries): "
         f"{d['n_tasks_split']}; solved by every entry: {d['n_solved_by_all']}; failed by "
@@ -360,7 +360,7 @@ def _comparisons(table: dict[str, Any], index: int) -> str:
         )
     head_html = "".join(_th(h) for h in heads)
     return (
-        "<h3>Pairwise: paired bootstrap on the tasks both graded</h3>"
+        "<h3>Pairwise: paired bootstrap on the tasks both counted</h3>"
         f'<table class="board pairs" id="pairs-{index}"><thead><tr>{head_html}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>"
     )

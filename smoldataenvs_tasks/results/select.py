@@ -88,20 +88,34 @@ def group_runs(
         run = group.runs[0]
         variant = run.variant if run.variant == "program" else f"{run.variant}-{run.protocol}"
         group.folder = _slug(f"{group.model}__{run.split}__{variant}")
-    taken = [g.folder for g in ordered]
-    for group in ordered:
-        if taken.count(group.folder) > 1:  # same model and split, another grader or revision
-            run = group.runs[0]
-            group.folder = _slug(
-                f"{group.folder}__grader-{run.grader_version}__rev-{str(run.dataset_revision)[:12]}"
-            )
-    taken = [g.folder for g in ordered]
-    for group in ordered:
-        if taken.count(group.folder) > 1:  # only the protocol differs: first the framework
-            group.folder = _slug(f"{group.folder}__{group.runs[0].framework}")
-    taken = [g.folder for g in ordered]
-    for group in ordered:
-        if taken.count(group.folder) > 1:  # then the other settings
-            digest = hashlib.sha256(settings_key(group.runs[0]).encode()).hexdigest()[:8]
-            group.folder = _slug(f"{group.folder}__settings-{digest}")
+    _distinguish(ordered)
     return ordered
+
+
+# What may tell apart groups of one model and split, in the order it is added to a folder name.
+_DISTINCTIONS = (
+    lambda run: f"grader-{run.grader_version}",
+    lambda run: f"rev-{str(run.dataset_revision)[:12]}",
+    lambda run: run.framework,
+    lambda run: "settings-" + hashlib.sha256(settings_key(run).encode()).hexdigest()[:8],
+)
+
+
+def _distinguish(groups: Sequence[RunGroup]) -> None:
+    """Folder names unique among `groups`: where several share one, each gets the parts that
+    differ among them (grader, revision, framework, then a digest of the other settings) until
+    the names differ."""
+    by_folder: dict[str, list[RunGroup]] = {}
+    for group in groups:
+        by_folder.setdefault(group.folder, []).append(group)
+    for folder, same in by_folder.items():
+        if len(same) == 1:
+            continue
+        names = {id(g): folder for g in same}
+        for distinction in _DISTINCTIONS:
+            if len(set(names.values())) == len(same):
+                break
+            if len({distinction(g.runs[0]) for g in same}) > 1:
+                names = {id(g): f"{names[id(g)]}__{distinction(g.runs[0])}" for g in same}
+        for group in same:
+            group.folder = _slug(names[id(group)])
