@@ -142,12 +142,10 @@ def grade(
     if gold is None or candidate is None:
         return _MISS
 
-    info = _golds.get(gold)
-    if info is None:
-        info = _read_gold(gold)
-    gold_words, gold_stripped, gold_clean, g, gold_plain = info
     # str.split() and str.strip() agree on what whitespace is (str.isspace), so no words means
     # blank, and equal word lists mean equal normalised texts (re.sub(r"\s+", " ", ...)).
+    info = _golds.get(gold)
+    gold_words = gold.lower().split() if info is None else info[0]
     if not gold_words:
         return _MISS
     cand_words = candidate.lower().split()
@@ -155,6 +153,9 @@ def grade(
         return _MISS
     if gold_words == cand_words:
         return _EXACT
+    if info is None:
+        info = _read_gold(gold, gold_words)
+    _, gold_stripped, gold_clean, g, gold_plain = info
 
     refused: str | None = None
     if g is not None and (gold_clean or mode in _NUMERIC_MODES):
@@ -176,11 +177,7 @@ def grade(
                     # Two plain numbers: nothing for a strict rule to refuse.
                     return accepted
                 refused, settled = strict.numeric_refusal(
-                    gold_stripped,
-                    candidate.strip(),
-                    scaled=accepted is _NUMERIC_SCALED,
-                    rel=rel,
-                    abs_=abs_,
+                    gold_stripped, candidate.strip(), accepted is _NUMERIC_SCALED, rel, abs_
                 )
                 if refused is None:
                     return accepted
@@ -203,14 +200,15 @@ def grade(
     return result
 
 
-def _read_gold(gold: str) -> tuple[list[str], str, bool, float | None, bool]:
-    """What the ladder needs of a gold, remembered: RL grades many candidates against one."""
+def _read_gold(gold: str, words: list[str]) -> tuple[list[str], str, bool, float | None, bool]:
+    """What the ladder needs of a gold past the exact rung, remembered: RL grades many
+    candidates against one gold."""
     stripped = gold.strip()
     clean = _CLEAN_NUMBER.fullmatch(stripped.strip("%$").strip().replace(",", "")) is not None
     found = _FIRST_NUMBER.search(gold.replace(",", "") if "," in gold else gold)
     g = float(found.group()) if found is not None else None
     plain = clean and _PLAIN.fullmatch(stripped) is not None
-    info = (gold.lower().split(), stripped, clean, g, plain)
+    info = (words, stripped, clean, g, plain)
     if len(gold) <= _MEMO_MAX_KEY_CHARS:
         if len(_golds) >= _MEMO_MAX_ENTRIES:
             _golds.clear()

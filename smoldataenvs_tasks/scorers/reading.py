@@ -47,6 +47,7 @@ __all__ = [
     "clear_cache",
     "read",
     "read_item",
+    "remembered",
 ]
 
 
@@ -655,13 +656,17 @@ def read_item(text: str) -> Reading:
 
 
 _CACHE_MAX = 65_536
-_cache: dict[str, Reading] = {}
+# The readings of whole sides by text, filled by `read`: callers on a hot path look here first
+# and call `read` only on a miss (a function call costs as much as the look-up).
+remembered: dict[str, Reading] = {}
+_cache = remembered
 _item_cache: dict[str, Reading] = {}
 
 
 def clear_cache() -> None:
     _cache.clear()
     _item_cache.clear()
+    _simple_words.clear()
 
 
 def _read(text: str, *, whole: bool) -> Reading:
@@ -672,16 +677,21 @@ def _read(text: str, *, whole: bool) -> Reading:
         return _new(
             Value, (-digits if negative else digits, digits, negative, 1.0, False, *_PLAIN_REST)
         )
-    simple = _SIMPLE.fullmatch(text)
-    if simple is not None:
-        value = _simple_value(simple)
-        if value is not None:
-            return value
-    elif "\n" not in text:
-        quick = _plain_shape(text, whole)
+    quick = _shapes(text, whole)
+    if quick is not None:
+        return quick
+    cleaned = _clean(text)
+    if cleaned != text:
+        # "\\boxed{12}", "$12$", "**12 years**": often a quick shape once unwrapped.
+        plain = _PLAIN.fullmatch(cleaned)
+        if plain is not None:
+            digits = float(plain.group(2))
+            negative = plain.group(1) == "-"
+            return _bare_value(-digits if negative else digits, digits, negative)
+        quick = _shapes(cleaned, whole)
         if quick is not None:
             return quick
-    text = _clean(text)
+    text = cleaned
     if whole and "\n" in text:
         text = _BULLET.sub("", text)
     tokens = _tokens(text)
@@ -715,6 +725,17 @@ def _read(text: str, *, whole: bool) -> Reading:
     )
 
 
+def _shapes(text: str, whole: bool) -> Reading | None:
+    """The reading of the shapes most sides take, without tokenising, or None. Each gives
+    what the full reading gives (tests/scorers/test_reading.py)."""
+    simple = _SIMPLE.fullmatch(text)
+    if simple is not None:
+        return _simple_value(simple)
+    if "\n" not in text:
+        return _plain_shape(text, whole)
+    return None
+
+
 # Most answers that are not a plain number are words, a currency or sign, one number, and a
 # percent sign or a unit: "12 years", "The answer is 5", "$5768.04", "45%", "Class 2". When no
 # word is one the full reading treats apart, this gives the same Value without tokenising.
@@ -735,32 +756,20 @@ _SPECIAL_WORDS = (
 
 
 def _simple_value(found: re.Match[str]) -> Value | None:
-    pre = found.group("pre")
-    words = pre.split() if pre else []
-    unit_word = found.group("unit")
-    if unit_word is not None:
-        if unit_word.lower() in _SPECIAL_WORDS or unit_word in ("M", "B", "T"):
-            return None
-        words.append(unit_word)
-    for word in words:
-        if word.lower() in _SPECIAL_WORDS:
-            return None
-    label = None
-    if pre:
-        word = words[-1 if unit_word is None else -2].lower()
-        if word not in _FILLER:
-            label = word
-    unit = _CURRENCY[found.group("cur")[0]] if found.group("cur") else None
-    if unit_word is not None:
-        word = unit_word.lower()
-        if word not in _FILLER:
-            unit = _canonical_unit(word)
-    raw = found.group("num")
+    pre, currency, sign, unit_word, percent = found.group("pre", "cur", "neg", "unit", "pct")
+    key = (pre, currency, sign is not None, unit_word)
+    words = _simple_words.get(key)
+    if words is None:
+        words = _simple_words[key] = _simple_label_unit(pre, currency, unit_word)
+        if len(_simple_words) > _CACHE_MAX:
+            _simple_words.clear()
+    if words is _NOT_SIMPLE:
+        return None
+    raw, exponent = found.group("num", "exp")
     if "," in raw:
         raw = raw.replace(",", "")
-    exponent = found.group("exp")
     digits = float(raw + exponent) if exponent else float(raw)
-    negative = found.group("neg") is not None
+    negative = sign is not None
     return _new(
         Value,
         (
@@ -768,14 +777,45 @@ def _simple_value(found: re.Match[str]) -> Value | None:
             digits,
             negative,
             1.0,
-            found.group("pct") is not None,
+            percent is not None,
             _NO_COMPARISON,
-            label,
-            unit,
+            words[0],
+            words[1],
             exponent is not None,
             False,
         ),
     )
+
+
+_NOT_SIMPLE = (None, None)
+# What the words around the number say, per distinct set of words: answers repeat their shape
+# ("... years", "The answer is ...") with another number each time.
+_simple_words: dict[tuple, tuple[str | None, str | None]] = {}
+
+
+def _simple_label_unit(
+    pre: str, currency: str | None, unit_word: str | None
+) -> tuple[str | None, str | None]:
+    """(label, unit) of a simple side; `_NOT_SIMPLE` when a word needs the full reading."""
+    words = pre.split() if pre else []
+    if unit_word is not None:
+        if unit_word.lower() in _SPECIAL_WORDS or unit_word in ("M", "B", "T"):
+            return _NOT_SIMPLE
+        words.append(unit_word)
+    for word in words:
+        if word.lower() in _SPECIAL_WORDS:
+            return _NOT_SIMPLE
+    label = None
+    if pre:
+        word = words[-1 if unit_word is None else -2].lower()
+        if word not in _FILLER:
+            label = word
+    unit = _CURRENCY[currency[0]] if currency else None
+    if unit_word is not None:
+        word = unit_word.lower()
+        if word not in _FILLER:
+            unit = _canonical_unit(word)
+    return (label, unit)
 
 
 _PLAIN_PART = re.compile(r"-?\d+(?:\.\d+)?")
@@ -819,9 +859,8 @@ _PLAIN_RANGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*[" + _MINUSES + r"]\s*(\d+(?:\.
 
 
 def _plain_shape(text: str, whole: bool) -> Reading | None:
-    """The reading of a side made of plain numbers alone (a hedge in words, a comma list, a
-    range) or of one bare date, without tokenising; None for any other side. Each gives what
-    the full reading gives (tests/scorers/test_reading.py)."""
+    """A side made of plain numbers alone (a hedge in words, a comma list, a range) or of one
+    bare date; None for any other side."""
     if "," in text:
         if not whole:
             return None
@@ -835,13 +874,15 @@ def _plain_shape(text: str, whole: bool) -> Reading | None:
         low, high = found.group(1), found.group(2)
         if len(low) == 4 and low.isdigit():
             return None  # "2019-05" is a month
-        return Range(_bare_value(float(low)), _bare_value(float(high)))
+        low_value, high_value = float(low), float(high)
+        return Range(_bare_value(low_value, low_value), _bare_value(high_value, high_value))
     return _plain_hedge(text)
 
 
-def _bare_value(digits: float) -> Value:
+def _bare_value(number: float, digits: float, negative: bool = False) -> Value:
+    """A number with nothing around it but, perhaps, a sign (plain=False: not the raw side)."""
     return _new(
-        Value, (digits, digits, False, 1.0, False, _NO_COMPARISON, None, None, False, False)
+        Value, (number, digits, negative, 1.0, False, _NO_COMPARISON, None, None, False, False)
     )
 
 

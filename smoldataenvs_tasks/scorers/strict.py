@@ -54,6 +54,7 @@ from smoldataenvs_tasks.scorers.reading import (
     Value,
     read,
     read_item,
+    remembered,
 )
 
 __all__ = ["RULES", "Different", "list_item_refusal", "numeric_refusal", "symbolic_refusal"]
@@ -93,7 +94,7 @@ _PLAIN = re.compile(r"\s*-?\d+(?:\.\d+)?\s*")
 
 
 def numeric_refusal(
-    gold: str, candidate: str, *, scaled: bool, rel: float, abs_: float
+    gold: str, candidate: str, scaled: bool, rel: float, abs_: float
 ) -> tuple[str | None, bool]:
     """The rule that refuses the numeric rung's acceptance of this pair (or None), and whether
     math-verify's acceptance would be refused too (then the pair is settled unless the list
@@ -101,36 +102,36 @@ def numeric_refusal(
 
     `scaled` says the rung accepted through the ×100 bridge.
     """
-    gold_reading = read(gold)
-    cand_reading = read(candidate)
-    if (
-        type(gold_reading) is Value
-        and gold_reading.plain
-        and type(cand_reading) is Value
-        and cand_reading.plain
-    ):
-        # Neither side is a percentage, so the bridge has nothing to stand on; math-verify
-        # is not asked about two plain numbers.
-        return ("percent_bridge", True) if scaled else (None, False)
-    rule = _disagreement(gold_reading, cand_reading, rel, abs_, scaled=scaled, symbolic=False)
+    gold_reading = remembered.get(gold)
+    if gold_reading is None:
+        gold_reading = read(gold)
+    cand_reading = remembered.get(candidate)
+    if cand_reading is None:
+        cand_reading = read(candidate)
+    if type(gold_reading) is Value and type(cand_reading) is Value:
+        if gold_reading.plain and cand_reading.plain:
+            # Neither side is a percentage, so the bridge has nothing to stand on; math-verify
+            # is not asked about two plain numbers.
+            return ("percent_bridge", True) if scaled else _ACCEPTED
+        rule = _values(gold_reading, cand_reading, rel, abs_, scaled, False)
+    else:
+        rule = _disagreement(gold_reading, cand_reading, rel, abs_, scaled, False)
     if rule is None:
-        return None, False
+        return _ACCEPTED
     if type(rule) is Different:
         rule = "one_number"
-    final = (
-        _disagreement(gold_reading, cand_reading, rel, abs_, scaled=False, symbolic=True)
-        is not None
-    )
+    final = _disagreement(gold_reading, cand_reading, rel, abs_, False, True) is not None
     return rule, final
+
+
+_ACCEPTED = (None, False)
 
 
 def list_item_refusal(gold_item: str, candidate_item: str, rel: float, abs_: float) -> str | None:
     """The rule that says two list items whose numbers agree do not say the same, or None."""
     if _PLAIN.fullmatch(gold_item) and _PLAIN.fullmatch(candidate_item):
         return None
-    rule = _disagreement(
-        read_item(gold_item), read_item(candidate_item), rel, abs_, scaled=False, symbolic=False
-    )
+    rule = _disagreement(read_item(gold_item), read_item(candidate_item), rel, abs_, False, False)
     return "one_number" if type(rule) is Different else rule
 
 
@@ -140,7 +141,7 @@ def symbolic_refusal(gold: str, candidate: str, rel: float, abs_: float) -> str 
     if _PLAIN.fullmatch(gold) and _PLAIN.fullmatch(candidate):
         # The numeric rung already judged two plain numbers under the row's tolerances.
         return "numeric_rung_only"
-    return _disagreement(read(gold), read(candidate), rel, abs_, scaled=False, symbolic=True)
+    return _disagreement(read(gold), read(candidate), rel, abs_, False, True)
 
 
 def _close(g: float, c: float, rel: float, abs_: float) -> bool:
@@ -149,12 +150,12 @@ def _close(g: float, c: float, rel: float, abs_: float) -> bool:
 
 
 def _disagreement(
-    gold: Reading, cand: Reading, rel: float, abs_: float, *, scaled: bool, symbolic: bool
+    gold: Reading, cand: Reading, rel: float, abs_: float, scaled: bool, symbolic: bool
 ) -> str | None:
     gold_kind = type(gold)
     cand_kind = type(cand)
     if gold_kind is Value and cand_kind is Value:
-        return _values(gold, cand, rel, abs_, scaled=scaled, symbolic=symbolic)
+        return _values(gold, cand, rel, abs_, scaled, symbolic)
     if gold_kind is Items or cand_kind is Items:
         return _lists(gold, cand, rel, abs_, symbolic=symbolic)
     if gold_kind is Multi or cand_kind is Multi:
@@ -175,8 +176,8 @@ def _disagreement(
                 getattr(cand, low_high),
                 rel,
                 abs_,
-                scaled=False,
-                symbolic=symbolic,
+                False,
+                symbolic,
             )
             if rule is not None:
                 if type(rule) is Different:
@@ -200,7 +201,7 @@ def _disagreement(
 
 
 def _values(
-    gold: Value, cand: Value, rel: float, abs_: float, *, scaled: bool, symbolic: bool
+    gold: Value, cand: Value, rel: float, abs_: float, scaled: bool, symbolic: bool
 ) -> str | None:
     if scaled:
         if gold.percent == cand.percent:
@@ -281,10 +282,7 @@ def _lists(gold: Reading, cand: Reading, rel: float, abs_: float, *, symbolic: b
     def agree(i: int, j: int) -> bool:
         if gold_texts[i] == cand_texts[j]:
             return True
-        return (
-            _disagreement(gold_items[i], cand_items[j], rel, abs_, scaled=False, symbolic=symbolic)
-            is None
-        )
+        return _disagreement(gold_items[i], cand_items[j], rel, abs_, False, symbolic) is None
 
     if all(agree(i, i) for i in range(len(gold_items))):
         return None
