@@ -142,17 +142,17 @@ def plan(mode: str, only: str | None, docker_ok: bool) -> list[Config]:
                 add(f"insp-p-compose-{w}", "Inspect program, stock docker provider + compose",
                     "inspect", "program", "docker-compose", n_docker, w, "docker",
                     f"n{n_docker}")  # fmt: skip
-                # the same provider with a fresh container per sample (no reuse)
-                add(f"insp-p-dockerfresh-{w}", "Inspect program, smoldataenvs-docker, no reuse",
+                # the same provider reusing containers after a reset (opt-in)
+                add(f"insp-p-dockerreuse-{w}", "Inspect program, smoldataenvs-docker, reuse",
                     "inspect", "program", "docker", n_docker, w, "docker", f"n{n_docker}",
-                    env={"SMOLDATAENVS_DOCKER_REUSE": "0"})  # fmt: skip
+                    env={"SMOLDATAENVS_DOCKER_REUSE": "1"})  # fmt: skip
             # DockerSession (docker run/exec/rm) directly, the path lm-eval and `validate` take
             for w in (1, 2):
                 add(f"lmeval-p-docker-{w}", "lm-eval program", "lmeval", "program", "docker",
                     n_docker, w, "docker", f"n{n_docker}")  # fmt: skip
-                add(f"lmeval-p-dockerfresh-{w}", "lm-eval program, no reuse", "lmeval",
+                add(f"lmeval-p-dockerreuse-{w}", "lm-eval program, reuse", "lmeval",
                     "program", "docker", n_docker, w, "docker", f"n{n_docker}",
-                    env={"SMOLDATAENVS_DOCKER_REUSE": "0"})  # fmt: skip
+                    env={"SMOLDATAENVS_DOCKER_REUSE": "1"})  # fmt: skip
         if docker_ok:
             n_scale = N_DOCKER_SCALE[mode]
             for w in (1, 2):  # the scaling of our Docker provider at a real run's size

@@ -505,7 +505,9 @@ class BwrapSession:
         before: cgroups.CgroupEvents | None,
     ) -> ExecResult:
         exit_code = next((doc["exit-code"] for doc in status if "exit-code" in doc), None)
-        started = any("child-pid" in doc for doc in status)
+        # bwrap exits 1 when it cannot set the sandbox up, 128 + n when the sandbox's init died
+        # of signal n under a running command (the memory cgroup's doing, or the command's).
+        died_of_a_signal = raw.returncode is not None and raw.returncode > 128
         if exit_code is None and self._closed:
             raise SandboxLost("the bwrap session was closed while the command ran")
         stdout, stderr = decode(raw.stdout), decode(raw.stderr)
@@ -530,10 +532,10 @@ class BwrapSession:
                 exit_code = 127  # command not found, as a shell would say
             elif "bwrap: Can't chdir" in stderr:
                 exit_code = 126  # the caller's cwd does not exist: its error, not the sandbox's
-            elif started:
-                # The sandbox's init was killed under a running command (by the memory cgroup,
-                # the command's own doing): the command ran and was killed, as in any sandbox.
-                exit_code = 128 + signal.SIGKILL
+            elif died_of_a_signal:
+                # The sandbox's init was killed under a running command: the command ran and
+                # was killed, as in any sandbox, not a sandbox that failed to start.
+                exit_code = raw.returncode
             else:
                 raise SandboxFailure(
                     f"bwrap failed before running the command (exit {raw.returncode}): "
