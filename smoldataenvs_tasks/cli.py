@@ -35,11 +35,11 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "verify": (
         "smoldataenvs_tasks.results.cli:verify_command",
-        "Check a submission.json (hash, figures, pins, logs).",
+        "Check a submission.json: figures, your data, its logs re-graded.",
     ),
     "leaderboard": (
         "smoldataenvs_tasks.results.cli:leaderboard_command",
-        "Rank verified submissions: md, html, json.",
+        "Rank submissions verified against their logs: md, html, json.",
     ),
     "regrade": (
         "smoldataenvs_tasks.regrade:regrade_command",

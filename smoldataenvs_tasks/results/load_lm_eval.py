@@ -275,8 +275,10 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
         if verdict_rows is not None and len(ours) == 1:
             tasks = _attempts_from_verdicts(verdict_rows, verdicts_file.name)
             if samples_file.exists():
-                first = _read_jsonl_first(samples_file)
-                first_doc = _mapping(first.get("doc"), f"{samples_file.name}:1 doc")
+                # lm-eval's own record of the same verdicts: the two files must agree, or one of
+                # them was edited after the run.
+                from_samples, first_doc = _attempts_from_samples(samples_file)
+                _check_agree(tasks, from_samples, verdicts_file.name, samples_file.name)
         elif samples_file.exists():
             tasks, first_doc = _attempts_from_samples(samples_file)
         else:
@@ -461,6 +463,34 @@ def _declared_grader_version(meta: dict[str, Any], tasks: dict[str, TaskAttempts
     return version
 
 
-def _read_jsonl_first(path: Path) -> dict[str, Any]:
-    rows = _read_jsonl(path)
-    return rows[0] if rows else {}
+def _check_agree(
+    verdicts: dict[str, TaskAttempts],
+    samples: dict[str, TaskAttempts],
+    verdicts_name: str,
+    samples_name: str,
+) -> None:
+    """The run's own verdicts, as our console script and lm-eval each wrote them, are the same
+    (reward, category, answer and tables of every attempt)."""
+
+    def outcomes(tasks: dict[str, TaskAttempts]) -> dict[tuple[str, int], tuple[Any, ...]]:
+        return {
+            (task_id, a.epoch): (
+                a.verdict.reward,
+                a.verdict.category,
+                a.verdict.prediction,
+                a.table_sha256,
+            )
+            for task_id, task in tasks.items()
+            for a in task.attempts
+        }
+
+    mine, theirs = outcomes(verdicts), outcomes(samples)
+    if mine != theirs:
+        differing = sorted(set(mine) ^ set(theirs)) or sorted(
+            key for key in mine if mine[key] != theirs[key]
+        )
+        task_id, epoch = differing[0]
+        raise RunLoadError(
+            f"{verdicts_name} and {samples_name} record different verdicts for task {task_id} "
+            f"(attempt {epoch}): one of them was edited after the run"
+        )

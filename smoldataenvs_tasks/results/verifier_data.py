@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from smoldataenvs_tasks._pins import SPLIT_SIZES, pinned_revision
 from smoldataenvs_tasks.data.rows import TaskRecord
@@ -36,7 +37,7 @@ class VerifierData:
     records: dict[str, TaskRecord]
     n_rows: int
     split_sha256: str
-    _source: object = field(repr=False, default=None)
+    source: Any = field(repr=False, default=None)  # the DataSource the rows came from
     _tables: dict[str, tuple[str | None, dict[str, str] | None]] = field(
         default_factory=dict, repr=False
     )
@@ -71,7 +72,7 @@ class VerifierData:
             records={record.task_id: record for record in records},
             n_rows=len(records),
             split_sha256=digest,
-            _source=source,
+            source=source,
         )
 
     @property
@@ -93,7 +94,7 @@ class VerifierData:
         if record.invalid_row is not None:
             state = (UngradedReason.INVALID_ROW.value, None)
         else:
-            tables = resolve_tables(record, source=self._source)  # type: ignore[arg-type]
+            tables = resolve_tables(record, source=self.source)
             if not tables.available:
                 reason = (
                     UngradedReason.TABLE_CORRUPT

@@ -168,6 +168,18 @@ def test_lm_eval_verdicts_flipped_to_correct_with_the_prediction_untouched_fail_
     assert "fail  regrade" in result.output and sorted(flipped)[0] in result.output
 
 
+def test_an_lm_eval_answer_edited_in_one_of_its_two_records_is_refused(lm_eval_out, tmp_path):
+    forged = shutil.copytree(lm_eval_out, tmp_path / "forged")
+    (verdicts,) = forged.glob("verdicts_*.jsonl")
+    rows = [json.loads(line) for line in verdicts.read_text().splitlines() if line.strip()]
+    (row,) = [r for r in rows if r["verdict"]["category"] == "wrong_value"][:1]
+    row["verdict"].update(prediction="7438.11", reward=1.0, category="correct", method="exact")
+    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = invoke("report", forged, "--out", tmp_path / "r")
+    assert result.exit_code == 2
+    assert f"record different verdicts for task {row['task_id']}" in result.output
+
+
 def test_inspect_scores_set_to_1_with_the_prediction_untouched_fail_the_regrade(
     mixed_log, tmp_path
 ):
