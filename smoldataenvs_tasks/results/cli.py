@@ -326,6 +326,8 @@ def leaderboard_command(
         results = [(path, verifier.verify_file(path)) for path in submissions]
     except RunLoadError as exc:
         raise BadInput(str(exc)) from None
+    for note in verifier.notes:
+        click.echo(f"note: {note}")
     for path, result in results:
         if not result.intact or result.submission is None:
             details = "; ".join(f"{c.name}: {c.detail}" for c in result.failures(INTEGRITY_CHECKS))

@@ -347,6 +347,24 @@ def test_twenty_invented_tasks_in_the_10_task_sample_are_refused_without_logs(ho
     assert "fail  data" in result.output and "not in the verifier's split sample" in result.output
 
 
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [("strip", "recorded no table digests"), ("change", "was given tables orders.csv 000000")],
+)
+def test_table_digests_stripped_or_changed_in_a_submission_fail_against_the_verifiers_data(
+    edit, words, honest, tmp_path
+):
+    sub = load_sub(honest["mixed"])
+    (task,) = [t for t in sub["tasks"] if t["task_id"] == "sample/0001/orders.ipynb_qa_1"]
+    attempt = task["attempts"][0]
+    attempt["table_sha256"] = None if edit == "strip" else {"orders.csv": "0" * 64}
+    result = invoke("verify", save(recompute(sub), tmp_path / edit))
+    assert result.exit_code == 1
+    assert (
+        "fail  data: task sample/0001/orders.ipynb_qa_1" in result.output and words in result.output
+    )
+
+
 # --- "ungraded" won ---------------------------------------------------------------------------
 
 
