@@ -28,8 +28,21 @@ class LmEvalRegradeError(SmolDataEnvsError, ValueError):
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    """The file's JSON objects, one per line; a malformed file is one LmEvalRegradeError."""
+    rows = []
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                if not isinstance(row, dict):
+                    raise LmEvalRegradeError(f"{path.name}:{number}: not a JSON object")
+                rows.append(row)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LmEvalRegradeError(f"{path.name}: not readable JSON lines: {text}") from None
+    return rows
 
 
 def _docs_beside(verdicts_file: Path) -> dict[str, dict[str, Any]]:
@@ -74,6 +87,35 @@ def _docs_from_dataset(
     return {record.task_id: record.to_doc() for record in records}
 
 
+def _regraded_rows(verdicts_file: Path, profile: str) -> list[dict[str, Any]]:
+    """The file's rows, each with its verdict under `profile` added as `regraded.<profile>`."""
+    rows = _rows(verdicts_file)
+    docs = _docs_beside(verdicts_file)
+    missing = {str(row["task_id"]) for row in rows} - set(docs)
+    if missing:
+        docs.update(_docs_from_dataset(verdicts_file, rows, missing))
+    for row in rows:
+        task_id = str(row["task_id"])
+        verdict = Verdict.from_dict(row["verdict"])
+        already = dict(row.get("regraded") or {})
+        if verdict.profile == profile or profile in already:
+            raise LmEvalRegradeError(
+                f"{verdicts_file.name}: task {task_id} already holds a verdict under the "
+                f"{profile!r} grader"
+            )
+        doc = docs[task_id]
+        new = regrade_verdict(
+            verdict,
+            gold=str(doc["answer"]),
+            reward_mode=str(doc.get("reward_mode") or ""),
+            atol=doc.get("atol"),
+            rtol=doc.get("rtol"),
+            profile=profile,
+        )
+        row["regraded"] = {**already, profile: new.to_dict()}
+    return rows
+
+
 def regrade_lm_eval_output(path: str | Path, profile: str, out: str | Path) -> list[Path]:
     """Copy the output folder `path` to `out`, adding each verdict row's verdict under
     `profile`. Returns the verdict files written."""
@@ -93,31 +135,17 @@ def regrade_lm_eval_output(path: str | Path, profile: str, out: str | Path) -> l
     # Every row is re-graded before anything is written.
     regraded: dict[Path, list[dict[str, Any]]] = {}
     for verdicts_file in verdict_files:
-        rows = _rows(verdicts_file)
-        docs = _docs_beside(verdicts_file)
-        missing = {str(row["task_id"]) for row in rows} - set(docs)
-        if missing:
-            docs.update(_docs_from_dataset(verdicts_file, rows, missing))
-        for row in rows:
-            task_id = str(row["task_id"])
-            verdict = Verdict.from_dict(row["verdict"])
-            already = dict(row.get("regraded") or {})
-            if verdict.profile == profile or profile in already:
-                raise LmEvalRegradeError(
-                    f"{verdicts_file.name}: task {task_id} already holds a verdict under the "
-                    f"{profile!r} grader"
-                )
-            doc = docs[task_id]
-            new = regrade_verdict(
-                verdict,
-                gold=str(doc["answer"]),
-                reward_mode=str(doc.get("reward_mode") or ""),
-                atol=doc.get("atol"),
-                rtol=doc.get("rtol"),
-                profile=profile,
-            )
-            row["regraded"] = {**already, profile: new.to_dict()}
-        regraded[verdicts_file.relative_to(source)] = rows
+        try:
+            regraded[verdicts_file.relative_to(source)] = _regraded_rows(verdicts_file, profile)
+        except LmEvalRegradeError:
+            raise
+        except SmolDataEnvsError as exc:  # the golds' rows could not be had
+            raise LmEvalRegradeError(f"{verdicts_file.name}: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise LmEvalRegradeError(
+                f"{verdicts_file.name}: a row is not a verdict row ({type(exc).__name__}: "
+                f"{str(exc)[:120]})"
+            ) from None
 
     shutil.copytree(source, target, dirs_exist_ok=True)
     written = []

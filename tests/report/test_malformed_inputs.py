@@ -312,3 +312,19 @@ def test_mutated_inspect_log_never_gives_a_traceback(inspect_gold_log, gold_subm
         assert_no_traceback(result, f"Inspect log mutation {number}")
         exits[result.exit_code] += 1
     assert sum(exits.values()) == LOG_MUTATIONS and exits[2] > LOG_MUTATIONS // 4, exits
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['{"task_id": "t", "verdict": [1]}', "[" * 5000, '{"task_id": "t"}', "not json", "[1]"],
+)
+def test_regrade_of_a_malformed_lm_eval_folder_is_one_line(line, tmp_path):
+    folder = tmp_path / "out" / "model"
+    folder.mkdir(parents=True)
+    (folder / "verdicts_2026-01-01T00-00-00.jsonl").write_text(line + "\n", encoding="utf-8")
+    result = run(
+        "regrade", str(tmp_path / "out"), "--grader", "strict", "--out", str(tmp_path / "r")
+    )
+    assert_no_traceback(result, line[:20])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1
+    assert "verdicts_2026-01-01T00-00-00.jsonl" in result.output
