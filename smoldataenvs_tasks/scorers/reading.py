@@ -83,7 +83,7 @@ class Ratio(NamedTuple):
 
 
 class Expr(NamedTuple):
-    pass
+    value: float | None  # what a simple expression (a/b, a^b, a root, a×10^b) comes to
 
 
 class Items(NamedTuple):
@@ -103,7 +103,7 @@ class Text(NamedTuple):
 
 Reading = Value | Range | Date | Period | Ratio | Expr | Items | Multi | Text
 
-_EXPR = Expr()
+_EXPR = Expr(None)
 _TEXT = Text()
 # tuple.__new__ directly: a NamedTuple's own __new__ is a Python function, a third of the cost
 # of reading a plain number.
@@ -280,7 +280,7 @@ def _tokens(text: str, *, quick: bool = True) -> list[_Token]:
         if start < end:
             continue
         piece = found.group()
-        if piece[-1].isdigit():
+        if piece[-1].isdecimal():
             if quick and piece[0] != "." and not _COMPLEX_AFTER.match(text, found.end()):
                 # A number nothing around could turn into a date, a quarter, a ratio, a
                 # thousands group, a magnitude or a percentage: the token is the digits.
@@ -304,7 +304,7 @@ def _tokens(text: str, *, quick: bool = True) -> list[_Token]:
             if tokens and start > 0 and _LETTER_BEFORE.search(text, 0, start):
                 continue
             raw = match.group("num")
-            if not raw.isdigit():
+            if not raw.isdecimal():
                 raw = raw.replace(",", "").replace(" ", "").replace("\u00a0", "")
                 raw = raw.replace("\u202f", "")
             exponent = match.group("exp")
@@ -629,6 +629,21 @@ _AND_GAP = re.compile(r"\s*(?i:and|to|&)\s*[$€£¥₹]?\s*")
 _OPERATOR_GAP = re.compile(r"[\s)\]]*(?:[/^*×÷·+]|\\(?:cdot|times|div|over))[\s(\[{]*|\s*}\s*{\s*")
 _MATH_MARK = re.compile(r"\\(?:frac|dfrac|tfrac|sqrt|pi|cdot|times|div|log|ln|exp|binom)|[√π^]")
 _BULLET = re.compile(r"(?m)^[ \t]*[-*•][ \t]+")
+_NUMBERED = re.compile(r"(?m)^[ \t]*(\d+)[.)][ \t]+")
+
+
+def _unbullet(text: str) -> str:
+    """A list one item per line loses its bullets, and its numbers when every line is numbered
+    1, 2, 3, ... ("1. 12" is the item 12)."""
+    text = _BULLET.sub("", text)
+    lines = [line for line in text.split("\n") if line.strip()]
+    numbers = [_NUMBERED.match(line) for line in lines]
+    if len(lines) > 1 and all(
+        found is not None and int(found.group(1)) == index
+        for index, found in enumerate(numbers, start=1)
+    ):
+        return _NUMBERED.sub("", text)
+    return text
 
 
 def read(text: str) -> Reading:
@@ -693,10 +708,10 @@ def _read(text: str, *, whole: bool) -> Reading:
             return quick
     text = cleaned
     if whole and "\n" in text:
-        text = _BULLET.sub("", text)
+        text = _unbullet(text)
     tokens = _tokens(text)
     if not tokens:
-        return _EXPR if _MATH_MARK.search(text) or "$" in text else _TEXT
+        return _expression(text) if _MATH_MARK.search(text) or "$" in text else _TEXT
     if len(tokens) == 1:
         return _single(text, tokens[0], text[: tokens[0].start], text[tokens[0].end :])
     gaps = [text[a.end : b.start] for a, b in pairwise(tokens)]
@@ -718,7 +733,7 @@ def _read(text: str, *, whole: bool) -> Reading:
             if listed is not None:
                 return listed
     if all(_OPERATOR_GAP.fullmatch(gap) for gap in gaps):
-        return _EXPR
+        return _expression(text)
     return Multi(
         tuple(t.value * t.magnitude for t in tokens if t.value is not None),
         any(t.kind == "date" for t in tokens),
@@ -872,7 +887,7 @@ def _plain_shape(text: str, whole: bool) -> Reading | None:
     found = _PLAIN_RANGE.fullmatch(text)
     if found is not None:
         low, high = found.group(1), found.group(2)
-        if len(low) == 4 and low.isdigit():
+        if len(low) == 4 and low.isdecimal():
             return None  # "2019-05" is a month
         low_value, high_value = float(low), float(high)
         return Range(_bare_value(low_value, low_value), _bare_value(high_value, high_value))
@@ -896,8 +911,8 @@ def _plain_list(text: str) -> Items | None:
         stripped = part.strip()
         if not _PLAIN_PART.fullmatch(stripped):
             return None
-        if previous and previous[-1].isdigit() and part[0].isdigit():
-            if len(part) >= 3 and part[:3].isdigit() and not part[3:4].isdigit():
+        if previous and previous[-1].isdecimal() and part[0].isdecimal():
+            if len(part) >= 3 and part[:3].isdecimal() and not part[3:4].isdecimal():
                 return None  # "1,234" and "1,234.5" are one number
             comma_joined = True
         previous = part
@@ -925,10 +940,52 @@ def _comma_list(text: str) -> Items | None:
     return Items(tuple(read_item(t) for t in texts), tuple(texts), False)
 
 
+_NUM = r"(\d+(?:\.\d+)?)"
+_SIGNED = r"(-?\d+(?:\.\d+)?)"
+# The expressions strict can value itself, so that a match math-verify finds by reading some
+# other number of the side ("6387 / 4271?" read as 4271) does not stand.
+_EXPRESSIONS = (
+    (re.compile(r"\(?" + _SIGNED + r"\)?/\(?" + _SIGNED + r"\)?"), "divide"),
+    (re.compile(r"(-?)\\[dt]?frac\{" + _SIGNED + r"\}\{" + _SIGNED + r"\}"), "frac"),
+    (re.compile(_SIGNED + r"\^\{?" + _SIGNED + r"\}?"), "power"),
+    (re.compile(r"(?:\\sqrt|√)\{?" + _NUM + r"\}?"), "root"),
+    (
+        re.compile(_SIGNED + r"(?:\\times|\\cdot|×|\*|x)10\^\{?(-?\d+)\}?"),
+        "scientific",
+    ),
+)
+_EXPRESSION_NOISE = re.compile(r"[\s$]|[.?!]+$")
+
+
+def _expression(text: str) -> Expr:
+    compact = _EXPRESSION_NOISE.sub("", text)
+    for pattern, kind in _EXPRESSIONS:
+        found = pattern.fullmatch(compact)
+        if found is None:
+            continue
+        try:
+            if kind == "divide":
+                return Expr(float(found.group(1)) / float(found.group(2)))
+            if kind == "frac":
+                value = float(found.group(2)) / float(found.group(3))
+                return Expr(-value if found.group(1) else value)
+            if kind == "power":
+                base, exponent = float(found.group(1)), float(found.group(2))
+                if abs(exponent) > 64 or abs(base) > 1e6:
+                    return _EXPR  # too large to be worth computing here
+                return Expr(float(base**exponent))
+            if kind == "root":
+                return Expr(float(found.group(1)) ** 0.5)
+            return Expr(float(found.group(1)) * 10.0 ** int(found.group(2)))
+        except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+            return _EXPR
+    return _EXPR
+
+
 def _single(text: str, token: _Token, before: str, after: str) -> Reading:
     if token.kind == "value":
         if _MATH_MARK.search(text):
-            return _EXPR
+            return _expression(text)
         return _value(token, before, after)
     if token.kind == "word":
         # A number in words alone: the published ladder finds no number in it either.

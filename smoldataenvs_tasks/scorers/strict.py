@@ -165,8 +165,25 @@ def _disagreement(
             return None
         return "dates"
     if gold_kind is Expr or cand_kind is Expr:
-        # Only math-verify can value an expression; the numeric rung's first number is not it.
-        return None if symbolic else "one_expression"
+        # The numeric rung's first number is not an expression's value. Where math-verify
+        # judges, a simple expression strict values itself must come to the other side's value.
+        if not symbolic:
+            return "one_expression"
+        expression = gold if gold_kind is Expr else cand
+        other = cand if gold_kind is Expr else gold
+        if expression.value is None:
+            return None
+        if type(other) is Value:
+            target = other.number
+        elif type(other) is Expr and other.value is not None:
+            target = other.value
+        else:
+            return None
+        if _close(expression.value, target, rel, abs_) or abs(expression.value - target) <= (
+            1e-6 * max(1.0, abs(target))
+        ):
+            return None
+        return _DIFFERENT_EXPRESSION
     if gold_kind is Range or cand_kind is Range:
         if gold_kind is not cand_kind:
             return "one_number"

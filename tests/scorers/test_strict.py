@@ -229,3 +229,117 @@ def test_profiles_are_remembered_apart() -> None:
     assert grade("12", "17 | 12", profile="strict").reward == 0.0
     assert grade("12", "17 | 12").reward == 1.0
     assert grader.memo_info()["hits"] == 1
+
+
+# --- issue 25: the classes the audit found open, and the right answers strict refused -----------
+
+
+@pytest.mark.parametrize(
+    "candidate",
+    ["17 | 12", "17 -> 12", "17 \u2192 12", "17 = 12", "48 \u2248 12", "7885.54? 12?",
+     "```\n17\n```\n```\n12\n```"],
+)  # fmt: skip
+def test_hedge_joined_by_a_symbol_does_not_pass_on_math_verify(candidate: str) -> None:
+    default = grade("12", candidate)
+    assert default.reward == 1.0, default
+    assert grade("12", candidate, profile="strict").reward == 0.0
+
+
+def test_hedge_with_a_bracketed_second_number_does_not_pass() -> None:
+    loophole("12", "12 (17)", "one_number")
+    loophole("34639.76", "34639.76 \u00b1 12829.54", "one_number")
+    loophole("409", "409\u2013286", "one_number")
+
+
+def test_spelled_out_hedge_12_or_seventeen_does_not_pass() -> None:
+    loophole("12", "12 or seventeen", "one_number")
+    loophole("250", "eighty, or possibly 250", "one_number")
+
+
+@pytest.mark.parametrize(
+    ("candidate", "rule"),
+    [("not 12", "comparison"), ("at least 12", "comparison"), ("\u2260 12", "comparison"),
+     ("12+", "comparison"), ("< 12", "comparison"), ("12 or more", "comparison"),
+     ("minus 12", "dropped_sign")],
+)  # fmt: skip
+def test_negation_or_bound_of_12_does_not_pass(candidate: str, rule: str) -> None:
+    loophole("12", candidate, rule)
+
+
+def test_comparison_label_lt_12_is_not_gt_12() -> None:
+    # No letters on either side: the text rules used to apply to worded sides only.
+    loophole("> 12", "< 12", "comparison")
+
+
+@pytest.mark.parametrize(
+    ("gold", "candidate"), [("12", "12 thousand"), ("12", "12k"), ("3.14", "3.14M"), ("7", "7 bn")]
+)
+def test_magnitude_word_on_a_plain_gold_does_not_pass(gold: str, candidate: str) -> None:
+    loophole(gold, candidate, "magnitude")
+
+
+@pytest.mark.parametrize(
+    "candidate", ["2019-05-01 or 2019-05-02", "2019-05-01 to 2019-05-02", "2019-05-01\n2019-05-02"]
+)
+def test_date_hedge_with_the_gold_first_does_not_pass(candidate: str) -> None:
+    # The dates rule used to settle on the first date of each side.
+    loophole("2019-05-01", candidate, "dates")
+
+
+def test_date_list_right_only_in_its_first_date_does_not_pass() -> None:
+    gold = "2020-01-01, 2020-02-01"
+    loophole(gold, "2020-01-01, 2020-02-01, 2020-03-01", "list_rung_only")
+    loophole(gold, "2020-01-01, 2020-03-05", "list_items", reward_mode="list")
+
+
+def test_fraction_math_verify_reads_as_its_last_number_does_not_pass() -> None:
+    loophole("4271", "6387 / 4271?", "one_expression")
+
+
+def test_power_gold_2_squared_is_not_2() -> None:
+    # math-verify reads "2^{2}" without $ as 2; strict values the power itself.
+    loophole("2^{2}", "2", "one_expression")
+
+
+@pytest.mark.parametrize("candidate", ["2019-05-01.", "The peak was on 2019-05-01."])
+def test_date_followed_by_a_period_is_kept(candidate: str) -> None:
+    kept("2019-05-01", candidate, "math_verify")
+    kept("12/13/1994", "12/13/1994.", "math_verify")
+
+
+@pytest.mark.parametrize(
+    ("gold", "candidate"),
+    [("2019-05-01", "May 1, 2019"), ("2019-05-01", "1 May 2019"), ("2019-05", "May 2019"),
+     ("March 2020", "2020-03")],
+)  # fmt: skip
+def test_month_name_dates_are_kept(gold: str, candidate: str) -> None:
+    kept(gold, candidate, "math_verify")
+
+
+def test_month_abbreviation_is_kept() -> None:
+    kept("March 2020", "Mar 2020", "numeric", reward_mode="numeric", abs_tol=0, rel_tol=0)
+
+
+@pytest.mark.parametrize(
+    ("gold", "candidate", "method"),
+    [("30-40", "30\u201340", "numeric"), ("30-40", "30 to 40", "numeric"),
+     ("Q3 2021", "2021 Q3", "math_verify"), ("Q3 2021", "2021-Q3", "math_verify"),
+     (">50K", "more than 50K", "numeric"), ("Q3", "3rd quarter", "numeric")],
+)  # fmt: skip
+def test_labels_written_another_way_are_kept(gold: str, candidate: str, method: str) -> None:
+    kept(gold, candidate, method, reward_mode="numeric", abs_tol=0, rel_tol=0)
+
+
+@pytest.mark.parametrize(
+    ("gold", "candidate"),
+    [("12 years", "12 yrs"), ("5 km", "5 kilometers"), ("5768 USD", "5768 dollars"),
+     ("72 kg", "72 kilograms"), ("3.5 hours", "3.5 h"), ("3.5 hours", "3.5 hrs")],
+)  # fmt: skip
+def test_unit_synonyms_are_kept(gold: str, candidate: str) -> None:
+    kept(gold, candidate, "math_verify")
+    kept(gold, candidate, "numeric", reward_mode="numeric", abs_tol=0, rel_tol=0)
+
+
+@pytest.mark.parametrize("candidate", ["12; 7; 3", "12, 7 and 3", "12\n7\n3"])
+def test_lists_in_another_separator_are_compared_item_by_item(candidate: str) -> None:
+    kept("12, 7, 3", candidate, "math_verify", reward_mode="list")

@@ -1,0 +1,209 @@
+"""How strict reads one side (`scorers/reading.py`): the issue's phrasings read as what they
+say, and the quick paths give exactly what the full reading gives.
+
+    python -m pytest tests/scorers/test_reading.py -q
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from smoldataenvs_tasks.scorers import reading
+from smoldataenvs_tasks.scorers.reading import (
+    Date,
+    Expr,
+    Items,
+    Multi,
+    Period,
+    Range,
+    Ratio,
+    Text,
+    Value,
+    read,
+    read_item,
+)
+from tests.scorers.fuzz_corpus import corpus
+from tests.scorers.phrasings import correct_phrasings, loophole_variants
+
+PROPERTY = settings(deadline=None, max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _value(text: str) -> Value:
+    found = read(text)
+    assert type(found) is Value, (text, found)
+    return found
+
+
+# --- regression: what the issue's phrasings read as ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["17 | 12", "17 -> 12", "17 \u2192 12", "17 = 12", "48 \u2248 42", "12 (17)",
+     "34639.76 \u00b1 12829.54", "7885.54? 2920.57?", "12 or seventeen", "1 2 3 4 5"],
+)  # fmt: skip
+def test_hedges_read_as_several_numbers(text: str) -> None:
+    assert type(read(text)) is Multi
+
+
+@pytest.mark.parametrize(
+    "text", ["```\n17\n```\n```\n12\n```", "**17**\n**12**", "12; 7; 3", "12, 7 and 3", "12\n7\n3"]
+)
+def test_several_lines_separators_and_code_fences_read_as_a_list(text: str) -> None:
+    assert type(read(text)) is Items
+
+
+def test_a_range_with_a_dash_to_or_between_reads_as_a_range() -> None:
+    for text in ("30-40", "30\u201340", "30 to 40", "between 30 and 40", "409\u2013286"):
+        assert type(read(text)) is Range, text
+
+
+@pytest.mark.parametrize(
+    ("text", "comparison"),
+    [("not 12", {"!="}), ("at least 12", {">="}), ("\u2260 12", {"!="}), ("12+", {">="}),
+     ("< 12", {"<"}), ("> 250", {">"}), ("12 or more", {">="}), ("more than 50K", {">"}),
+     (">50K", {">"}), ("<=50K", {"<="}), ("no more than 5", {"<="}), ("12", set())],
+)  # fmt: skip
+def test_comparisons_and_negations_are_read(text: str, comparison: set[str]) -> None:
+    assert _value(text).comparison == comparison
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [("12 thousand", 12_000), ("12k", 12_000), ("3.14M", 3_140_000), ("7 bn", 7e9),
+     ("50K", 50_000), ("12 kg", 12), ("5 m", 5)],
+)  # fmt: skip
+def test_magnitude_words_multiply_and_units_do_not(text: str, number: float) -> None:
+    assert _value(text).number == number
+
+
+@pytest.mark.parametrize(
+    "text", ["\u221212", "- 12", "minus 12", "\u201312", "-$12", "$-12", "negative 12"]
+)
+def test_signs_the_published_reading_drops_are_read(text: str) -> None:
+    assert _value(text).number == -12
+
+
+def test_a_dash_glued_to_a_word_is_not_a_sign() -> None:
+    assert _value("COVID-19").number == 19
+    assert _value("x-5").number == 5
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2019-05-01", "2019-05-01.", "The peak was on 2019-05-01.", "2019-5-1", "2019/05/01",
+     "May 1, 2019", "1 May 2019", "1st of May 2019", "2019-05-01 00:00:00", "05/01/2019"],
+)  # fmt: skip
+def test_forms_of_one_date_read_alike(text: str) -> None:
+    expected = (2019, 5, 1, 0, 0, 0) if text != "05/01/2019" else ("ambiguous", 5, 1, 2019, 0, 0, 0)
+    assert read(text) == Date(expected)
+
+
+def test_a_month_reads_as_a_month_in_any_form() -> None:
+    assert (
+        read("May 2019") == read("2019-05") == read("May 2019.") == Date((2019, 5, None, 0, 0, 0))
+    )
+    assert read("Mar 2020") == read("March 2020") == read("2020-03")
+
+
+def test_day_first_and_month_first_dates_resolve_when_one_part_exceeds_12() -> None:
+    assert read("12/13/1994") == read("13/12/1994") == read("1994-12-13")
+
+
+def test_quarters_read_in_any_form() -> None:
+    assert read("Q3 2021") == read("2021 Q3") == read("2021-Q3") == Period(3, 2021)
+    assert read("Q3") == read("3rd quarter") == read("third quarter") == Period(3, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "unit"),
+    [("12 yrs", "year"), ("12 years", "year"), ("5 kilometers", "km"), ("5 km", "km"),
+     ("5768 dollars", "usd"), ("5768 USD", "usd"), ("$5768", "usd"), ("72 kilograms", "kg"),
+     ("3.5 h", "hour"), ("3.5 hrs", "hour"), ("3.5 hours", "hour")],
+)  # fmt: skip
+def test_unit_synonyms_read_as_one_unit(text: str, unit: str) -> None:
+    assert _value(text).unit == unit
+
+
+def test_labels_are_the_word_before_the_number_and_filler_is_not() -> None:
+    assert _value("Class 2").label == "class"
+    assert _value("The answer is 2").label is None
+    assert _value("about 2").label is None
+
+
+def test_simple_expressions_are_valued() -> None:
+    assert read("1/2") == read("\\frac{1}{2}") == read("$\\frac{1}{2}$") == Expr(0.5)
+    assert read("2^{10}") == Expr(1024.0)
+    assert read("\\sqrt{49}") == Expr(7.0)
+    assert read("6387 / 4271?") == Expr(6387 / 4271)
+    assert read("9^{9^{9}}") == Expr(None)  # never computed
+
+
+def test_other_shapes() -> None:
+    assert read("3:1") == Ratio((3, 1))
+    assert read("East") == Text()
+    assert read("\\pi") == Expr(None)
+    assert type(read("1,5")) is Items and read("1,5").comma_joined
+    assert read("1,234") == read("1 234") == _value("1234")._replace(plain=False)
+
+
+# --- the quick paths give what the full reading gives -------------------------------------------
+
+
+def _full(text: str, whole: bool):
+    saved = reading._shapes
+    reading._shapes = lambda text, whole: None
+    try:
+        return reading._read(text, whole=whole)
+    finally:
+        reading._shapes = saved
+
+
+def _tokens_key(text: str, quick: bool) -> list[tuple]:
+    return [
+        (t.kind, t.start, t.end, t.reading, t.value, t.exponent, t.magnitude, t.percent)
+        for t in reading._tokens(text, quick=quick)
+    ]
+
+
+side_texts = st.one_of(
+    st.text(alphabet="0123456789 ,.-/:%$abcdeKMQ\u2212\u2013()\n", max_size=20),
+    st.lists(
+        st.sampled_from(
+            ["12", "7", "1,234", "0.5", "-3", "2019-05-01", "May", "2019", "Q3", "or", "and",
+             "maybe", "years", "to", ",", ";", "-", "k", "%", "$", "between", "thousand",
+             "seventeen", "1 000", "3.5e-3", "\u221212", "**", "\\boxed{", "}", "?", "("]
+        ),
+        max_size=7,
+    ).map(" ".join),
+)  # fmt: skip
+
+
+@PROPERTY
+@given(text=side_texts, whole=st.booleans())
+def test_quick_shapes_read_exactly_as_the_full_reading(text: str, whole: bool) -> None:
+    assert reading._read(text, whole=whole) == _full(text, whole)
+
+
+@PROPERTY
+@given(text=side_texts)
+def test_quick_tokens_are_the_full_tokens(text: str) -> None:
+    assert _tokens_key(text, quick=True) == _tokens_key(text, quick=False)
+
+
+def test_quick_paths_agree_with_the_full_reading_on_every_corpus_side() -> None:
+    sides = {p.gold for p in corpus()} | {p.candidate for p in corpus()}
+    sides |= {p.candidate for p in correct_phrasings()} | {v.candidate for v in loophole_variants()}
+    for text in sides:
+        for whole in (True, False):
+            assert reading._read(text, whole=whole) == _full(text, whole), text
+        assert _tokens_key(text, quick=True) == _tokens_key(text, quick=False), text
+
+
+@settings(deadline=None, max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text())
+def test_reading_any_text_never_raises(text: str) -> None:
+    read(text)
+    read_item(text)
