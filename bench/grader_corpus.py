@@ -14,7 +14,11 @@ Grades every pair of `tests/scorers/fuzz_corpus.py` with the published grader's 
    refused and example pairs, split by the generator's judgement of the answer (wrong, or
    depends on the question);
 4. the pairs judged wrong that strict still accepts (loopholes left open), and the pairs judged
-   right that strict rejects (should be none).
+   right that strict rejects (should be none);
+5. issue 25's loophole classes as generated variants (`tests/scorers/phrasings.py`): how many
+   of each the published grader, the default profile and strict accept;
+6. the false-rejection budget: of the generated correct phrasings the default profile accepts,
+   how many strict rejects (at most 0.5%), and the phrasings the published grader rejects.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from smoldataenvs_tasks.scorers import grader, symbolic
 from tests.scorers.fuzz_corpus import Pair, corpus
+from tests.scorers.phrasings import correct_phrasings, loophole_variants
 from tests.scorers.published_grader import published_grade, remembered_math_verify
 
 LOOPHOLES = [
@@ -63,7 +68,6 @@ def main() -> None:
         default = grader.grade(pair.gold, pair.candidate, **kwargs)
         strict = grader.grade(pair.gold, pair.candidate, profile="strict", **kwargs)
         rows.append((pair, published, default, strict))
-    symbolic.shutdown()
 
     # 1. parity
     agree = sum((d.reward, d.method) == p for _, p, d, _ in rows)
@@ -145,6 +149,64 @@ def main() -> None:
         print(f"  {relation:<28}{method:<16}{len(chosen):>6,}")
         for pair in chosen[: args.examples]:
             print(f"      {show(pair)}")
+
+    issue_25(args.examples)
+    symbolic.shutdown()
+
+
+def issue_25(examples: int) -> None:
+    """5. and 6.: the loophole classes of issue 25 and the false-rejection budget."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    rules: dict[str, Counter[str]] = defaultdict(Counter)
+    for variant in loophole_variants():
+        kwargs = {"reward_mode": variant.reward_mode, "abs_tol": variant.atol,
+                  "rel_tol": variant.rtol}  # fmt: skip
+        published = published_grade(
+            variant.gold, variant.candidate, symbolic=remembered_math_verify, **kwargs
+        )
+        default = grader.grade(variant.gold, variant.candidate, **kwargs)
+        strict = grader.grade(variant.gold, variant.candidate, profile="strict", **kwargs)
+        counts[variant.loophole].update(
+            n=1, published=int(published[0]), default=int(default.reward),
+            strict=int(strict.reward),
+        )  # fmt: skip
+        if default.reward:
+            rules[variant.loophole][strict.rule or "-"] += 1
+    print("\nissue 25 classes (generated variants): accepted by published / default / strict")
+    for name, count in counts.items():
+        named = ", ".join(f"{rule} {n}" for rule, n in rules[name].most_common())
+        print(
+            f"  {name:<42}{count['n']:>6,}  {count['published']:>6,}  {count['default']:>6,}"
+            f"  {count['strict']:>6,}   ({named})"
+        )
+
+    phrasings = correct_phrasings()
+    accepted = []
+    rejected_by_default = []
+    for phrasing in phrasings:
+        kwargs = {"reward_mode": phrasing.reward_mode, "abs_tol": phrasing.atol,
+                  "rel_tol": phrasing.rtol}  # fmt: skip
+        if grader.grade(phrasing.gold, phrasing.candidate, **kwargs).reward:
+            accepted.append((phrasing, kwargs))
+        else:
+            rejected_by_default.append(phrasing)
+    lost = [
+        (p, result)
+        for p, kwargs in accepted
+        if not (result := grader.grade(p.gold, p.candidate, profile="strict", **kwargs)).reward
+    ]
+    modes = Counter(p.mode for p, _ in accepted)
+    print(
+        f"\ncorrect phrasings: {len(phrasings):,} generated, {len(accepted):,} accepted by the "
+        f"default profile ({', '.join(f'{m} {n}' for m, n in modes.most_common())})"
+    )
+    print(f"  strict rejects {len(lost)} ({len(lost) / len(accepted):.2%}; budget 0.5%)")
+    for phrasing, result in lost[:examples]:
+        print(f"      {phrasing.gold!r} vs {phrasing.candidate!r}: {result.rule}")
+    by_template = Counter((p.mode, p.template) for p in rejected_by_default)
+    print(f"  the published grader rejects {len(rejected_by_default)} (strict cannot accept them):")
+    for (mode, template), n in by_template.most_common():
+        print(f"      {mode:<10}{template:<24}{n:>4}")
 
 
 if __name__ == "__main__":

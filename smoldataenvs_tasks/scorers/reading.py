@@ -403,15 +403,19 @@ _CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr"}
 _TAIL = re.compile(r"[^\w]+$")
 _MINUS_WORD = re.compile(r"(?i:\b(?:minus|negative))\s*$")
 _BOUND_AFTER = re.compile(r"^\s*\+(?!\s*\d)")
+_MIN_BEFORE = re.compile(r"(?i:\bmin\b)[\s:.]*$")
 # Longest first: at one position the first alternative that matches wins.
 _COMPARISON = re.compile(
-    r"(?P<ge>≥|>=|=>|(?i:\bat\s+least\b|\bno\s+(?:less|fewer)\s+than\b"
-    r"|\bnot\s+(?:less|fewer|under|below)(?:\s+than)?\b|\bminimum(?:\s+of)?\b"
+    r"(?P<ge>≥|>=|=>|(?i:\bat\s+(?:the\s+(?:very\s+)?)?least\b|\bno\s+(?:less|fewer)\s+than\b"
+    r"|\bnot\s+(?:less|fewer|under|below)(?:\s+than)?\b|\b(?:at\s+)?minimum(?:\s+of)?\b"
+    r"|\bupwards?\s+of\b|\bplus\b"
     r"|\bor\s+(?:more|above|higher|greater|over|up)\b|\band\s+(?:above|up|over|more|higher)\b))"
-    r"|(?P<le>≤|<=|=<|(?i:\bat\s+most\b|\bno\s+(?:more|greater)\s+than\b"
-    r"|\bnot\s+(?:more|greater|over|above)(?:\s+than)?\b|\bup\s+to\b|\bmaximum(?:\s+of)?\b"
+    r"|(?P<le>≤|<=|=<|(?i:\bat\s+(?:the\s+(?:very\s+)?)?most\b|\bno\s+(?:more|greater)\s+than\b"
+    r"|\bnot\s+(?:more|greater|over|above)(?:\s+than)?\b|\bup\s+to\b"
+    r"|\b(?:at\s+)?maximum(?:\s+of)?\b|\bmax\b"
     r"|\bor\s+(?:less|fewer|below|lower|under)\b|\band\s+(?:below|under|less|lower)\b))"
-    r"|(?P<ne>≠|!=|=/=|<>|(?i:\bnot\b|\bnever\b|n't\b|\bother\s+than\b|\bexcept\b))"
+    r"|(?P<ne>≠|!=|=/=|<>|(?i:\bnot\b|\bnever\b|n't\b|\bother\s+than\b|\bexcept\b"
+    r"|\b(?:anything|everything|all)\s+but\b))"
     r"|(?P<gt>>|(?i:\bmore\s+than\b|\bgreater\s+than\b|\bhigher\s+than\b|\blarger\s+than\b"
     r"|\bover\b|\babove\b|\bexceed(?:s|ing)?\b|\bbeyond\b|\bin\s+excess\s+of\b))"
     r"|(?P<lt><|(?i:\bless\s+than\b|\bfewer\s+than\b|\blower\s+than\b|\bsmaller\s+than\b"
@@ -424,7 +428,8 @@ _COMPARISON_SYMBOL = re.compile(r"[<>≤≥≠±=!']")
 _WORD = re.compile(r"[^\W\d_]+")
 _COMPARISON_WORDS = frozenset(
     "least most less fewer more greater higher larger lower smaller over above under below not"
-    " never other except minimum maximum exceed exceeds exceeding beyond excess up".split()
+    " never other except minimum maximum exceed exceeds exceeding beyond excess up min max"
+    " upward upwards plus but".split()
 )
 _LAST_WORD = re.compile(r"([^\W\d_]+)[^\w]*$")
 _FIRST_WORD = re.compile(r"^[^\w]*([^\W\d_]+)")
@@ -569,6 +574,10 @@ def _value(token: _Token, before: str, after: str) -> Value:
     comparison, (rest, after) = _comparisons(before, after)
     if after and _BOUND_AFTER.match(after):
         comparison = comparison | {">="}
+    if rest and _MIN_BEFORE.search(rest):
+        # "min 12" is a minimum; "12 min" is twelve minutes.
+        comparison = comparison | {">="}
+        rest = rest[: _MIN_BEFORE.search(rest).start()]
     # The symbols between the last word and the number: a sign, a currency.
     tail = _TAIL.search(rest)
     symbols = tail.group() if tail is not None else ""

@@ -403,6 +403,14 @@ NEGATIONS = [
     "over {g}",
     "under {g}",
     "isn't {g}",
+    "{g} plus",
+    "upwards of {g}",
+    "anything but {g}",
+    "{g} max",
+    "min {g}",
+    "at the very least {g}",
+    "other than {g}",
+    "{g} and above",
 ]
 MAGNITUDES = ["{g}k", "{g}K", "{g} thousand", "{g}M", "{g} million", "{g} bn", "{g} billion"]
 DATE_HEDGES = [
