@@ -10,11 +10,13 @@ Each specific error also keeps the built-in base it always had (`ValueError`, `R
 `data.rows.RowValidationError`, `data.source.SourceError`, `data.cache.CacheIntegrityError`,
 `data.integrity.UnsafePathError` and `TableCorruptError`, `data.hub.HubUnavailable`, `RemoteNotFound`,
 `DownloadError` and `SizeMismatch`,
-`data.tables.ListingUnavailable`, `sandboxes.base.SandboxFailure` (and `SandboxUnavailable`,
-`docker.RemoteStagingFailed`), `scorers.symbolic.SymbolicUnavailableError`,
+`data.tables.ListingUnavailable`, `sandboxes.base.SandboxFailure` (and `SandboxLost`,
+`SandboxUnavailable`, `docker.RemoteStagingFailed`), `scorers.symbolic.SymbolicUnavailableError`,
 `replay.ReplayFormatError` and `ReplayMissingError`, `inspect_adapter.setup.SandboxOverrideError`,
 `validate.BrokenEnvironment` and `ValidationInputError`, `scorers.grader.UnknownProfileError`,
-`inspect_adapter.regrade.RegradeError`, `results.regrade_lm_eval.LmEvalRegradeError`.
+`inspect_adapter.regrade.RegradeError`, `results.regrade_lm_eval.LmEvalRegradeError`,
+`lm_eval.fewshot.FewShotRefused`, `results.schema.SubmissionFormatError`,
+`results.verifier_data.DataUnavailable`.
 """
 
 

@@ -59,7 +59,7 @@ from smoldataenvs_tasks.pipeline import (
     unscorable_verdict,
 )
 from smoldataenvs_tasks.scorers.decide import regrade_verdict, verdict_for_answer_file
-from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, UngradedReason, Verdict
+from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict
 
 
 @metric
@@ -244,16 +244,17 @@ def regrade_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
 
     Runs no model, program or sandbox: the recorded answer (the program's last printed line, the
     answer file, the submitted value) is graded again with the row's gold, mode and tolerances.
-    A sample without a recorded verdict (it errored) is ungraded, as the report counts it.
+    A sample without a recorded verdict (it errored) stays without one: unscored, no Verdict of
+    its own, so the report reads why from the sample's error (docs/reporting.md).
     """
 
     async def score(state: TaskState, target: Target) -> Score:
         found = recorded_verdict(state.scores)
         if found is None:
-            verdict = Verdict.ungraded(
-                UngradedReason.SANDBOX_FAILED, "sample has no recorded verdict", grader
+            return Score.unscored(
+                reason="no recorded verdict",
+                explanation="the sample has no recorded verdict (it errored): nothing to re-grade",
             )
-            return verdict_to_score(verdict)
         recorded, recorded_score = found
         record = record_of(state)
         verdict = await anyio.to_thread.run_sync(
