@@ -96,6 +96,33 @@ async def exec_costs(stage: Path, n: int) -> tuple[list[float], list[float], dic
         await session.close()
 
 
+async def sample_costs(stage: Path, n: int) -> dict[str, tuple[float, float]]:
+    """One sample's Docker work each way, interleaved: a container started, one command, the
+    container removed (reuse is off by default, and without a keeper there is none). The keeper,
+    then `docker exec` over the API and through the CLI (containers without a keeper, as
+    SMOLDATAENVS_DOCKER_KEEPER=0 or a remote engine run them): (median wall s, machine CPU s)
+    per sample."""
+    settings = {"keeper": ("1", "1"), "api": ("0", "1"), "cli": ("0", "0")}
+    walls: dict[str, list[float]] = {way: [] for way in settings}
+    cpus: dict[str, float] = dict.fromkeys(settings, 0.0)
+    try:
+        for _ in range(3):
+            for way, (keeper_setting, api_setting) in settings.items():
+                os.environ[KEEPER_ENV], os.environ[API_ENV] = keeper_setting, api_setting
+                machine = MachineCpu()
+                for _ in range(n):
+                    started = time.perf_counter()
+                    session = await DockerSession.start(stage)
+                    await session.exec(["true"])
+                    await session.close()
+                    walls[way].append(time.perf_counter() - started)
+                cpus[way] += machine.seconds()
+    finally:
+        os.environ.pop(API_ENV, None)
+        os.environ.pop(KEEPER_ENV, None)
+    return {way: (statistics.median(walls[way]), cpus[way] / len(walls[way])) for way in settings}
+
+
 def bare_pandas(n: int) -> list[float]:
     times = []
     for _ in range(max(n // 4, 3)):
@@ -202,6 +229,7 @@ def main() -> int:
         stage = make_stage(Path(tmp))
         sessions = asyncio.run(session_overhead(stage, args.samples))
         trivial, docker_pandas, ways = asyncio.run(exec_costs(stage, args.samples))
+        samples = asyncio.run(sample_costs(stage, args.samples)) if local_socket() else None
         host_pandas = bare_pandas(args.samples)
         remote = asyncio.run(remote_overhead(args.samples))
         print(summary("DockerSession start+close", sessions))
@@ -216,6 +244,12 @@ def main() -> int:
                   f"{api_cpu:.3f} / {cli_cpu:.3f} s per command (API {api_wall / keeper_wall:.1f}x "
                   f"and {api_cpu / keeper_cpu:.1f}x the keeper's; CLI {cli_wall / api_wall:.2f}x "
                   f"and {cli_cpu / api_cpu:.2f}x the API's)")  # fmt: skip
+        if samples is not None:
+            print(f"{'a sample (start, `true`, remove) via keeper / exec API / exec CLI':<44} "
+                  + " / ".join(f"{samples[w][0]:.3f}" for w in ("keeper", "api", "cli"))
+                  + " s, machine CPU "
+                  + " / ".join(f"{samples[w][1]:.3f}" for w in ("keeper", "api", "cli"))
+                  + " s per sample")  # fmt: skip
         print(summary("bare host `python -c 'import pandas'`", host_pandas))
         ratio = statistics.median(docker_pandas) / statistics.median(host_pandas)
         print(f"program overhead ratio (docker / bare): {ratio:.2f}")
