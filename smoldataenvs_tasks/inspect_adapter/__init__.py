@@ -9,7 +9,7 @@ logs through its log API).
 - `tasks`: `smoldataenvs` (agentic) and `smoldataenvs_program` (single shot), one `_create_task`;
 - `setup`: fetch and stage a sample's tables before any model call; `release_sample` after;
 - `tools`: `bash(command)` and `python(code)`, the SFT data's schema;
-- `scorers`: Verdict -> Score (ungraded -> `Score.unscored`), metrics by tier and reward mode;
+- `scoring`: Verdict -> Score (ungraded -> `Score.unscored`), metrics by tier and reward mode;
 - `models`: `--model replay/<label> -M path=FILE.jsonl`;
 - `bwrap_provider`: `@sandboxenv("bwrap")` over `sandboxes.bwrap.BwrapSession`;
 - `docker_provider`: `@sandboxenv("smoldataenvs-docker")` over `sandboxes.docker.DockerSession`;

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from smoldataenvs_tasks.errors import SmolDataEnvsError
-from smoldataenvs_tasks.inspect_adapter.scorers import regrade_scorer, verdicts_of
+from smoldataenvs_tasks.inspect_adapter.scoring import regrade_scorer, verdicts_of
 from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, versioned
 
 # Scoring re-runs no model, but Inspect's `score` binds one to the task context: a built-in

@@ -59,7 +59,7 @@ from smoldataenvs_tasks.data.tables import tables_manifest_digest
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
 from smoldataenvs_tasks.inspect_adapter.docker_provider import PROVIDER as DOCKER_PROVIDER
-from smoldataenvs_tasks.inspect_adapter.scorers import (
+from smoldataenvs_tasks.inspect_adapter.scoring import (
     answer_file_scorer,
     program_scorer,
     submit_scorer,

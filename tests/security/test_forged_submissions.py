@@ -499,7 +499,7 @@ def _set_error(log_file: Path, out: Path, task_id: str, message: str, traceback:
 
 
 SANDBOX_TRACEBACK = """Traceback (most recent call last):
-  File "/x/smoldataenvs_tasks/inspect_adapter/scorers.py", line 120, in score
+  File "/x/smoldataenvs_tasks/inspect_adapter/scoring.py", line 120, in score
     verdict = await decide_program_reply(
 smoldataenvs_tasks.sandboxes.base.SandboxFailure: bwrap died: exit 1 before the program started
 """
