@@ -7,7 +7,7 @@ empty one is used when absent).
 
     inspect eval smoldataenvs_tasks/smoldataenvs_program -T sandbox=bwrap --model ...
 
-The Inspect API over the session (timeouts, output cap, users, paths) is `session_provider`'s,
+The Inspect API over the session (timeouts, output cap, users, paths) is `provider_base`'s,
 shared with the Docker provider; what Inspect's conformance checks this provider does not pass,
 and why, is listed in docs/sandboxes.md.
 """
@@ -22,7 +22,7 @@ from inspect_ai.util import SandboxEnvironment, SandboxEnvironmentConfigType, sa
 from pydantic import BaseModel
 from typing_extensions import override
 
-from smoldataenvs_tasks.inspect_adapter.session_provider import (
+from smoldataenvs_tasks.inspect_adapter.provider_base import (
     LimitsConfig,
     SessionSandboxEnvironment,
     config_of,

@@ -19,7 +19,7 @@ while the next sample starts (off every sample's path; the task's cleanup waits 
 Every container carries our session label and its owner (host and pid):
 containers a killed eval left behind are removed by the next run's first sandbox, by
 `smoldataenvs sandbox cleanup`, or by `inspect sandbox cleanup smoldataenvs-docker`.
-The Inspect API over the session is `session_provider`'s, shared with the bwrap provider; what
+The Inspect API over the session is `provider_base`'s, shared with the bwrap provider; what
 Inspect's conformance checks it does not pass, and why, is in docs/sandboxes.md.
 """
 
@@ -40,7 +40,7 @@ from pydantic import BaseModel
 from typing_extensions import override
 
 from smoldataenvs_tasks.contract import SandboxLimits
-from smoldataenvs_tasks.inspect_adapter.session_provider import (
+from smoldataenvs_tasks.inspect_adapter.provider_base import (
     LimitsConfig,
     SessionSandboxEnvironment,
     config_of,

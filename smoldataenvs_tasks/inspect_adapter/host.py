@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from smoldataenvs_tasks.contract import ExecResult
-from smoldataenvs_tasks.inspect_adapter.session_provider import SessionSandboxEnvironment
+from smoldataenvs_tasks.inspect_adapter.provider_base import SessionSandboxEnvironment
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxLost
 
 
