@@ -14,7 +14,7 @@ logs through its log API).
 - `bwrap_provider`: `@sandboxenv("bwrap")` over `sandboxes.bwrap.BwrapSession`;
 - `docker_provider`: `@sandboxenv("smoldataenvs-docker")` over `sandboxes.docker.DockerSession`;
 - `provider_base`: what both share (the Inspect API over one of our sessions);
-- `host`: `InspectSandboxHost`, Inspect's sandbox as the runner's `ProgramHost`;
+- `program_host`: `InspectSandboxHost`, Inspect's sandbox as the runner's `ProgramHost`;
 - `replay_run`: the agentic task over a replay file, in-process (`smoldataenvs validate`);
 - `_compat`: every private `inspect_ai` import.
 """

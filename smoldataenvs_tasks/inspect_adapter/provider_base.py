@@ -7,7 +7,7 @@ class, so both behave alike:
 - `exec` raises TimeoutError (with `truncated_output`) on timeout and OutputLimitExceededError past
   the output cap, as Inspect's own providers do; the session's full `contract.ExecResult` (which
   also names the contract limit a command hit: memory, processes, file size) is kept in
-  `last_result` for `inspect_adapter.host`;
+  `last_result` for `inspect_adapter.program_host`;
 - a user other than the sandbox's own raises SandboxUserUnsupportedError (so Inspect's root probe
   records "unusable" without running anything);
 - a broken sandbox raises SandboxUnavailableError; relative paths resolve against the working

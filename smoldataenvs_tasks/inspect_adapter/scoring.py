@@ -43,7 +43,7 @@ from smoldataenvs_tasks.contract import (
     PROGRAM_PATH,
     SandboxLimits,
 )
-from smoldataenvs_tasks.inspect_adapter.host import InspectSandboxHost, local_sandbox_env
+from smoldataenvs_tasks.inspect_adapter.program_host import InspectSandboxHost, local_sandbox_env
 from smoldataenvs_tasks.inspect_adapter.setup import (
     TABLE_CORRUPT_KEY,
     TABLE_DIGESTS_KEY,

@@ -20,7 +20,7 @@ from smoldataenvs_tasks.inspect_adapter._compat import (
     DockerSandboxEnvironment,
     LocalSandboxEnvironment,
 )
-from smoldataenvs_tasks.inspect_adapter.host import local_sandbox_env
+from smoldataenvs_tasks.inspect_adapter.program_host import local_sandbox_env
 from smoldataenvs_tasks.inspect_adapter.provider_base import SessionSandboxEnvironment
 from smoldataenvs_tasks.inspect_adapter.setup import PATHS_KEY, is_provider, sample_paths
 from smoldataenvs_tasks.pipeline import default_concurrency

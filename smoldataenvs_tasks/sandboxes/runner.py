@@ -1,6 +1,6 @@
 """THE program runner: one model-written program, run in any sandbox the same way.
 
-Used by the Inspect program variant (through `inspect_adapter.host.InspectSandboxHost`) and by
+Used by the Inspect program variant (through `inspect_adapter.program_host.InspectSandboxHost`) and by
 lm-eval and validate (through `session.open_session`); `pipeline.run_program_outcome` joins it to
 the one classification (`scorers.outcome`), so a program gets the same category everywhere:
 

@@ -5,7 +5,7 @@ run against each; the parity test compares their verdicts).
   `smoldataenvs validate` run programs;
 - "inspect-bwrap", "inspect-docker": through the Inspect providers (`bwrap`,
   `smoldataenvs-docker`), as an Inspect eval runs them: the provider's `sample_init` with the
-  sample's `stage_dir`, commands through `inspect_adapter.host.InspectSandboxHost` (the program
+  sample's `stage_dir`, commands through `inspect_adapter.program_host.InspectSandboxHost` (the program
   scorer's path), files through the provider's `read_file`/`write_file` (the answer-file
   scorer's path), and the provider's `sample_cleanup` at the end.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks.contract import ExecResult, SandboxLimits
-from smoldataenvs_tasks.inspect_adapter.host import InspectSandboxHost
+from smoldataenvs_tasks.inspect_adapter.program_host import InspectSandboxHost
 from smoldataenvs_tasks.sandboxes.base import SandboxSession
 from smoldataenvs_tasks.sandboxes.session import open_session
 from tests.sandboxes.helpers import SMALL_LIMITS

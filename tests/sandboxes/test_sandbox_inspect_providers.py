@@ -23,7 +23,7 @@ from inspect_ai.util import (
 
 from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxConfig
 from smoldataenvs_tasks.inspect_adapter.docker_provider import PROVIDER, DockerSandboxConfig
-from smoldataenvs_tasks.inspect_adapter.host import as_program_host
+from smoldataenvs_tasks.inspect_adapter.program_host import as_program_host
 from smoldataenvs_tasks.pipeline import run_program_outcome
 from tests.sandboxes.docker_support import leftovers_guard
 from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_NAME, make_stage, require_kind
