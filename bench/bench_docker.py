@@ -1,5 +1,5 @@
-"""Per-sample start/stop overhead of the Docker sandbox: DockerSession (lm-eval, validate), its
-remote-staging mode, and compose.yaml under Inspect's docker provider; plus per-command cost.
+"""Per-sample start/stop overhead of the Docker sandbox: DockerSession (lm-eval, validate) and
+compose.yaml under Inspect's docker provider; plus per-command cost.
 
     python bench/bench_docker.py            # needs a Docker engine and the sandbox image
     python bench/bench_docker.py --samples 20
@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
-import http.server
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -31,7 +28,6 @@ from e2e.meter import MachineCpu  # noqa: E402
 from smoldataenvs_tasks.sandboxes.docker import (  # noqa: E402
     COMPOSE_FILE,
     DockerSession,
-    RemoteTables,
     image_status,
 )
 from smoldataenvs_tasks.sandboxes.docker.api import API_ENV, local_socket  # noqa: E402
@@ -134,33 +130,6 @@ def bare_pandas(n: int) -> list[float]:
     return times
 
 
-async def remote_overhead(n: int) -> list[float]:
-    sample = ROOT / "smoldataenvs_tasks" / "sample"
-    handler = functools.partial(_Quiet, directory=str(sample))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    tables = RemoteTables(
-        "smoldataenvs/sample-tables", "sample__retail-orders", ("orders.csv",), mirror_url=url
-    )
-    times = []
-    try:
-        for _ in range(max(n // 2, 3)):
-            started = time.perf_counter()
-            session = await DockerSession.start_remote(tables, stager_network="host")
-            await session.close()
-            times.append(time.perf_counter() - started)
-    finally:
-        server.shutdown()
-        server.server_close()
-    return times
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def inspect_per_sample(stage: Path, n: int, max_samples: int) -> float:
     """Seconds per sample that compose.yaml adds under Inspect (eval with minus without)."""
     from inspect_ai import Task, eval
@@ -231,9 +200,7 @@ def main() -> int:
         trivial, docker_pandas, ways = asyncio.run(exec_costs(stage, args.samples))
         samples = asyncio.run(sample_costs(stage, args.samples)) if local_socket() else None
         host_pandas = bare_pandas(args.samples)
-        remote = asyncio.run(remote_overhead(args.samples))
         print(summary("DockerSession start+close", sessions))
-        print(summary("DockerSession remote staging start+close", remote))
         print(summary("exec `true`", trivial))
         print(summary("exec `python3 -c 'import pandas'`", docker_pandas))
         if local_socket() is not None:

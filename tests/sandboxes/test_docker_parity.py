@@ -1,7 +1,8 @@
 """Parity: every sample program gets the same verdict in bwrap, in Docker (DockerSession, as lm-eval
-runs it), through the Inspect Docker provider (`smoldataenvs-docker`, as `-T sandbox=docker` runs
-it) and in Docker's remote-staging mode (tables fetched by a stager from the sample served as a
-mirror over HTTP on 127.0.0.1).
+runs it) and through the Inspect Docker provider (`smoldataenvs-docker`, as `-T sandbox=docker`
+runs it). Remote staging (`-T sandbox=docker-remote`, Inspect's docker provider with
+compose.remote.yaml) is graded end to end in tests/inspect/test_inspect_tasks.py and
+tests/sandboxes/test_docker_inspect.py.
 
 The programs: the gold program of every sample task with its table, the bad replies of
 tests/replies.py (wrong value, crash, syntax error, silence, ...), and programs that end in each
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,9 +25,7 @@ from smoldataenvs_tasks.data.source import SAMPLE_DIR, load_tasks
 from smoldataenvs_tasks.data.staging import stage_tables
 from smoldataenvs_tasks.data.tables import resolve_tables
 from smoldataenvs_tasks.pipeline import decide_program_reply
-from smoldataenvs_tasks.sandboxes.docker import DockerSession, RemoteTables
 from tests.replies import BAD_PROGRAM_REPLIES, ORDERS_TASK
-from tests.sandboxes.docker_support import serve_directory
 from tests.sandboxes.helpers import require_kind
 from tests.sandboxes.kinds import open_sandbox
 
@@ -35,7 +33,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.anyio]
 
 # Short enough that the timeout case is quick; long enough for every other program.
 LIMITS = DEFAULT_LIMITS.with_program_timeout(8)
-KINDS = ("bwrap", "docker", "inspect-docker", "remote")
+KINDS = ("bwrap", "docker", "inspect-docker")
 
 
 def fenced(code: str) -> str:
@@ -54,12 +52,6 @@ FAILURE_REPLIES = {
     "output_flood": fenced("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)"),
     "stdin_is_empty": fenced("import sys\nprint(repr(sys.stdin.read()))"),
 }
-
-
-@pytest.fixture
-def mirror_url() -> Iterator[str]:
-    with serve_directory(SAMPLE_DIR) as url:
-        yield url
 
 
 def gold_replies() -> dict[str, str]:
@@ -82,20 +74,9 @@ def replies_for(task: TaskRecord, gold: dict[str, str]) -> dict[str, str]:
     return replies
 
 
-async def verdict_in(
-    kind: str, task: TaskRecord, stage: Path, completion: str, mirror_url: str
-) -> dict:
+async def verdict_in(kind: str, task: TaskRecord, stage: Path, completion: str) -> dict:
     """The verdict of one reply, in a fresh sandbox of `kind` (one sample's worth)."""
-    if kind == "remote":
-        tables = RemoteTables(
-            hf_bucket=task.hf_bucket,
-            bucket_prefix=task.bucket_prefix,
-            files=tuple(task.files),
-            mirror_url=mirror_url,
-        )
-        sandbox = await DockerSession.start_remote(tables, limits=LIMITS, stager_network="host")
-    else:
-        sandbox = await open_sandbox(kind, stage, limits=LIMITS)
+    sandbox = await open_sandbox(kind, stage, limits=LIMITS)
     try:
         verdict = await decide_program_reply(completion, task, sandbox, limits=LIMITS)
     finally:
@@ -104,7 +85,7 @@ async def verdict_in(
 
 
 async def test_every_sample_program_gets_the_same_verdict_in_every_docker_path_as_in_bwrap(
-    tmp_path: Path, mirror_url: str, no_leftovers: None
+    tmp_path: Path, no_leftovers: None
 ) -> None:
     require_kind("bwrap")
     gold = gold_replies()
@@ -116,9 +97,7 @@ async def test_every_sample_program_gets_the_same_verdict_in_every_docker_path_a
             continue
         stage = stage_tables(tables, tmp_path / f"stage-{index}")
         for name, completion in replies_for(task, gold).items():
-            verdicts = {
-                kind: await verdict_in(kind, task, stage, completion, mirror_url) for kind in KINDS
-            }
+            verdicts = {kind: await verdict_in(kind, task, stage, completion) for kind in KINDS}
             for kind in KINDS[1:]:
                 assert verdicts[kind] == verdicts["bwrap"], (task.task_id, name, kind)
             if name == "gold":

@@ -1,6 +1,7 @@
 """The Docker sandbox: the image (`image`), the engine calls (`engine`), `DockerSession` for
-callers without Inspect (`session`), remote staging (`remote`), and the sweep of containers left
-by dead processes (`cleanup`).
+callers without Inspect (`session`), and the sweep of containers left by dead processes
+(`cleanup`). Remote staging (a stager fetching the tables where the engine cannot see them) is
+Inspect's docker provider with `compose.remote.yaml`, or k8s with `values.yaml`: docs/cluster.md.
 
     smoldataenvs sandbox build-image       # or scripts/build-sandbox-image.sh
     smoldataenvs sandbox image-status
@@ -31,7 +32,6 @@ from smoldataenvs_tasks.sandboxes.docker.image import (
     image_status,
     require_image,
 )
-from smoldataenvs_tasks.sandboxes.docker.remote import RemoteStagingFailed, RemoteTables
 from smoldataenvs_tasks.sandboxes.docker.session import DockerSession
 
 __all__ = [
@@ -48,8 +48,6 @@ __all__ = [
     "STABLE_TAG",
     "DockerSession",
     "ImageStatus",
-    "RemoteStagingFailed",
-    "RemoteTables",
     "build_image",
     "cleanup_stale",
     "container_args",

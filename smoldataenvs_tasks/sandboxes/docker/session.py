@@ -4,7 +4,8 @@ through the `smoldataenvs-docker` provider (inspect_adapter/docker_provider.py).
 One container per session, started from the sandbox image with the contract's limits; each
 command goes through the container's keeper (keeper.py) where the engine is local, else it is a
 `docker exec`. Inspect can also run the same image through its own docker provider
-with `resources/compose.yaml` (bind-mounted tables) or `resources/compose.remote.yaml` (a stager).
+with `resources/compose.yaml` (bind-mounted tables) or `resources/compose.remote.yaml` (a stager
+fetches them: docs/cluster.md).
 
     async with await DockerSession.start(stage_dir) as session:
         result = await session.exec(["python3", "-c", "print(1)"], timeout=30)
@@ -80,7 +81,6 @@ from smoldataenvs_tasks.sandboxes.docker.image import (
     SANDBOX_USER,
     resolve_image,
 )
-from smoldataenvs_tasks.sandboxes.docker.remote import RemoteTables, remove_volume, run_stager
 from smoldataenvs_tasks.sandboxes.docker.reset import reset_container
 
 logger = logging.getLogger(__name__)
@@ -176,12 +176,10 @@ class DockerSession:
         *,
         image: str,
         limits: SandboxLimits,
-        volume: str | None = None,
     ) -> None:
         self.container_id = container_id
         self.image = image
         self.limits = limits
-        self._volume = volume
         self._closed = False
         # The image's init script has not run yet: the first command runs it (see _EXEC_WRAPPER).
         self._needs_init = True
@@ -214,46 +212,10 @@ class DockerSession:
         if not stage_dir.is_dir():
             raise SandboxFailure(f"stage dir {stage_dir} does not exist")
         mount = f"type=bind,{mount_field('source', str(stage_dir))},target={TABLES_DIR},readonly"
-        return await cls._start(mount, limits=limits, image=image, volume=None)
+        return await cls._start(mount, limits=limits, image=image)
 
     @classmethod
-    async def start_remote(
-        cls,
-        tables: RemoteTables,
-        *,
-        limits: SandboxLimits = DEFAULT_LIMITS,
-        image: str | None = None,
-        stager_network: str = "bridge",
-        token: str | None = None,
-    ) -> DockerSession:
-        """Remote-staging mode: a stager container fetches the tables into a fresh volume, then
-        the sandbox starts with that volume read-only at /mnt/tables and no network.
-
-        Only the stager gets network (`stager_network`: "bridge", or "host" to reach a server on
-        the host's 127.0.0.1) and the token (`token`, else the host's HF_TOKEN); it has exited
-        before the sandbox starts.
-        """
-        image = await resolve_image(image)
-        volume = f"smoldataenvs-tables-{uuid.uuid4().hex[:12]}"
-        rc, _, err = await docker(
-            "volume", "create", "--label", f"{LABEL_SESSION}=1", "--label", owner_label(), volume
-        )
-        if rc != 0:
-            raise engine_error(err.decode()) or SandboxFailure(
-                f"docker volume create failed: {err.decode().strip()}"
-            )
-        try:
-            await run_stager(image, volume, tables, limits, stager_network, token)
-            mount = f"type=volume,source={volume},target={TABLES_DIR},readonly"
-            return await cls._start(mount, limits=limits, image=image, volume=volume)
-        except BaseException:
-            await asyncio.shield(remove_volume(volume))
-            raise
-
-    @classmethod
-    async def _start(
-        cls, mount: str, *, limits: SandboxLimits, image: str | None, volume: str | None
-    ) -> DockerSession:
+    async def _start(cls, mount: str, *, limits: SandboxLimits, image: str | None) -> DockerSession:
         image = await resolve_image(image)
         await sweep_once()
         name = f"smoldataenvs-{os.getpid()}-{uuid.uuid4().hex[:10]}"
@@ -276,7 +238,7 @@ class DockerSession:
         if rc != 0:
             message = err.decode(errors="replace").strip()
             raise engine_error(message) or SandboxFailure(f"docker run failed: {message}")
-        session = cls(out.decode().strip(), image=image, limits=limits, volume=volume)
+        session = cls(out.decode().strip(), image=image, limits=limits)
         if socket_path is not None:
             keeper.register(session.container_id, socket_path)
             try:  # attached now, while the container is a spare, not at its first command
@@ -316,7 +278,7 @@ class DockerSession:
             await self.exec(["true"], timeout=60)
 
     async def close(self) -> None:
-        """Remove the container (every process in it dies) and its staging volume. Idempotent;
+        """Remove the container (every process in it dies). Idempotent;
         nothing after `recycle` (the container is no longer this session's)."""
         if self._closed:
             return
@@ -360,8 +322,6 @@ class DockerSession:
             rc, _, err = await docker("rm", "--force", "--volumes", self.container_id)
             if rc != 0 and b"no such container" not in err.lower():
                 raise SandboxFailure(f"docker rm failed: {err.decode(errors='replace').strip()}")
-            if self._volume is not None:
-                await remove_volume(self._volume)
         finally:
             if self.slot_dir is not None:
                 await asyncio.to_thread(shutil.rmtree, self.slot_dir, True)
