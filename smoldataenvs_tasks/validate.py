@@ -277,7 +277,7 @@ def validate_split(
 ) -> ValidationResult:
     """Replay `replay` (default: the bundled gold programs) over `split` in `sandbox`."""
     from smoldataenvs_tasks.data.source import DataSource
-    from smoldataenvs_tasks.sandboxes.session import resolve_kind
+    from smoldataenvs_tasks.sandboxes.kinds import resolve_kind
 
     # The split first: a typo must not be reported as a missing replay file.
     source = DataSource.resolve(split, mirror=mirror, revision=revision)

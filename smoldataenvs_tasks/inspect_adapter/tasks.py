@@ -248,7 +248,7 @@ def _create_task(
             f"no SmolDataEnvs tasks left in split {split!r} after filtering "
             f"(tiers={tiers!r}, reward_modes={reward_modes!r}, task_ids={task_ids!r})"
         )
-    from smoldataenvs_tasks.sandboxes.session import resolve_kind
+    from smoldataenvs_tasks.sandboxes.kinds import resolve_kind
 
     sandbox_kind = sandbox if sandbox in INSPECT_ONLY_KINDS else resolve_kind(sandbox)
     sandbox_spec = _sandbox_spec(sandbox_kind)

@@ -89,7 +89,7 @@ def load_split(
     from smoldataenvs_tasks.data.integrity import content_sha256
     from smoldataenvs_tasks.data.source import DataSource, filter_tasks, recorded_filters
     from smoldataenvs_tasks.data.tables import tables_manifest_digest
-    from smoldataenvs_tasks.sandboxes.session import resolve_kind
+    from smoldataenvs_tasks.sandboxes.kinds import resolve_kind
 
     source = DataSource.resolve(split, mirror=mirror, revision=revision)
     every_record = source.load_tasks(split)

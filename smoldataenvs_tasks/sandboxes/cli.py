@@ -40,7 +40,7 @@ def info() -> None:
     from smoldataenvs_tasks.sandboxes import cgroups, disk
     from smoldataenvs_tasks.sandboxes.bwrap import probe_bwrap
     from smoldataenvs_tasks.sandboxes.envbuild import env_path, is_built
-    from smoldataenvs_tasks.sandboxes.session import resolve_kind
+    from smoldataenvs_tasks.sandboxes.kinds import resolve_kind
 
     click.echo(f"auto resolves to: {resolve_kind('auto')}")
     try:

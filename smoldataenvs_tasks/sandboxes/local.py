@@ -6,8 +6,10 @@ once per process that it isolates nothing, and it is exempt from the security an
 
 The contract's paths do not exist on the host, so each session maps them to its temp dirs
 (`path_map`): prompts are rewritten with `data.prompts.relocate_paths(text, **prompt_paths)`,
-and argv words, `cwd` and file paths under a contract path are relocated the same way. Limits
-that need no isolation still apply: the timeout, the output cap, RLIMIT_FSIZE.
+and argv words, `cwd`, `PATH` and file paths under a contract path are relocated the same way,
+so callers (the runner, the answer-file reader, Inspect's tools through the
+`smoldataenvs-local` provider) pass the contract's paths as in every other kind. Limits that
+need no isolation still apply: the timeout, the output cap, RLIMIT_FSIZE.
 
     python -m smoldataenvs_tasks.sandboxes.local      # runs one program in a throwaway session
 """
@@ -34,7 +36,7 @@ from smoldataenvs_tasks.contract import (
     WORKDIR,
     SandboxLimits,
 )
-from smoldataenvs_tasks.sandboxes.base import ExecResult, SandboxFailure, SandboxLost
+from smoldataenvs_tasks.sandboxes.base import ExecResult, FileTooLarge, SandboxFailure, SandboxLost
 from smoldataenvs_tasks.sandboxes.procrun import decode, kill_group, launcher_argv, run_captured
 
 logger = logging.getLogger(__name__)
@@ -46,7 +48,8 @@ WARNING = (
 )
 
 
-def _warn_once() -> None:
+def warn_once() -> None:
+    """Say once per process that this kind isolates nothing (also before a task's first sample)."""
     global _warned
     if not _warned:
         _warned = True
@@ -84,7 +87,7 @@ class LocalSession:
         limits: SandboxLimits = DEFAULT_LIMITS,
         env_dir: Path | None = None,
     ) -> LocalSession:
-        _warn_once()
+        warn_once()
         stage_dir = Path(stage_dir).resolve()
         if not stage_dir.is_dir():
             raise SandboxFailure(f"stage dir {stage_dir} is not a directory")
@@ -98,15 +101,18 @@ class LocalSession:
             for directory in session.path_map.values():
                 if directory.is_relative_to(root):
                     directory.mkdir(parents=True, exist_ok=True)
-            from smoldataenvs_tasks.sandboxes.inputs import link_inputs_on_host
-
-            # No /mnt/tables here: link straight to the staged files.
-            names = sorted(os.listdir(stage_dir))
-            link_inputs_on_host(session.input_dir, names, tables_dir=str(stage_dir))
+            session.link_inputs(sorted(os.listdir(stage_dir)))
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
         return session
+
+    def link_inputs(self, names: list[str]) -> None:
+        """The input dir's link per staged table (for tables staged after the start). No
+        /mnt/tables here: the links point straight at the stage dir."""
+        from smoldataenvs_tasks.sandboxes.inputs import link_inputs_on_host
+
+        link_inputs_on_host(self.input_dir, names, tables_dir=str(self.stage_dir))
 
     @property
     def prompt_paths(self) -> dict[str, str]:
@@ -183,7 +189,7 @@ class LocalSession:
     async def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes:
         target = self._host_path(path)
         if max_bytes is not None and target.stat().st_size > max_bytes:
-            raise OSError(f"{path} is larger than {max_bytes} bytes")
+            raise FileTooLarge(f"{path} is larger than {max_bytes} bytes")
         return await asyncio.to_thread(target.read_bytes)
 
     async def close(self) -> None:

@@ -15,75 +15,44 @@ docker/spares.py), as under the Inspect provider; other kinds start and close pe
         ...
         sessions.end(session)            # reset (or closed) in the background
 
-Kinds: "bwrap" (bwrap.py), "docker" (docker/session.py's DockerSession), "local" (no isolation; warns),
-and "auto" = bwrap where it works here, otherwise docker.
+Kinds are `kinds.py`'s records: the session class, and whether sessions come from spares, are
+read there; "auto" is bwrap where it works here, otherwise docker.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
-from smoldataenvs_tasks.sandboxes.base import SandboxSession, SandboxUnavailable
+from smoldataenvs_tasks.sandboxes.base import SandboxSession
+from smoldataenvs_tasks.sandboxes.kinds import kind as kind_record
+from smoldataenvs_tasks.sandboxes.kinds import load, resolve_kind
 
 logger = logging.getLogger(__name__)
-
-KINDS = ("bwrap", "docker", "local", "auto")
-
-
-@functools.cache
-def _bwrap_works() -> bool:
-    from smoldataenvs_tasks.sandboxes.bwrap import probe_bwrap
-
-    try:
-        probe_bwrap()
-    except SandboxUnavailable:
-        return False
-    return True
-
-
-def resolve_kind(kind: str) -> str:
-    """The concrete kind for `kind` ("auto" → "bwrap" where it works, else "docker")."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown sandbox kind {kind!r}; choose one of {', '.join(KINDS)}")
-    if kind != "auto":
-        return kind
-    return "bwrap" if _bwrap_works() else "docker"
 
 
 async def open_session(
     kind: str, stage_dir: Path, *, limits: SandboxLimits = DEFAULT_LIMITS
 ) -> SandboxSession:
     """A started session over `stage_dir`; the caller must `await session.close()`."""
-    concrete = resolve_kind(kind)
-    if concrete == "bwrap":
-        from smoldataenvs_tasks.sandboxes.bwrap import BwrapSession
-
-        return await BwrapSession.start(stage_dir, limits=limits)
-    if concrete == "docker":
-        from smoldataenvs_tasks.sandboxes.docker import DockerSession
-
-        return await DockerSession.start(stage_dir, limits=limits)
-    from smoldataenvs_tasks.sandboxes.local import LocalSession
-
-    return await LocalSession.start(stage_dir, limits=limits)
+    session_class: Any = kind_record(resolve_kind(kind)).session_class()
+    return await session_class.start(stage_dir, limits=limits)
 
 
 class SessionSource:
     """Sessions of one kind for the samples of one run (one event loop).
 
-    Docker: sessions are taken from spares (one pool per stage-dir parent: slots must share its
-    filesystem) and given back at `end`, where the container is removed, or reset and reused
-    when reuse is on (docker/spares.py; `reuse=True` or SMOLDATAENVS_DOCKER_REUSE=1). Other
-    kinds: `open_session` and `close`. `end` returns at once; `ended()` waits for every reset
+    A kind with spares (its record's `spares`: Docker's) takes sessions from them (one pool per
+    stage-dir parent: slots must share its filesystem) and gives them back at `end`, where the
+    container is removed, or reset and reused when reuse is on (docker/spares.py; `reuse=True`
+    or SMOLDATAENVS_DOCKER_REUSE=1). Other kinds: `open_session` and `close`. `end` returns at once; `ended()` waits for every reset
     and removal; leaving the `async with` (or `aclose`) also removes the idle spares.
-    The lm-eval and `validate` batches (pipeline) and the Inspect provider
-    (inspect_adapter/docker_provider.py) all take their sessions here.
+    The lm-eval and `validate` batches (pipeline) and our Inspect providers
+    (inspect_adapter/provider_base.py) all take their sessions here.
     """
 
     def __init__(
@@ -103,17 +72,16 @@ class SessionSource:
         self._ending: set[asyncio.Task[None]] = set()
 
     async def open(self, stage_dir: Path) -> SandboxSession:
-        if resolve_kind(self.kind) != "docker":
+        spares_module = kind_record(resolve_kind(self.kind)).spares
+        if spares_module is None:
             return await open_session(self.kind, stage_dir, limits=self.limits)
-        from smoldataenvs_tasks.sandboxes.docker.spares import Spares, reuse_enabled
-
         parent = Path(stage_dir).resolve().parent
         if parent not in self._spares:
-            self._spares[parent] = Spares(
+            self._spares[parent] = load(f"{spares_module}:Spares")(
                 slot_root=parent,
                 limits=self.limits,
                 image=self.image,
-                reuse=reuse_enabled(self.reuse),
+                reuse=load(f"{spares_module}:reuse_enabled")(self.reuse),
             )
         session = await self._spares[parent].take(Path(stage_dir))
         self._taken_from[session] = self._spares[parent]

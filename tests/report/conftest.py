@@ -23,7 +23,7 @@ LM_EVAL_SCRIPT = Path(sys.executable).with_name("smoldataenvs-lm-eval")
 @pytest.fixture(scope="session")
 def sandbox_kind() -> str:
     """The sandbox `auto` picks here; skips when neither bwrap nor Docker can run."""
-    from smoldataenvs_tasks.sandboxes.session import resolve_kind
+    from smoldataenvs_tasks.sandboxes.kinds import resolve_kind
 
     kind = resolve_kind("auto")
     if kind == "docker":

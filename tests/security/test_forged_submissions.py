@@ -78,7 +78,7 @@ def entries(board: dict[str, Any], section: str) -> list[dict[str, Any]]:
 def sandbox() -> str:
     """The sandbox `auto` picks here; skips when neither bwrap nor Docker can run."""
     from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
-    from smoldataenvs_tasks.sandboxes.session import resolve_kind
+    from smoldataenvs_tasks.sandboxes.kinds import resolve_kind
 
     kind = resolve_kind("auto")
     if kind == "docker":
