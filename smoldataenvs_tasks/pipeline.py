@@ -1,10 +1,13 @@
 """reply -> run -> Verdict: the one module that joins data, sandboxes and scorers.
 
-`decide_program_reply` is the single sequence — extract the program, apply the shell/empty rules,
-run it with the shared runner in a sandbox, classify the run, grade the last printed line — used
-by the Inspect scorer (through Inspect's sandbox) and by everything that runs without Inspect
-(lm-eval, `smoldataenvs validate`, benchmarks) through `grade_program_replies`, which fetches a
-task's tables, opens one fresh sandbox per reply and runs many replies concurrently.
+`prepare_tables` is the one staging path: the row checked, the tables fetched, staged and checked
+against their recorded sha256, and the sha256 of what was staged (`table_sha256`), used by
+Inspect's setup step and by `grade_program_reply`. `decide_program_reply` is the single
+sequence — extract the program, apply the shell/empty rules, run it with the shared runner in a
+sandbox, classify the run, grade the last printed line — used by the Inspect scorer (through
+Inspect's sandbox) and by everything that runs without Inspect (lm-eval, `smoldataenvs
+validate`, benchmarks) through `grade_program_replies`, which stages a task's tables, opens one
+fresh sandbox per reply and runs many replies concurrently.
 
     python -c "from smoldataenvs_tasks.data.source import load_tasks; \
 from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies; \
@@ -20,7 +23,7 @@ import os
 import shutil
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +50,51 @@ from smoldataenvs_tasks.scorers.verdict import (
 
 if TYPE_CHECKING:
     from smoldataenvs_tasks.sandboxes.session import SessionSource
+
+
+@dataclass(frozen=True)
+class PreparedTables:
+    """A task's tables as staged for its sandbox, or why no reply to it can be graded."""
+
+    # name -> sha256 of each table as staged (the bytes the sandbox reads); empty when not staged
+    table_sha256: dict[str, str] = field(default_factory=dict)
+    # invalid_row, table_unavailable or table_corrupt; None when the tables are staged
+    problem: UngradedReason | None = None
+    reason: str = ""
+
+    def verdict(self, profile: str = DEFAULT_PROFILE) -> Verdict | None:
+        """The ungraded verdict every reply to the task gets, or None when it can be graded."""
+        if self.problem is None:
+            return None
+        return Verdict.ungraded(self.problem, self.reason, profile)
+
+
+def prepare_tables(
+    record: TaskRecord, stage_dir: Path, *, mirror: str | None, revision: str | None
+) -> PreparedTables:
+    """Stage `record`'s tables into `stage_dir`: the row checked, the tables fetched where they
+    are not cached, each linked in and checked against its recorded sha256 (idempotent, so the
+    epochs of one sample may share a stage dir). Blocking: call it from a worker thread."""
+    from smoldataenvs_tasks.data.integrity import TableCorruptError
+    from smoldataenvs_tasks.data.staging import stage_tables, staged_sha256
+    from smoldataenvs_tasks.data.tables import resolve_tables
+
+    if record.invalid_row is not None:
+        return PreparedTables(problem=UngradedReason.INVALID_ROW, reason=record.invalid_row)
+    table_set = resolve_tables(record, mirror=mirror, revision=revision)
+    if not table_set.available:
+        corrupt = UngradedReason.TABLE_CORRUPT if table_set.corrupt else None
+        return PreparedTables(
+            problem=corrupt or UngradedReason.TABLE_UNAVAILABLE, reason=str(table_set.error)
+        )
+    try:
+        stage_tables(table_set, stage_dir)
+        # Free: staging hashed the same inodes. The staged bytes, not the manifest's, are the
+        # evidence a verifier compares.
+        digests = staged_sha256(table_set, stage_dir)
+    except TableCorruptError as exc:
+        return PreparedTables(problem=UngradedReason.TABLE_CORRUPT, reason=str(exc))
+    return PreparedTables(table_sha256=digests)
 
 
 async def run_program_outcome(
@@ -194,6 +242,15 @@ def default_concurrency() -> int:
     return max(1, cpus)
 
 
+@dataclass(frozen=True)
+class GradedReply:
+    """A reply's verdict and the sha256 of the tables it was graded against (`table_sha256`:
+    None when they were not staged)."""
+
+    verdict: Verdict
+    table_sha256: dict[str, str] | None = None
+
+
 async def grade_program_reply(
     reply: ProgramReply,
     *,
@@ -203,52 +260,43 @@ async def grade_program_reply(
     limits: SandboxLimits = DEFAULT_LIMITS,
     profile: str = DEFAULT_PROFILE,
     sessions: SessionSource | None = None,
-) -> Verdict:
-    """Fetch the task's tables, open a sandbox (from `sessions` when given: a batch's, whose
+) -> GradedReply:
+    """Stage the task's tables, open a sandbox (from `sessions` when given: a batch's, whose
     Docker containers are reused after a reset), run the reply's program, end the sandbox."""
-    from smoldataenvs_tasks.data.integrity import TableCorruptError
-    from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables, verify_tables
-    from smoldataenvs_tasks.data.tables import resolve_tables
+    from smoldataenvs_tasks.data.staging import new_stage_dir
 
-    # The row and its tables first, as Inspect's setup step does: a task nobody can grade is
-    # ungraded whatever the reply, so both frameworks give it the same verdict.
-    early = unscorable_verdict(reply.record, profile)
-    if early is not None:
-        return early
-    table_set = await asyncio.to_thread(
-        resolve_tables, reply.record, mirror=mirror, revision=revision
-    )
-    early = table_verdict(table_set.error, corrupt=table_set.corrupt, profile=profile)
-    if early is not None:
-        return early
+    stage_dir = await asyncio.to_thread(new_stage_dir)
     try:
-        # before any early verdict: Inspect stages (and so checks) the tables before generating
-        await asyncio.to_thread(verify_tables, table_set)
-    except TableCorruptError as exc:
-        return Verdict.ungraded(UngradedReason.TABLE_CORRUPT, str(exc), profile)
-    # Replies that never reach a sandbox are decided without starting one.
-    early = verdict_before_running(extract_program(reply.completion), profile=profile)
-    if early is not None:
-        return early
-    stage_dir = new_stage_dir()
-    try:
-        try:
-            await asyncio.to_thread(stage_tables, table_set, stage_dir)
-        except TableCorruptError as exc:  # changed since verify_tables read it
-            return Verdict.ungraded(UngradedReason.TABLE_CORRUPT, str(exc), profile)
+        # The row and its tables first, as Inspect's setup step does: a task nobody can grade
+        # is ungraded whatever the reply, so both frameworks give it the same verdict.
+        prepared = await asyncio.to_thread(
+            prepare_tables, reply.record, stage_dir, mirror=mirror, revision=revision
+        )
+        early = prepared.verdict(profile)
+        if early is not None:
+            return GradedReply(early)
+        digests = prepared.table_sha256
+        # Replies that never reach a sandbox are decided without starting one.
+        early = verdict_before_running(extract_program(reply.completion), profile=profile)
+        if early is not None:
+            return GradedReply(early, digests)
         failure: SandboxFailure | None = None
         # A sandbox that failed is never the program's doing (decide_program_reply): the reply
         # gets a fresh one, and is ungraded only when that fails too (the run is then not
         # complete, and its report says to re-run it).
         for _ in range(SANDBOX_ATTEMPTS):
             try:
-                return await _decide_in_new_session(
+                verdict = await _decide_in_new_session(
                     reply, stage_dir, sandbox=sandbox, limits=limits, profile=profile,
                     sessions=sessions,
                 )  # fmt: skip
             except SandboxFailure as exc:
                 failure = exc
-        return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(failure), profile)
+            else:
+                return GradedReply(verdict, digests)
+        return GradedReply(
+            Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(failure), profile), digests
+        )
     finally:
         await asyncio.to_thread(shutil.rmtree, stage_dir, True)
 
@@ -288,12 +336,12 @@ async def grade_program_replies_async(
     limits: SandboxLimits = DEFAULT_LIMITS,
     concurrency: int | None = None,
     profile: str = DEFAULT_PROFILE,
-) -> list[Verdict]:
+) -> list[GradedReply]:
     from smoldataenvs_tasks.sandboxes.session import SessionSource
 
     gate = asyncio.Semaphore(concurrency or default_concurrency())
 
-    async def one(reply: ProgramReply, sessions: SessionSource) -> Verdict:
+    async def one(reply: ProgramReply, sessions: SessionSource) -> GradedReply:
         async with gate:
             return await grade_program_reply(
                 reply,
@@ -309,6 +357,14 @@ async def grade_program_replies_async(
         return list(await asyncio.gather(*(one(reply, sessions) for reply in replies)))
 
 
-def grade_program_replies(replies: Sequence[ProgramReply], **options) -> list[Verdict]:
-    """Synchronous entry for callers without an event loop (lm-eval filters, the CLI)."""
+def grade_program_replies_with_tables(
+    replies: Sequence[ProgramReply], **options: Any
+) -> list[GradedReply]:
+    """Each reply's verdict with the sha256 of the tables staged for it (lm-eval records both),
+    for callers without an event loop."""
     return asyncio.run(grade_program_replies_async(replies, **options))
+
+
+def grade_program_replies(replies: Sequence[ProgramReply], **options: Any) -> list[Verdict]:
+    """Synchronous entry for callers without an event loop (lm-eval filters, the CLI)."""
+    return [graded.verdict for graded in grade_program_replies_with_tables(replies, **options)]

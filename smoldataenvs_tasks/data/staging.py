@@ -109,8 +109,8 @@ def staged_sha256(table_set: TableSet, stage_dir: Path) -> dict[str, str]:
 
 
 def verify_tables(table_set: TableSet) -> dict[str, str]:
-    """name -> sha256 of each table where it lies, checked like staging checks it (for the
-    `local` sandbox, which reads the tables in place)."""
+    """name -> sha256 of each table where it lies, checked like staging checks it, without
+    staging it (`smoldataenvs mirror` and a verifier's own data read tables in place)."""
     digests = {}
     for table in table_set.files:
         try:

@@ -2,10 +2,11 @@
 
 `prepare_sample` checks that the sample runs in the sandbox the task asked for (Inspect's
 `--sandbox` override would drop our compose config), ends an invalid row's sample before any
-model call (ungraded `invalid_row`), fetches the sample's tables (a table that cannot be had, or
-whose bytes differ from their recorded sha256, marks the sample ungraded and ends it before any
-model call), links them into the sandbox's `/home/user/input`, records the sha256 of the bytes
-staged, and relocates prompt paths for the `local` sandbox.
+model call (ungraded `invalid_row`), stages the sample's tables through `pipeline.prepare_tables`
+(the staging lm-eval and `validate` use: a table that cannot be had, or whose bytes differ from
+their recorded sha256, marks the sample ungraded and ends it before any model call), records the
+sha256 of the bytes staged, links them into the sandbox's `/home/user/input`, and relocates
+prompt paths for the `local` sandbox.
 `release_sample` (the task's cleanup) empties the sample's stage dir once no epoch uses it.
 """
 
@@ -24,16 +25,15 @@ from inspect_ai.util import sandbox as current_sandbox
 from inspect_ai.util import store
 
 from smoldataenvs_tasks import contract
-from smoldataenvs_tasks.data.integrity import TableCorruptError
 from smoldataenvs_tasks.data.prompts import relocate_paths
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.staging import stage_tables, staged_sha256, verify_tables
-from smoldataenvs_tasks.data.tables import resolve_tables
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.inspect_adapter._compat import DockerSandboxEnvironment
 from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxEnvironment
 from smoldataenvs_tasks.inspect_adapter.docker_provider import DockerSessionSandboxEnvironment
+from smoldataenvs_tasks.pipeline import prepare_tables
 from smoldataenvs_tasks.sandboxes.inputs import LINK_INPUTS_COMMAND
+from smoldataenvs_tasks.scorers.verdict import UngradedReason
 
 logger = logging.getLogger(__name__)
 
@@ -188,42 +188,27 @@ def prepare_sample(*, sandbox_kind: str, mirror: str | None, revision: str | Non
                 state.metadata[TABLE_ERROR_KEY] = found.stdout.strip()
                 state.completed = True
             return state
-        table_set = await anyio.to_thread.run_sync(
-            lambda: resolve_tables(record, mirror=mirror, revision=revision)
-        )
-        if not table_set.available:
-            return await _end_unscorable(state, sandbox_kind, table_set.error, table_set.corrupt)
-        env = current_sandbox()
-        if sandbox_kind == "local":
-            try:
-                digests = await anyio.to_thread.run_sync(verify_tables, table_set)
-            except TableCorruptError as exc:
-                return await _end_unscorable(state, sandbox_kind, str(exc), True)
-            state.metadata[TABLE_DIGESTS_KEY] = digests
-            paths = await _relocate_for_local(state)
-            store().set(PATHS_KEY, paths)
-            for table in table_set.files:
-                await env.exec(
-                    ["ln", "-sfn", str(table.path), f"{paths['input']}/{table.name}"], timeout=30
-                )
-            return state
         stage_dir = Path(state.metadata["stage_dir"])
         # Epochs of one sample run at once and share its stage dir (Docker mounts it by path).
-        corrupt: str | None = None
         async with _stage_locks[str(stage_dir)]:
-            try:
-                await anyio.to_thread.run_sync(lambda: stage_tables(table_set, stage_dir))
-            except TableCorruptError as exc:
-                corrupt = str(exc)
-            else:
+            prepared = await anyio.to_thread.run_sync(
+                lambda: prepare_tables(record, stage_dir, mirror=mirror, revision=revision)
+            )
+            if prepared.problem is None:
                 _stage_users[str(stage_dir)] += 1
                 state.metadata[STAGED_KEY] = True
-                # The hashes of the bytes the sandbox sees, not the manifest's (tamper evidence).
-                state.metadata[TABLE_DIGESTS_KEY] = await anyio.to_thread.run_sync(
-                    lambda: staged_sha256(table_set, stage_dir)
+                state.metadata[TABLE_DIGESTS_KEY] = prepared.table_sha256
+        if prepared.problem is not None:
+            corrupt = prepared.problem is UngradedReason.TABLE_CORRUPT
+            return await _end_unscorable(state, sandbox_kind, prepared.reason, corrupt)
+        if sandbox_kind == "local":
+            paths = await _relocate_for_local(state)
+            store().set(PATHS_KEY, paths)
+            for name in sorted(prepared.table_sha256):
+                await current_sandbox().exec(
+                    ["ln", "-sfn", str(stage_dir / name), f"{paths['input']}/{name}"], timeout=30
                 )
-        if corrupt is not None:
-            return await _end_unscorable(state, sandbox_kind, corrupt, True)
+            return state
         await _link_inputs(stage_dir, sandbox_kind)
         return state
 

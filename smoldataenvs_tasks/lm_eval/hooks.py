@@ -128,32 +128,11 @@ def doc_to_text(doc: dict[str, Any]) -> str:
     return program_prompt(doc["question"], list(doc.get("files") or []))
 
 
-def staged_table_digests(
-    record: TaskRecord, *, mirror: str | None, revision: str | None
-) -> dict[str, str] | None:
-    """name -> sha256 of the task's tables as this machine holds them (checked against their
-    manifest), as Inspect's scores record `table_sha256`; None when they cannot be had or are
-    corrupt (the verdict is ungraded then). The pipeline hashed the same files while staging,
-    and hashes are remembered per file, so this reads nothing twice."""
-    from smoldataenvs_tasks.data.integrity import TableCorruptError
-    from smoldataenvs_tasks.data.staging import verify_tables
-    from smoldataenvs_tasks.data.tables import resolve_tables
-
-    if record.invalid_row is not None:
-        return None
-    tables = resolve_tables(record, mirror=mirror, revision=revision)
-    if not tables.available:
-        return None
-    try:
-        return verify_tables(tables)
-    except (TableCorruptError, OSError):
-        return None
-
-
 def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> list[list[str]]:
     """Run every response's program at once; each response becomes its Verdict as JSON, with
-    the sha256 of each table its task staged (`table_sha256`)."""
-    from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies
+    the sha256 of each table the pipeline staged for it (`table_sha256`), as Inspect's scores
+    record it."""
+    from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies_with_tables
 
     if not docs:
         return []
@@ -165,7 +144,7 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
         for repeat, response in enumerate(responses):
             replies.append(ProgramReply(record, response if isinstance(response, str) else ""))
             owners.append((doc_index, repeat))
-    verdicts = grade_program_replies(
+    graded = grade_program_replies_with_tables(
         replies,
         sandbox=first.get("_sandbox") or "auto",
         mirror=first.get("_mirror") or None,
@@ -173,19 +152,12 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
         concurrency=int(first.get("_concurrency") or 0) or None,
         profile=first.get("_grader") or DEFAULT_PROFILE,
     )
-    digests: dict[str, dict[str, str] | None] = {}
     out: list[list[str]] = [[] for _ in docs]
-    for (doc_index, repeat), reply, verdict in zip(owners, replies, verdicts, strict=True):
+    for (doc_index, repeat), reply, graded_reply in zip(owners, replies, graded, strict=True):
+        verdict = graded_reply.verdict
         payload = verdict.to_dict()
-        task_id = reply.record.task_id
-        if verdict.graded and task_id not in digests:
-            digests[task_id] = staged_table_digests(
-                reply.record,
-                mirror=first.get("_mirror") or None,
-                revision=first.get("_revision") or None,
-            )
-        if verdict.graded and digests.get(task_id):
-            payload["table_sha256"] = digests[task_id]
+        if verdict.graded and graded_reply.table_sha256:
+            payload["table_sha256"] = graded_reply.table_sha256
         out[doc_index].append(json.dumps(payload, sort_keys=True))
         doc = docs[doc_index]
         VERDICT_LOG.append(
