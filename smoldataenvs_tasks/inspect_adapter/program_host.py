@@ -2,10 +2,11 @@
 
 Inspect providers signal a timeout or an output overflow by raising; the runner wants both as
 an `ExecResult` it can classify. Calls go through Inspect's own object (so they are recorded in
-the sample's transcript); where it is one of our providers (bwrap, smoldataenvs-docker), the
-session's full result is taken from it afterwards (`SessionSandboxEnvironment.last_result`),
-since it also reports the limit hit (memory, processes, file size) that Inspect's `ExecResult`
-has no field for.
+the sample's transcript); where it is one of our providers (bwrap, smoldataenvs-docker,
+smoldataenvs-local), the session's full result comes back with the call, in the result
+(`provider_base.SessionExecResult`) or in the error it raised (`session_result`), since it also
+reports the limit hit (memory, processes, file size) that Inspect's `ExecResult` has no field
+for.
 
     from inspect_ai.util import sandbox
     outcome = await pipeline.run_program_outcome(as_program_host(sandbox()), code)
@@ -19,7 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from smoldataenvs_tasks.contract import ExecResult
-from smoldataenvs_tasks.inspect_adapter.provider_base import SessionSandboxEnvironment
+from smoldataenvs_tasks.inspect_adapter.provider_base import (
+    SessionExecResult,
+    session_result_of,
+)
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxLost
 
 
@@ -47,9 +51,6 @@ class InspectSandboxHost:
         from inspect_ai.util import OutputLimitExceededError, SandboxUnavailableError
 
         started = time.monotonic()
-        ours = _our_environment(self.environment)
-        if ours is not None:
-            ours.last_result = None
         try:
             result = await self.environment.exec(
                 argv,
@@ -60,8 +61,9 @@ class InspectSandboxHost:
                 timeout_retry=False,  # a program is run once; a retry would run it twice
             )
         except TimeoutError as error:
-            if ours is not None and ours.last_result is not None:
-                return ours.last_result
+            full = session_result_of(error)
+            if full is not None:
+                return full
             return ExecResult(
                 returncode=None,
                 stdout=getattr(error, "truncated_output", None) or "",
@@ -70,8 +72,9 @@ class InspectSandboxHost:
                 duration_s=time.monotonic() - started,
             )
         except OutputLimitExceededError as error:
-            if ours is not None and ours.last_result is not None:
-                return ours.last_result
+            full = session_result_of(error)
+            if full is not None:
+                return full
             return ExecResult(
                 returncode=None,
                 stdout=error.truncated_output or "",
@@ -87,8 +90,8 @@ class InspectSandboxHost:
                 # re-raising the cause itself would make a cycle of causes.
                 raise type(cause)(str(cause)) from None
             raise SandboxLost(f"the sandbox is unavailable: {error}") from error
-        if ours is not None and ours.last_result is not None:
-            return ours.last_result
+        if isinstance(result, SessionExecResult):
+            return result.session_result
         return ExecResult(
             returncode=result.returncode,
             stdout=result.stdout,
@@ -106,14 +109,6 @@ def _at_output_cap(*streams: str) -> bool:
 
     floor = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE - 65536
     return any(len(stream) >= floor and len(stream.encode()) >= floor for stream in streams)
-
-
-def _our_environment(environment: Any) -> SessionSandboxEnvironment | None:
-    """Our provider behind `environment` (through Inspect's recording proxy), or None."""
-    try:
-        return environment.as_type(SessionSandboxEnvironment)
-    except (TypeError, AttributeError):
-        return None
 
 
 def as_program_host(environment: Any) -> InspectSandboxHost:

@@ -4,10 +4,11 @@
 only in how a sample's session starts and ends; the Inspect API on top of a session is this one
 class, so both behave alike:
 
-- `exec` raises TimeoutError (with `truncated_output`) on timeout and OutputLimitExceededError past
-  the output cap, as Inspect's own providers do; the session's full `contract.ExecResult` (which
-  also names the contract limit a command hit: memory, processes, file size) is kept in
-  `last_result` for `inspect_adapter.program_host`;
+- `exec` returns a `SessionExecResult`: Inspect's `ExecResult` carrying the session's full
+  `contract.ExecResult` (the contract limit a command hit: memory, processes, file size, which
+  Inspect's type has no field for); it raises TimeoutError (with `truncated_output`) on timeout
+  and OutputLimitExceededError past the output cap, as Inspect's own providers do, each also
+  carrying that full result as `session_result` (`inspect_adapter.program_host` reads it);
 - a user other than the sandbox's own raises SandboxUserUnsupportedError (so Inspect's root probe
   records "unusable" without running anything);
 - a broken sandbox raises SandboxUnavailableError; relative paths resolve against the working
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, TypeVar, overload
 
@@ -37,6 +39,7 @@ from inspect_ai.util import (
 from pydantic import BaseModel
 from typing_extensions import override
 
+from smoldataenvs_tasks import contract
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
 from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
 from smoldataenvs_tasks.sandboxes import base
@@ -82,6 +85,24 @@ def unavailable(provider: str, error: base.SandboxUnavailable) -> RuntimeError:
     return PrerequisiteError(f"The {provider} sandbox cannot run here: {error}")
 
 
+@dataclass
+class SessionExecResult(ExecResult[str]):
+    """Inspect's `ExecResult` of one of our sessions' commands, with the session's full result
+    (its `limit`, `timed_out`, `duration_s`, and the exit status None for a killed command)."""
+
+    session_result: contract.ExecResult
+
+
+def session_result_of(error: BaseException) -> contract.ExecResult | None:
+    """The full result an exec error of ours carries: on `error`, or on its cause (Inspect's
+    recording proxy re-raises a timeout as a TimeoutError of its own, from ours)."""
+    for candidate in (error, error.__cause__):
+        found = getattr(candidate, "session_result", None)
+        if isinstance(found, contract.ExecResult):
+            return found
+    return None
+
+
 # The sample metadata key holding the sample's stage dir (set by the task's setup).
 STAGE_DIR_KEY = "stage_dir"
 _Session = TypeVar("_Session")
@@ -118,8 +139,6 @@ class SessionSandboxEnvironment(SandboxEnvironment):
     def __init__(self, session: Any) -> None:
         super().__init__()
         self.session = session
-        # The full result of the latest exec (with the contract limit hit); read by host.py.
-        self.last_result: base.ExecResult | None = None
 
     @classmethod
     def default_concurrency(cls) -> int | None:
@@ -149,21 +168,24 @@ class SessionSandboxEnvironment(SandboxEnvironment):
             result = await self.session.exec(cmd, input=input, cwd=cwd, timeout=timeout, env=env)
         except base.SandboxFailure as error:
             raise SandboxUnavailableError(str(error)) from error
-        self.last_result = result
         if result.timed_out:
             timeout_error = TimeoutError(f"Command timed out after {timeout} seconds")
             timeout_error.truncated_output = result.stdout  # type: ignore[attr-defined]
+            timeout_error.session_result = result  # type: ignore[attr-defined]
             raise timeout_error
         if result.limit == "output":
-            raise OutputLimitExceededError(
+            overflow = OutputLimitExceededError(
                 limit_str=f"{self.session.limits.max_output_bytes} bytes",
                 truncated_output=result.stdout,
             )
-        return ExecResult(
+            overflow.session_result = result  # type: ignore[attr-defined]
+            raise overflow
+        return SessionExecResult(
             success=result.success,
             returncode=result.returncode if result.returncode is not None else -1,
             stdout=result.stdout,
             stderr=result.stderr,
+            session_result=result,
         )
 
     @override

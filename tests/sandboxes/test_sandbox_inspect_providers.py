@@ -264,3 +264,32 @@ def test_containers_of_a_killed_eval_are_removed_by_cleanup(
     )
     assert done.returncode == 0, done.stderr
     assert docker_lines("ps", "--all", "--quiet", "--filter", owner) == []
+
+
+@pytest.mark.anyio
+async def test_the_sessions_full_result_comes_back_with_the_call(tmp_path: Path) -> None:
+    """The limit a command hit reaches the runner in the exec's own result or error, never
+    through state kept on the provider between calls."""
+    from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxEnvironment
+    from smoldataenvs_tasks.inspect_adapter.program_host import InspectSandboxHost
+    from smoldataenvs_tasks.inspect_adapter.provider_base import SessionExecResult
+
+    require_kind("bwrap")
+    _, stage = make_stage(tmp_path)
+    config = BwrapSandboxConfig.from_limits(SMALL_LIMITS)
+    environments = await BwrapSandboxEnvironment.sample_init("t", config, {"stage_dir": str(stage)})
+    environment = environments["default"]
+    too_big = ["sh", "-c", f"head -c {SMALL_LIMITS.max_file_bytes + 1} /dev/zero > /tmp/big"]
+    try:
+        done = await environment.exec(too_big)
+        assert isinstance(done, SessionExecResult)
+        assert (done.success, done.session_result.limit) == (False, "file_size")
+        with pytest.raises(TimeoutError) as caught:
+            await environment.exec(["sleep", "30"], timeout=1)
+        assert caught.value.session_result.timed_out  # type: ignore[attr-defined]
+        host = InspectSandboxHost(environment)
+        assert (await host.exec(too_big)).limit == "file_size"
+        slow = await host.exec(["sleep", "30"], timeout=1)
+        assert (slow.timed_out, slow.returncode) == (True, None)
+    finally:
+        await BwrapSandboxEnvironment.sample_cleanup("t", config, environments, False)
