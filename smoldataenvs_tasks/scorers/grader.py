@@ -81,8 +81,8 @@ _KNOWN_MODES = frozenset(KNOWN_REWARD_MODES)
 # A "clean number" gold (after stripping and removing %, $ and commas) turns the numeric rung on
 # in every mode. `[.,]` keeps upstream's pattern even though commas are already gone.
 _CLEAN_NUMBER = re.compile(r"-?\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?")
-# A side that is one plain number, sign and spaces around it allowed: strict has nothing to read.
-_PLAIN = re.compile(r"\s*-?\d+(?:\.\d+)?\s*")
+# A gold that is one plain number: strict has nothing to read in it.
+_PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 # The first number of a side, read after removing every comma: sign, decimals, exponent.
 _FIRST_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
@@ -155,10 +155,10 @@ def grade(
         return _EXACT
     if info is None:
         info = _read_gold(gold, gold_words)
-    _, gold_stripped, gold_clean, g, gold_plain = info
+    g = info[_G]
 
     refused: str | None = None
-    if g is not None and (gold_clean or mode in _NUMERIC_MODES):
+    if g is not None and (mode in _NUMERIC_MODES or _gold_is_clean(info)):
         found = _FIRST_NUMBER.search(candidate.replace(",", "") if "," in candidate else candidate)
         if found is not None:
             c = float(found.group())
@@ -173,12 +173,26 @@ def grade(
             if accepted is not None:
                 if not is_strict:
                     return accepted
-                if gold_plain and accepted is _NUMERIC and _PLAIN.fullmatch(candidate):
-                    # Two plain numbers: nothing for a strict rule to refuse.
-                    return accepted
-                refused, settled = strict.numeric_refusal(
-                    gold_stripped, candidate.strip(), accepted is _NUMERIC_SCALED, rel, abs_
-                )
+                gold_stripped = info[_STRIPPED]
+                if accepted is _NUMERIC:
+                    gold_plain = (
+                        len(gold_words) == 1 and _PLAIN_NUMBER.fullmatch(gold_words[0]) is not None
+                    )
+                    if (
+                        gold_plain
+                        and len(cand_words) == 1
+                        and _PLAIN_NUMBER.fullmatch(cand_words[0])
+                    ):
+                        return accepted  # two plain numbers: nothing for a strict rule
+                    refused, settled = strict.plain_words_refusal(
+                        gold_stripped, gold_plain, candidate, cand_words, rel, abs_
+                    )
+                    if refused is None:
+                        return accepted
+                else:
+                    refused, settled = strict.numeric_refusal(
+                        gold_stripped, candidate.strip(), accepted is _NUMERIC_SCALED, rel, abs_
+                    )
                 if refused is None:
                     return accepted
                 if settled and not (mode in _LIST_MODES or ("," in gold and "," in candidate)):
@@ -200,20 +214,32 @@ def grade(
     return result
 
 
-def _read_gold(gold: str, words: list[str]) -> tuple[list[str], str, bool, float | None, bool]:
-    """What the ladder needs of a gold past the exact rung, remembered: RL grades many
-    candidates against one gold."""
-    stripped = gold.strip()
-    clean = _CLEAN_NUMBER.fullmatch(stripped.strip("%$").strip().replace(",", "")) is not None
+# What the ladder needs of a gold past the exact rung, remembered per gold string (RL grades
+# many candidates against one gold): [words, stripped, clean (None until asked), first number].
+_STRIPPED, _CLEAN, _G = 1, 2, 3
+
+
+def _read_gold(gold: str, words: list[str]) -> list:
     found = _FIRST_NUMBER.search(gold.replace(",", "") if "," in gold else gold)
-    g = float(found.group()) if found is not None else None
-    plain = clean and _PLAIN.fullmatch(stripped) is not None
-    info = (words, stripped, clean, g, plain)
+    info = [words, gold.strip(), None, float(found.group()) if found is not None else None]
     if len(gold) <= _MEMO_MAX_KEY_CHARS:
         if len(_golds) >= _MEMO_MAX_ENTRIES:
             _golds.clear()
         _golds[gold] = info
     return info
+
+
+def _gold_is_clean(info: list) -> bool:
+    """Upstream's "clean number" test (asked only outside the numeric modes): `%`/`$` come off
+    the ends only, then the spaces they uncovered ("65 %", "$ 5"); a sign or symbol inside
+    ("-$4058") leaves the gold unclean."""
+    clean = info[_CLEAN]
+    if clean is None:
+        stripped = info[_STRIPPED]
+        clean = info[_CLEAN] = (
+            _CLEAN_NUMBER.fullmatch(stripped.strip("%$").strip().replace(",", "")) is not None
+        )
+    return clean
 
 
 def _lower_rungs(
@@ -425,7 +451,7 @@ class _Memo:
 
 _memo = _Memo()
 _symbolic_memo = _Memo()
-_golds: dict[str, tuple[list[str], str, bool, float | None, bool]] = {}
+_golds: dict[str, list] = {}
 
 
 def _symbolic(gold: str, candidate: str) -> symbolic.Outcome:

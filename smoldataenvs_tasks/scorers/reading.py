@@ -45,6 +45,7 @@ __all__ = [
     "Text",
     "Value",
     "clear_cache",
+    "plain_words",
     "read",
     "read_item",
     "remembered",
@@ -242,7 +243,7 @@ _TOKEN = re.compile(
 _STARTS = re.compile(r"\.?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|[^\W\d_]+")
 # After a number's digits, what could make it more than a plain number.
 _COMPLEX_AFTER = re.compile(
-    r"[-/.:%\w]|,\d|[ \u00a0\u202f]\d{3}(?!\d)|\s+(?:%|[MBT]\b|(?i:jan|feb|mar|apr|may|jun|jul|aug"
+    r"[-/.:%\w]|,\d|[ \u00a0\u202f]\d{3}(?!\d)|\s+(?:[-/%]|[MBT]\b|(?i:jan|feb|mar|apr|may|jun|jul|aug"
     r"|sep|oct|nov|dec|q[1-4]\b|of\b|k\b|thousand|hundred|million|mn\b|mln\b|mio\b|billion|bn\b"
     r"|trillion|tn\b|percent|per\s?cent|pct\b|quarter|qtr))"
 )
@@ -843,6 +844,8 @@ def _simple_label_unit(
 
 
 _PLAIN_PART = re.compile(r"-?\d+(?:\.\d+)?")
+# Brackets and question marks around a word or number change no reading ("12 (17)", "12? 17?").
+_AROUND = "()[]?!"
 # Words that could make two numbers a range, a list, a date, a quarter or one number.
 _STRUCTURE_WORDS = (
     _TOKEN_WORDS
@@ -854,12 +857,52 @@ _STRUCTURE_WORDS = (
 )
 
 
+def plain_words(text: str, words: list[str]) -> tuple[int, float] | None:
+    """(how many plain numbers, the first) when `text` is nothing but plain numbers and
+    ordinary words (`words`: its lowercased words); None otherwise.
+
+    One number means `read` gives that value with no comparison, sign word, magnitude,
+    percentage, label or unit a gold without them could mind; two or more mean `read` gives a
+    hedge (Multi). None: the full reading decides."""
+    numbers = 0
+    first = 0.0
+    special = False
+    after_number = False
+    for word in words:
+        word = word.strip(_AROUND)
+        if not word:
+            continue
+        if word.isalpha():
+            if not word.isascii() or word in _STRUCTURE_WORDS:
+                return None
+            special = special or word in _SPECIAL_WORDS
+            after_number = False
+        elif _PLAIN_PART.fullmatch(word):
+            # "5 -3" is a range and "1 000" one number in the full reading.
+            if after_number and (word[0] == "-" or len(word) == 3):
+                return None
+            if not numbers:
+                first = float(word)
+            numbers += 1
+            after_number = True
+        else:
+            return None
+    if numbers == 1:
+        return None if special else (1, first)
+    if numbers > 1 and "\n" not in text:
+        return numbers, first
+    return None
+
+
 def _plain_hedge(text: str) -> Multi | None:
     """Plain numbers and ordinary words only, two numbers or more ("12 or maybe 17", "1 2 3"):
     the same Multi the full reading gives, without tokenising."""
     values = []
     after_number = False
     for part in text.split():
+        part = part.strip(_AROUND)
+        if not part:
+            continue
         if part.isalpha():
             if not part.isascii() or part.lower() in _STRUCTURE_WORDS:
                 return None

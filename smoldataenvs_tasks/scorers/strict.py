@@ -52,12 +52,20 @@ from smoldataenvs_tasks.scorers.reading import (
     Reading,
     Text,
     Value,
+    plain_words,
     read,
     read_item,
     remembered,
 )
 
-__all__ = ["RULES", "Different", "list_item_refusal", "numeric_refusal", "symbolic_refusal"]
+__all__ = [
+    "RULES",
+    "Different",
+    "list_item_refusal",
+    "numeric_refusal",
+    "plain_words_refusal",
+    "symbolic_refusal",
+]
 
 RULES = (
     "dates",
@@ -125,6 +133,41 @@ def numeric_refusal(
 
 
 _ACCEPTED = (None, False)
+
+
+def plain_words_refusal(
+    gold: str, gold_plain: bool, candidate: str, words: list[str], rel: float, abs_: float
+) -> tuple[str | None, bool]:
+    """`numeric_refusal` for a pair the numeric rung accepted (not by ×100), given whether the
+    gold is one plain number and the candidate's lowercased words. A candidate of plain words
+    and numbers (the usual shape of an answer, and of a hedge in words) is not read, nor is a
+    plain gold."""
+    shape = plain_words(candidate, words)
+    if shape is not None:
+        count, value = shape
+        if gold_plain:
+            # The rung found the candidate's first number close to the gold's.
+            return _HEDGE if count > 1 else _ACCEPTED
+        gold_reading = remembered.get(gold)
+        if gold_reading is None:
+            gold_reading = read(gold)
+        if type(gold_reading) is Value:
+            if count > 1:
+                return _HEDGE
+            if (
+                gold_reading.label is None
+                and gold_reading.unit is None
+                and not gold_reading.comparison
+                and gold_reading.magnitude == 1.0
+                and _close(gold_reading.number, value, rel, abs_)
+            ):
+                # One plain number among ordinary words, equal to a gold with no word, unit,
+                # comparison or magnitude to match.
+                return _ACCEPTED
+    return numeric_refusal(gold, candidate.strip(), False, rel, abs_)
+
+
+_HEDGE = ("one_number", True)
 
 
 def list_item_refusal(gold_item: str, candidate_item: str, rel: float, abs_: float) -> str | None:

@@ -10,6 +10,8 @@ loophole is real in the published grader) and strict must refuse it with the rul
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from smoldataenvs_tasks import GradeResult, grade
 from smoldataenvs_tasks.scorers import grader, strict
@@ -375,3 +377,72 @@ def test_documented_rule_examples(rule, gold, accepted, refused_gold, refused, m
 
 def test_every_rule_is_documented_with_examples() -> None:
     assert {row[0] for row in RULE_TABLE} == set(strict.RULES)
+
+
+# --- the quick path for candidates of plain words and numbers ------------------------------------
+
+_WORDS = [
+    "or",
+    "maybe",
+    "about",
+    "years",
+    "the",
+    "answer",
+    "is",
+    "and",
+    "to",
+    "k",
+    "M",
+    "not",
+    "least",
+    "at",
+    "(sd",
+    "3)",
+    "min",
+    "per",
+    "cent",
+    "May",
+    "seventeen",
+    "minus",
+    "-",
+    "?",
+]
+_NUMBERS = ["12", "-12", "7", "12.5", "1000", "000", "(12)", "12?", "2019"]
+_mixed = st.lists(
+    st.one_of(
+        st.sampled_from(_WORDS + _NUMBERS),
+        st.from_regex(r"-?\d{1,5}(\.\d{1,2})?", fullmatch=True),
+    ),
+    max_size=4,
+)
+# gold, and its first number as the published reading takes it
+GOLDS = [
+    ("12", "12"),
+    ("-12", "-12"),
+    ("12 years", "12"),
+    ("45%", "45"),
+    ("$12", "12"),
+    ("Class 12", "12"),
+    ("2019-05-01", "2019"),
+    ("12, 7", "12"),
+]
+
+
+@settings(deadline=None, max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    gold=st.sampled_from(GOLDS),
+    before=st.lists(st.sampled_from(_WORDS), max_size=3),
+    after=_mixed,
+    tol=st.sampled_from([(0.0, 0.0), (0.05, 0.01)]),
+)
+def test_plain_words_quick_path_refuses_exactly_as_the_full_reading(gold, before, after, tol):
+    gold, number = gold
+    # The numeric rung accepted: the candidate's first number is the gold's.
+    candidate = " ".join([*before, number, *after])
+    assume(grader._first_number(candidate) == grader._first_number(gold))
+    gold_words = gold.lower().split()
+    gold_plain = len(gold_words) == 1 and grader._PLAIN_NUMBER.fullmatch(gold_words[0])
+    quick = strict.plain_words_refusal(
+        gold, bool(gold_plain), candidate, candidate.lower().split(), tol[1], tol[0]
+    )
+    assert quick == strict.numeric_refusal(gold, candidate.strip(), False, tol[1], tol[0])
