@@ -14,7 +14,7 @@ Each specific error also keeps the built-in base it always had (`ValueError`, `R
 `SandboxUnavailable`, `docker.RemoteStagingFailed`), `scorers.symbolic.SymbolicUnavailableError`,
 `replay.ReplayFormatError` and `ReplayMissingError`, `inspect_adapter.setup.SandboxOverrideError`,
 `validate.BrokenEnvironment` and `ValidationInputError`, `scorers.grader.UnknownProfileError`,
-`inspect_adapter.regrade.RegradeError`, `results.regrade_lm_eval.LmEvalRegradeError`,
+`inspect_adapter.regrade.RegradeError`, `lm_eval.regrade.LmEvalRegradeError`,
 `lm_eval.fewshot.FewShotRefused`, `results.schema.SubmissionFormatError`,
 `results.verifier_data.DataUnavailable`.
 """

@@ -41,7 +41,7 @@ def _is_lm_eval_output(path: Path) -> bool:
 def regrade_command(log: Path, grader: str, out: Path | None) -> None:
     """Re-grade LOG (an Inspect log, or an lm-eval --output_path folder) under --grader."""
     if _is_lm_eval_output(log):
-        from smoldataenvs_tasks.results.regrade_lm_eval import (
+        from smoldataenvs_tasks.lm_eval.regrade import (
             LmEvalRegradeError,
             regrade_lm_eval_output,
         )

@@ -5,7 +5,8 @@ verification and leaderboards.
 - `load`: Inspect logs (through Inspect's log API) and lm-eval output folders into Runs;
 - `select`: `--model` / `--name`, and a directory of runs grouped by model and split;
 - `coverage`: how much of its split a run covered (`complete`, and why not);
-- `outcomes`: per-task outcomes, the one input of every figure;
+- `task_outcomes`: per-task outcomes (every attempt of every task), the one input of every
+  figure;
 - `stats`: bootstrap CIs over tasks (seed 0, 10,000 resamples), pass@k, seed standard errors;
 - `diagnostics`: "is this number any good" (tasks that split, sample size, contamination);
 - `contamination`: which tasks' tables also serve train (looked up once, on this machine);

@@ -22,8 +22,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from smoldataenvs_tasks.results.outcomes import TaskOutcomes
 from smoldataenvs_tasks.results.stats import bootstrap_ci
+from smoldataenvs_tasks.results.task_outcomes import TaskOutcomes
 
 ALPHA = 0.05
 POWER = 0.80

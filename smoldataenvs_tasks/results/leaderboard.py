@@ -35,7 +35,6 @@ from smoldataenvs_tasks.results.diagnostics import (
     spread,
     tasks_to_separate,
 )
-from smoldataenvs_tasks.results.outcomes import TaskOutcomes, outcomes_from_entries
 from smoldataenvs_tasks.results.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -43,6 +42,7 @@ from smoldataenvs_tasks.results.stats import (
     bootstrap_ci,
 )
 from smoldataenvs_tasks.results.submission import STATISTICS
+from smoldataenvs_tasks.results.task_outcomes import TaskOutcomes, outcomes_from_entries
 
 LEADERBOARD_FORMAT = "smoldataenvs-leaderboard/2"
 RANKED, OTHER, UNVERIFIED = "ranked", "other settings", "unverified"

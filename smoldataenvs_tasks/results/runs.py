@@ -116,9 +116,6 @@ class Run:
     def label(self) -> str:
         return f"{self.source} ({self.framework}, {self.model}, {self.split})"
 
-    def graded_task_ids(self) -> set[str]:
-        return {tid for tid, t in self.tasks.items() if t.graded}
-
     def pass1(self, task_ids: set[str] | None = None) -> float | None:
         """Mean over tasks (graded ones, optionally only `task_ids`) of each task's pass@1."""
         values = [

@@ -35,12 +35,6 @@ from typing import Any
 from smoldataenvs_tasks._pins import KNOWN_REWARD_MODES, TIERS, reward_mode_label
 from smoldataenvs_tasks.results.coverage import combined_coverage, coverage_of
 from smoldataenvs_tasks.results.diagnostics import ALPHA, POWER, submission_diagnostics
-from smoldataenvs_tasks.results.outcomes import (
-    TaskOutcomes,
-    outcomes_from_entries,
-    outcomes_from_runs,
-    ungraded_reason,
-)
 from smoldataenvs_tasks.results.protocol import deviations, normal_settings
 from smoldataenvs_tasks.results.runs import Run, RunLoadError, check_combinable
 from smoldataenvs_tasks.results.stats import (
@@ -52,6 +46,12 @@ from smoldataenvs_tasks.results.stats import (
     pass_at_k,
     pass_k_values,
 )
+from smoldataenvs_tasks.results.task_outcomes import (
+    TaskOutcomes,
+    outcomes_from_entries,
+    outcomes_from_runs,
+    ungraded_reason,
+)
 from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Category, profile_of_version
 
 # 2: coverage (split size, filters, limit, complete), model_ids, diagnostics, table_in_train,
@@ -61,7 +61,6 @@ from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Category, profil
 # by the run, ungradable), pass@1_graded, protocol_settings and protocol_deviations, split_sha256
 # and each attempt's table_sha256, nonstandard split sizes; run ids are Inspect's task_id.
 SUBMISSION_FORMAT = "smoldataenvs-submission/3"
-UNSPECIFIED_MODE = reward_mode_label("")  # the empty reward_mode, as lm-eval's metrics name it
 
 # What was measured: recorded, never computed from the outcomes.
 HEADER_FIELDS = (
@@ -144,10 +143,6 @@ def submission_json(submission: dict[str, Any]) -> bytes:
 
 
 # -- helpers -----------------------------------------------------------------------------------
-def mode_label(reward_mode: str) -> str:
-    return reward_mode_label(reward_mode)
-
-
 def _ordered(keys: Iterable[str], canonical: Sequence[str]) -> list[str]:
     present = set(keys)
     head = [k for k in canonical if k in present]
@@ -324,8 +319,8 @@ def assemble(
             "pass@1_by_tier": _estimates_by(scored, lambda t: t.difficulty_tier, TIERS),
             "pass@1_by_reward_mode": _estimates_by(
                 scored,
-                lambda t: mode_label(t.reward_mode),
-                [mode_label(m) for m in KNOWN_REWARD_MODES],
+                lambda t: reward_mode_label(t.reward_mode),
+                [reward_mode_label(m) for m in KNOWN_REWARD_MODES],
             ),
             "pass@1_by_grader": _by_grader(scored),
             "pass@k": _pass_k(scored),

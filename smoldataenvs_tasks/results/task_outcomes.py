@@ -1,10 +1,11 @@
-"""Per-task outcomes: every attempt of every task, tagged with the run it came from.
+"""Per-task outcomes: every attempt of every task, tagged with the run it came from (not to be
+confused with `scorers/outcome.py`, the failure category of one program run).
 
 This is the one input every figure of a submission is computed from (`results/submission.py`):
 `build_submission` makes it from loaded runs, and `verify` reads it back from a submission's own
 `tasks` list, so a verifier recomputes each figure with the same code from the file alone.
 
-    from smoldataenvs_tasks.results.outcomes import outcomes_from_entries
+    from smoldataenvs_tasks.results.task_outcomes import outcomes_from_entries
     tasks = outcomes_from_entries(submission["tasks"])
     print(sum(t.pass1() for t in tasks if t.pass1() is not None))
 """

@@ -41,10 +41,6 @@ from typing import Any
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, pinned_revision
 from smoldataenvs_tasks.results.checks import FAIL, FLAG, NOTE, OK, SKIP, Check
 from smoldataenvs_tasks.results.coverage import coverage_phrase
-from smoldataenvs_tasks.results.outcomes import (
-    outcomes_from_entries,
-    outcomes_from_runs,
-)
 from smoldataenvs_tasks.results.runs import Run, RunLoadError
 from smoldataenvs_tasks.results.schema import (
     SubmissionFormatError,
@@ -59,6 +55,10 @@ from smoldataenvs_tasks.results.submission import (
     recompute,
     run_record,
     submission_sha256,
+)
+from smoldataenvs_tasks.results.task_outcomes import (
+    outcomes_from_entries,
+    outcomes_from_runs,
 )
 from smoldataenvs_tasks.results.verifier_data import DataUnavailable, VerifierData
 from smoldataenvs_tasks.results.verify_against import (
@@ -114,9 +114,6 @@ class Verification:
     @property
     def flags(self) -> list[Check]:
         return [c for c in self.checks if c.status == FLAG]
-
-    def status_of(self, name: str) -> str | None:
-        return next((c.status for c in self.checks if c.name == name), None)
 
     def failures(self, names: Sequence[str] | None = None) -> list[Check]:
         return [c for c in self.checks if c.status == FAIL and (names is None or c.name in names)]
@@ -419,24 +416,3 @@ class Verifier:
         """Read, shape-check and verify one submission.json (SubmissionFormatError if
         malformed)."""
         return self.verify(read_submission(path), source=str(path))
-
-
-def verify(
-    sub: dict[str, Any],
-    *,
-    source: str = "submission",
-    logs: Sequence[str | Path] = (),
-    mirror: str | os.PathLike[str] | None = None,
-) -> Verification:
-    """Every check of one submission (see the module docstring); `sub` must be shape-checked
-    (`read_submission`, or `schema.check_submission`)."""
-    return Verifier(logs=logs, mirror=mirror).verify(sub, source=source)
-
-
-def verify_file(
-    path: str | Path,
-    *,
-    logs: Sequence[str | Path] = (),
-    mirror: str | os.PathLike[str] | None = None,
-) -> Verification:
-    return Verifier(logs=logs, mirror=mirror).verify_file(path)

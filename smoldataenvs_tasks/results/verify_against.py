@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from smoldataenvs_tasks.results.checks import FAIL, NOTE, OK, SKIP, Check
-from smoldataenvs_tasks.results.outcomes import (
+from smoldataenvs_tasks.results.runs import Run
+from smoldataenvs_tasks.results.task_outcomes import (
     TaskOutcomes,
     outcomes_from_entries,
     ungraded_reason,
 )
-from smoldataenvs_tasks.results.runs import Run
 from smoldataenvs_tasks.results.verifier_data import VerifierData
 from smoldataenvs_tasks.scorers.verdict import Verdict
 
