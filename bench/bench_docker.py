@@ -1,5 +1,7 @@
 """Per-sample start/stop overhead of the Docker sandbox: DockerSession (lm-eval, validate) and
-compose.yaml under Inspect's docker provider; plus per-command cost.
+compose.yaml under Inspect's docker provider; plus the cost of a command and of a sample through
+each transport (sandboxes/docker/transport.py: the keeper, `docker exec` via the CLI), side by
+side in one run (docs/performance.md "Docker transports").
 
     python bench/bench_docker.py            # needs a Docker engine and the sandbox image
     python bench/bench_docker.py --samples 20
@@ -30,8 +32,9 @@ from smoldataenvs_tasks.sandboxes.docker import (  # noqa: E402
     DockerSession,
     image_status,
 )
-from smoldataenvs_tasks.sandboxes.docker.api import API_ENV, local_socket  # noqa: E402
+from smoldataenvs_tasks.sandboxes.docker.api import local_socket  # noqa: E402
 from smoldataenvs_tasks.sandboxes.docker.keeper import KEEPER_ENV  # noqa: E402
+from smoldataenvs_tasks.sandboxes.docker.transport import CliTransport  # noqa: E402
 
 STOCK_INSPECT_DOCKER_S = 2.5  # measured earlier for Inspect's default docker sandbox
 
@@ -55,9 +58,12 @@ async def session_overhead(stage: Path, n: int) -> list[float]:
     return times
 
 
+TRANSPORTS = ("keeper", "cli")
+
+
 async def exec_costs(stage: Path, n: int) -> tuple[list[float], list[float], dict[str, tuple]]:
-    """Times of `true` and of importing pandas; and `true` through the Engine API and through
-    the CLI, interleaved: (median wall s, machine CPU s per exec) for each."""
+    """Times of `true` and of importing pandas; and `true` through each transport on one keeper
+    container, interleaved: (median wall s, machine CPU s per command) for each."""
     session = await DockerSession.start(stage)
     try:
         trivial, pandas = [], []
@@ -70,22 +76,25 @@ async def exec_costs(stage: Path, n: int) -> tuple[list[float], list[float], dic
             result = await session.exec(["python3", "-c", "import pandas; print(1)"])
             assert result.success, result.stderr
             pandas.append(time.perf_counter() - started)
-        # The same container each way: its keeper (keeper.py), then `docker exec` over the API
-        # and through the CLI (a keeper container still takes both).
-        settings = {"keeper": ("1", "1"), "api": ("0", "1"), "cli": ("0", "0")}
-        by_way: dict[str, tuple[list[float], float]] = {way: ([], 0.0) for way in settings}
+        # The same container each way: its keeper, then `docker exec` through the CLI (a view of
+        # the container with that transport, as a container without a keeper has).
+        boxes = {
+            "keeper": session,
+            "cli": DockerSession(
+                session.container_id, image=session.image, limits=session.limits,
+                transport=CliTransport(session.container_id),
+            ),
+        }  # fmt: skip
+        by_way: dict[str, tuple[list[float], float]] = {way: ([], 0.0) for way in boxes}
         for _ in range(3):
-            for way, (keeper_setting, api_setting) in settings.items():
-                os.environ[KEEPER_ENV], os.environ[API_ENV] = keeper_setting, api_setting
+            for way, box in boxes.items():
                 walls, cpu = by_way[way]
                 machine = MachineCpu()
                 for _ in range(n):
                     started = time.perf_counter()
-                    await session.exec(["true"])
+                    await box.exec(["true"])
                     walls.append(time.perf_counter() - started)
                 by_way[way] = (walls, cpu + machine.seconds())
-        os.environ.pop(API_ENV, None)
-        os.environ.pop(KEEPER_ENV, None)
         ways = {way: (statistics.median(w), cpu / len(w)) for way, (w, cpu) in by_way.items()}
         return trivial, pandas, ways
     finally:
@@ -94,27 +103,26 @@ async def exec_costs(stage: Path, n: int) -> tuple[list[float], list[float], dic
 
 async def sample_costs(stage: Path, n: int) -> dict[str, tuple[float, float]]:
     """One sample's Docker work each way, interleaved: a container started, one command, the
-    container removed (reuse is off by default, and without a keeper there is none). The keeper,
-    then `docker exec` over the API and through the CLI (containers without a keeper, as
-    SMOLDATAENVS_DOCKER_KEEPER=0 or a remote engine run them): (median wall s, machine CPU s)
-    per sample."""
-    settings = {"keeper": ("1", "1"), "api": ("0", "1"), "cli": ("0", "0")}
+    container removed (reuse is off by default, and needs a keeper). A keeper container, then
+    one without (SMOLDATAENVS_DOCKER_KEEPER=0, as a remote engine runs it) whose command is a
+    `docker exec` via the CLI: (median wall s, machine CPU s) per sample."""
+    settings = {"keeper": "1", "cli": "0"}
     walls: dict[str, list[float]] = {way: [] for way in settings}
     cpus: dict[str, float] = dict.fromkeys(settings, 0.0)
     try:
         for _ in range(3):
-            for way, (keeper_setting, api_setting) in settings.items():
-                os.environ[KEEPER_ENV], os.environ[API_ENV] = keeper_setting, api_setting
+            for way, keeper_setting in settings.items():
+                os.environ[KEEPER_ENV] = keeper_setting
                 machine = MachineCpu()
                 for _ in range(n):
                     started = time.perf_counter()
                     session = await DockerSession.start(stage)
+                    assert session.transport.name == way
                     await session.exec(["true"])
                     await session.close()
                     walls[way].append(time.perf_counter() - started)
                 cpus[way] += machine.seconds()
     finally:
-        os.environ.pop(API_ENV, None)
         os.environ.pop(KEEPER_ENV, None)
     return {way: (statistics.median(walls[way]), cpus[way] / len(walls[way])) for way in settings}
 
@@ -204,18 +212,16 @@ def main() -> int:
         print(summary("exec `true`", trivial))
         print(summary("exec `python3 -c 'import pandas'`", docker_pandas))
         if local_socket() is not None:
-            (keeper_wall, keeper_cpu) = ways["keeper"]
-            (api_wall, api_cpu), (cli_wall, cli_cpu) = ways["api"], ways["cli"]
-            print(f"{'`true` via keeper / exec API / exec CLI':<44} median {keeper_wall:.3f} / "
-                  f"{api_wall:.3f} / {cli_wall:.3f} s, machine CPU {keeper_cpu:.3f} / "
-                  f"{api_cpu:.3f} / {cli_cpu:.3f} s per command (API {api_wall / keeper_wall:.1f}x "
-                  f"and {api_cpu / keeper_cpu:.1f}x the keeper's; CLI {cli_wall / api_wall:.2f}x "
-                  f"and {cli_cpu / api_cpu:.2f}x the API's)")  # fmt: skip
+            (keeper_wall, keeper_cpu), (cli_wall, cli_cpu) = ways["keeper"], ways["cli"]
+            print(f"{'`true` via keeper / exec CLI':<44} median {keeper_wall:.3f} / "
+                  f"{cli_wall:.3f} s, machine CPU {keeper_cpu:.3f} / {cli_cpu:.3f} s per command "
+                  f"(CLI {cli_wall / keeper_wall:.1f}x and {cli_cpu / keeper_cpu:.1f}x the "
+                  "keeper's)")  # fmt: skip
         if samples is not None:
-            print(f"{'a sample (start, `true`, remove) via keeper / exec API / exec CLI':<44} "
-                  + " / ".join(f"{samples[w][0]:.3f}" for w in ("keeper", "api", "cli"))
+            print(f"{'a sample (start, `true`, remove) via keeper / exec CLI':<44} "
+                  + " / ".join(f"{samples[w][0]:.3f}" for w in TRANSPORTS)
                   + " s, machine CPU "
-                  + " / ".join(f"{samples[w][1]:.3f}" for w in ("keeper", "api", "cli"))
+                  + " / ".join(f"{samples[w][1]:.3f}" for w in TRANSPORTS)
                   + " s per sample")  # fmt: skip
         print(summary("bare host `python -c 'import pandas'`", host_pandas))
         ratio = statistics.median(docker_pandas) / statistics.median(host_pandas)

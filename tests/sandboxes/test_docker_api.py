@@ -1,9 +1,8 @@
-"""`docker exec` over the Engine API socket (sandboxes/docker/api.py) against the CLI it replaces.
-
-Three parts: which engines the API path is used for (no engine needed); the protocol's edges
-(frames cut anywhere, an exit code recorded late, a refusal, a dead socket) against a small
-unix-socket server speaking the same routes; and a real engine, where every command must give
-the same ExecResult through the API as through the CLI.
+"""The Engine API from this process (sandboxes/docker/api.py): which engines it is spoken to (and so
+which containers get a keeper), and the keeper's attached channel (keeper.py) at its edges, against
+a small unix-socket server that answers the attach route as the engine does and then plays the
+keeper: frames cut anywhere, a refusal, a dead socket, a stream cut inside a frame, the keeper's
+death. No engine needed; test_docker_keeper.py runs the real thing.
 
     python -m pytest tests/sandboxes/test_docker_api.py -q
 """
@@ -11,18 +10,20 @@ the same ExecResult through the API as through the CLI.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import socket
 import struct
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxUnavailable
-from smoldataenvs_tasks.sandboxes.docker import DockerSession, api, keeper
-from smoldataenvs_tasks.sandboxes.docker.engine import exec_in
+from smoldataenvs_tasks.sandboxes.docker import DockerSession, api
+from smoldataenvs_tasks.sandboxes.docker.keeper import KeeperTransport
+from smoldataenvs_tasks.sandboxes.docker.reset import reset_container
+from smoldataenvs_tasks.sandboxes.docker.transport import run_to_end
 from tests.sandboxes.helpers import SMALL_LIMITS
 
 # -- which engines ---------------------------------------------------------------------------
@@ -76,208 +77,190 @@ def test_the_api_can_be_turned_off(clean_engine_env: Path, monkeypatch) -> None:
     assert api.local_socket() is None
 
 
-# -- the protocol's edges, against a unix-socket server speaking the engine's routes ----------
+# -- the keeper's channel, against a unix-socket server answering as the engine and the keeper --
 
 
-def frame(stream: int, payload: bytes) -> bytes:
+def engine_frame(stream: int, payload: bytes) -> bytes:
+    """What the engine sends on an attached connection: a stream's bytes with their header."""
     return struct.pack(">BxxxI", stream, len(payload)) + payload
 
 
-class FakeEngine:
-    """Answers exec create/start/inspect like the engine. `stream` is the raw bytes sent after
-    the upgrade, in `pieces` writes; `running_polls` inspect answers still say Running."""
+def keeper_frame(kind: bytes, number: int, payload: bytes = b"") -> bytes:
+    """What the keeper writes on the container's stdout (keeper_script.py's frames)."""
+    return kind + number.to_bytes(4, "big") + len(payload).to_bytes(4, "big") + payload
 
-    def __init__(self, stream: bytes, *, pieces: int = 1, running_polls: int = 0) -> None:
-        self.stream = stream
+
+class FakeEngine:
+    """Answers `POST /containers/c1/attach` like the engine, then reads the host's frames for one
+    command until its input ended and sends `reply(command number)` (the raw bytes after the
+    upgrade) in `pieces` writes; the connection stays open until the host closes it, unless
+    `hang_up`. `refuse` answers the attach with an error status instead."""
+
+    def __init__(
+        self,
+        reply: Callable[[int], bytes],
+        *,
+        pieces: int = 1,
+        hang_up: bool = False,
+        refuse: tuple[int, str] | None = None,
+    ) -> None:
+        self.reply = reply
         self.pieces = pieces
-        self.running_polls = running_polls
-        self.stdin = b""
-        self.created: dict | None = None
-        self.refuse: tuple[int, str] | None = None
+        self.hang_up = hang_up
+        self.refuse = refuse
+        self.path = ""
+        self.frames: list[tuple[bytes, int, bytes]] = []
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
-        request_line, *header_lines = head.decode().split("\r\n")
-        method, path, _ = request_line.split(" ")
-        headers = dict(line.split(": ", 1) for line in header_lines if ": " in line)
-        body = await reader.readexactly(int(headers.get("Content-Length", 0)))
-        if method == "POST" and path.endswith("/exec") and self.refuse:
+        self.path = head.decode().split(" ")[1]
+        if self.refuse:
             status, message = self.refuse
             payload = json.dumps({"message": message}).encode()
             writer.write(
                 f"HTTP/1.1 {status} Refused\r\nContent-Length: {len(payload)}\r\n\r\n".encode()
                 + payload
             )
-        elif method == "POST" and path.endswith("/exec"):
-            self.created = json.loads(body)
-            payload = b'{"Id":"e1"}'
-            # chunked, as the engine may answer
-            writer.write(
-                b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n"
-                + f"{len(payload):x}\r\n".encode()
-                + payload
-                + b"\r\n0\r\n\r\n"
-            )
-        elif path == "/exec/e1/start":
-            writer.write(b"HTTP/1.1 101 UPGRADED\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
-            self.stdin = await reader.read()  # until our half-close
-            size = -(-len(self.stream) // self.pieces) or 1
-            for start in range(0, len(self.stream), size):
-                writer.write(self.stream[start : start + size])
-                await writer.drain()
-                await asyncio.sleep(0)
-        elif path == "/exec/e1/json":
-            running = self.running_polls > 0
-            self.running_polls -= 1
-            payload = json.dumps({"Running": running, "ExitCode": 0 if running else 3}).encode()
-            writer.write(
-                f"HTTP/1.1 200 OK\r\nContent-Length: {len(payload)}\r\n\r\n".encode() + payload
-            )
-        await writer.drain()
+            await writer.drain()
+            writer.close()
+            return
+        writer.write(b"HTTP/1.1 101 UPGRADED\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+        while True:  # the host's frames of one command, to the end of its input
+            header = await reader.readexactly(9)
+            kind, number = header[:1], int.from_bytes(header[1:5], "big")
+            payload = await reader.readexactly(int.from_bytes(header[5:9], "big"))
+            self.frames.append((kind, number, payload))
+            if kind == b"E" or (kind == b"S" and not json.loads(payload)["stdin"]):
+                break
+        stream = self.reply(number)
+        size = -(-len(stream) // self.pieces) or 1
+        for start in range(0, len(stream), size):
+            writer.write(stream[start : start + size])
+            await writer.drain()
+            await asyncio.sleep(0)
+        if self.hang_up:
+            writer.close()
+            return
+        await reader.read()  # until the host lets go of the channel
         writer.close()
 
 
-async def exec_against(engine: FakeEngine, tmp_path: Path, stdin: bytes | None = None):
-    path = str(tmp_path / "fake.sock")
-    server = await asyncio.start_unix_server(engine.handle, path)
-    got: dict[int, bytearray] = {1: bytearray(), 2: bytearray()}
-    try:
-        code = await api.exec_streamed(
-            path, "c1", ["cat"], user="1000:1000", workdir="/", env=["A=1"], stdin=stdin,
-            on_output=lambda stream, chunk: got[stream].extend(chunk),
-        )  # fmt: skip
-    finally:
+@pytest.fixture
+async def serve(tmp_path: Path) -> AsyncIterator[Callable[[FakeEngine], Awaitable[str]]]:
+    """Starts a FakeEngine on a socket of its own; returns the socket's path."""
+    servers: list[asyncio.Server] = []
+
+    async def start(engine: FakeEngine) -> str:
+        path = str(tmp_path / f"engine-{len(servers)}.sock")
+        servers.append(await asyncio.start_unix_server(engine.handle, path))
+        return path
+
+    yield start
+    for server in servers:
         server.close()
-    return code, bytes(got[1]), bytes(got[2])
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("pieces", [1, 7, 1000])
-async def test_frames_split_anywhere_are_put_back_together_per_stream(
-    tmp_path: Path, pieces: int
-) -> None:
+async def test_frames_split_anywhere_are_put_back_together_per_stream(serve, pieces: int) -> None:
     big = os.urandom(600 * 1024)  # past one read's 256 KiB
-    stream = frame(1, b"out-1 ") + frame(2, b"err-1 ") + frame(1, big) + frame(2, b"err-2")
-    engine = FakeEngine(stream, pieces=pieces)
-    code, out, err = await exec_against(engine, tmp_path, stdin=b"the input")
-    assert (code, out, err) == (3, b"out-1 " + big, b"err-1 err-2")
-    assert engine.stdin == b"the input"
-    assert engine.created is not None
-    assert engine.created["AttachStdin"] is True
-    assert engine.created["Cmd"] == ["cat"] and engine.created["Env"] == ["A=1"]
-    assert engine.created["User"] == "1000:1000"
+
+    def reply(number: int) -> bytes:
+        frames = (
+            keeper_frame(b"O", number, b"out-1 ")
+            + keeper_frame(b"R", number, b"err-1 ")
+            + keeper_frame(b"O", number, big)
+            + keeper_frame(b"R", number, b"err-2")
+            + keeper_frame(b"X", number, b'{"rc": 3}')
+        )
+        # The engine cuts the container's stdout into frames of its own, anywhere.
+        return b"".join(engine_frame(1, frames[i : i + 5000]) for i in range(0, len(frames), 5000))
+
+    engine = FakeEngine(reply, pieces=pieces)
+    transport = KeeperTransport("c1", await serve(engine))
+    try:
+        rc, out, err = await run_to_end(transport, ["cat"], input=b"the input")
+    finally:
+        await transport.close()
+    assert (rc, out, err) == (3, b"out-1 " + big, b"err-1 err-2")
+    assert engine.path == "/containers/c1/attach?stream=1&stdin=1&stdout=1&stderr=1"
+    kinds = [kind for kind, _, _ in engine.frames]
+    assert kinds == [b"S", b"I", b"E"]
+    assert json.loads(engine.frames[0][2])["argv"] == ["cat"]
+    assert engine.frames[1][2] == b"the input"
 
 
 @pytest.mark.anyio
-async def test_without_input_stdin_is_not_attached(tmp_path: Path) -> None:
-    engine = FakeEngine(frame(1, b"x"))
-    assert await exec_against(engine, tmp_path) == (3, b"x", b"")
-    assert engine.created is not None and engine.created["AttachStdin"] is False
+async def test_a_stream_cut_inside_a_frame_loses_the_command_not_a_short_output(serve) -> None:
+    def reply(number: int) -> bytes:
+        return engine_frame(1, keeper_frame(b"O", number, b"0123456789"))[:-3]
+
+    transport = KeeperTransport("c1", await serve(FakeEngine(reply, hang_up=True)))
+    try:
+        command = await transport.start(
+            ["true"], workdir="/", env=[], input=None, on_output=lambda stream, chunk: None
+        )
+        rc, why = await command.wait()
+    finally:
+        await transport.close()
+    assert command.channel_lost and not command.keeper_died
+    assert rc == 1 and b"cut an output frame short" in why
 
 
 @pytest.mark.anyio
-async def test_an_exit_code_recorded_after_the_stream_ends_is_waited_for(tmp_path: Path) -> None:
-    engine = FakeEngine(frame(1, b"done"), running_polls=3)
-    assert await exec_against(engine, tmp_path) == (3, b"done", b"")
-    assert engine.running_polls < 0  # asked again until it stopped running
+async def test_a_refused_attach_reads_like_the_cli_and_is_a_lost_sandbox(serve) -> None:
+    path = await serve(FakeEngine(lambda number: b"", refuse=(404, "No such container: c1")))
+    transport = KeeperTransport("c1", path)
+    try:
+        assert await run_to_end(transport, ["true"]) == (
+            1, b"", b"Error response from daemon: No such container: c1\n"
+        )  # fmt: skip
+        session = DockerSession("c1", image="unused", limits=SMALL_LIMITS, transport=transport)
+        with pytest.raises(SandboxFailure, match="No such container: c1"):
+            await session.exec(["true"])
+    finally:
+        await transport.close()
 
 
 @pytest.mark.anyio
-async def test_a_frame_cut_short_is_an_error_not_a_short_output(tmp_path: Path) -> None:
-    engine = FakeEngine(frame(1, b"0123456789")[:-3])
-    with pytest.raises(ConnectionError, match="cut an output frame short"):
-        await exec_against(engine, tmp_path)
-
-
-@pytest.mark.anyio
-async def test_a_refusal_reads_like_the_cli(tmp_path: Path) -> None:
-    engine = FakeEngine(b"")
-    engine.refuse = (409, "container c1 is not running")
-    with pytest.raises(api.EngineRefused) as refused:
-        await exec_against(engine, tmp_path)
-    assert refused.value.status == 409
-    assert str(refused.value) == "Error response from daemon: container c1 is not running"
-
-
-@pytest.mark.anyio
-async def test_a_socket_nobody_listens_on_is_an_unreachable_engine(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_socket_nobody_listens_on_is_an_unreachable_engine(tmp_path: Path) -> None:
     path = tmp_path / "dead.sock"
     dead = socket.socket(socket.AF_UNIX)
     dead.bind(str(path))  # bound, never listening: connections are refused
+    transport = KeeperTransport("c1", str(path))
     try:
-        monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
-        monkeypatch.delenv(api.API_ENV, raising=False)
-        rc, _, err = await exec_in("c1", ["true"], user="1000:1000")
+        rc, _, err = await run_to_end(transport, ["true"])
         assert rc == 1 and b"Cannot connect to the Docker daemon" in err
-        session = DockerSession("c1", image="unused", limits=SMALL_LIMITS)
+        session = DockerSession("c1", image="unused", limits=SMALL_LIMITS, transport=transport)
         with pytest.raises(SandboxUnavailable, match="no Docker engine answers"):
             await session.exec(["true"])
     finally:
+        await transport.close()
         dead.close()
 
 
-# -- a real engine: the API and the CLI give the same results ---------------------------------
-
-
-@pytest.fixture
-def api_in_use(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine's own settings, under which its execs must take the API path (else skip);
-    containers without a keeper, so every command is a `docker exec` (test_docker_keeper.py
-    compares the keeper with both)."""
-    monkeypatch.delenv(api.API_ENV, raising=False)
-    monkeypatch.setenv(keeper.KEEPER_ENV, "0")
-    if api.local_socket() is None:
-        pytest.skip("the engine is not on a local socket: the API path is not used")
-
-
-COMMANDS: list[tuple[str, list[str], dict]] = [
-    ("stdin round trip", ["python3", "-c", "import sys; sys.stdout.write(sys.stdin.read())"],
-     {"input": "x" * 3_000_000}),
-    ("both streams and an exit code", ["sh", "-c", "echo out; echo err >&2; exit 7"], {}),
-    ("environment", ["sh", "-c", "echo $SMOL_X; echo $HOME"], {"env": {"SMOL_X": "1"}}),
-    ("cwd", ["pwd"], {"cwd": "sub"}),
-    ("missing cwd", ["pwd"], {"cwd": "nowhere"}),
-    ("command not found", ["no-such-command"], {}),
-    ("timeout", ["sleep", "30"], {"timeout": 1}),
-    ("output before a timeout is kept", ["sh", "-c", "echo partial; echo half >&2; sleep 30"],
-     {"timeout": 1}),
-    ("output flood", ["python3", "-c", "print('y' * 50_000_000)"], {}),
-    ("binary output", ["python3", "-c",
-                       "import sys; sys.stdout.buffer.write(bytes(range(256)) * 1000)"], {}),
-]  # fmt: skip
-
-
-@pytest.mark.docker
 @pytest.mark.anyio
-async def test_every_command_gives_the_same_result_through_the_api_and_the_cli(
-    stage_dir: Path, no_leftovers: None, api_in_use: None, monkeypatch: pytest.MonkeyPatch
+async def test_when_the_keeper_dies_the_session_switches_to_the_cli_once_and_is_never_reset(
+    serve,
 ) -> None:
-    async with await DockerSession.start(stage_dir, limits=SMALL_LIMITS) as session:
-        await session.exec(["mkdir", "-p", "sub"])
-        for name, argv, options in COMMANDS:
-            results = {}
-            for transport in ("1", "0"):
-                monkeypatch.setenv(api.API_ENV, transport)
-                result = await session.exec(argv, **options)
-                results[transport] = dataclasses.replace(result, duration_s=0.0)
-            assert results["1"] == results["0"], name
-            if name == "output flood":  # both capped it and said so
-                assert results["1"].limit == "output"
-            if name == "output before a timeout is kept":
-                assert results["1"].timed_out and results["1"].stdout == "partial\n"
+    def reply(number: int) -> bytes:
+        died = b"D" + bytes(8)  # what the container's main shell sends once the keeper is gone
+        return engine_frame(1, keeper_frame(b"R", number, b"partial") + died)
 
-
-@pytest.mark.docker
-@pytest.mark.anyio
-async def test_a_removed_container_is_a_sandbox_failure_through_the_api(
-    stage_dir: Path, no_leftovers: None, api_in_use: None
-) -> None:
-    session = await DockerSession.start(stage_dir, limits=SMALL_LIMITS)
-    await session.exec(["true"])
-    gone = DockerSession(session.container_id, image=session.image, limits=SMALL_LIMITS)
-    gone._needs_init = False
-    await session.close()
-    with pytest.raises(SandboxFailure, match=r"(?i)no such container"):
-        await gone.exec(["true"])
+    transport = KeeperTransport("c1", await serve(FakeEngine(reply)))
+    session = DockerSession("c1", image="unused", limits=SMALL_LIMITS, transport=transport)
+    try:
+        assert session.transport is transport and not session.keeper_lost
+        command = await transport.start(
+            ["true"], workdir="/", env=[], input=None, on_output=lambda stream, chunk: None
+        )
+        await command.wait()
+        assert command.keeper_died and not command.channel_lost and transport.died
+        assert session.keeper_lost
+        after = session.transport
+        assert after.name == "cli" and not after.inherits_filter
+        assert session.transport is after  # switched once, not per call
+        assert await reset_container(transport) is not None  # a dead keeper resets nothing
+        assert await reset_container(after) is not None  # nor does a container without one
+    finally:
+        await transport.close()

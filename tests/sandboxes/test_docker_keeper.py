@@ -1,6 +1,7 @@
 """The keeper (sandboxes/docker/keeper.py, keeper_script.py): commands through one attached
 channel instead of a `docker exec` each must be indistinguishable from `docker exec` to the
 command, out of reach of the sandbox user, and survivable when a sample's memory use kills it.
+Both transports (transport.py) run the same commands on the same container and must agree.
 
     python -m pytest tests/sandboxes/test_docker_keeper.py -q
 """
@@ -20,8 +21,8 @@ from smoldataenvs_tasks.sandboxes.base import SandboxFailure
 from smoldataenvs_tasks.sandboxes.docker import DockerSession, api, keeper
 from smoldataenvs_tasks.sandboxes.docker.container import cgroup_file, read_counter
 from smoldataenvs_tasks.sandboxes.docker.spares import start_spare
+from smoldataenvs_tasks.sandboxes.docker.transport import CliTransport
 from tests.sandboxes.helpers import SMALL_LIMITS
-from tests.sandboxes.test_docker_api import COMMANDS
 from tests.sandboxes.test_docker_session import PROCESSES
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
@@ -39,18 +40,41 @@ def keeper_in_use(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 async def session(stage_dir: Path, no_leftovers: None, keeper_in_use: None):
     async with await DockerSession.start(stage_dir, limits=SMALL_LIMITS) as started:
-        assert keeper.takes_commands(started.container_id, keeper.RUNS_AS)
+        assert started.transport.name == "keeper"
         yield started
 
 
-def through(monkeypatch: pytest.MonkeyPatch, transport: str) -> None:
-    """Route the next commands of a keeper container: "keeper", "api" (docker exec over the
-    socket) or "cli" (docker exec through the docker CLI)."""
-    monkeypatch.setenv(keeper.KEEPER_ENV, "1" if transport == "keeper" else "0")
-    monkeypatch.setenv(api.API_ENV, "0" if transport == "cli" else "1")
+def through(session: DockerSession, transport: str) -> DockerSession:
+    """The keeper container's commands through `transport`: "keeper" (the session itself) or
+    "cli" (`docker exec` through the docker CLI, as a container without a keeper gets). A CLI
+    view shares the container, not its session's state; it is never closed (the session is)."""
+    if transport == "keeper":
+        return session
+    return DockerSession(
+        session.container_id,
+        image=session.image,
+        limits=session.limits,
+        transport=CliTransport(session.container_id),
+    )
 
 
-TRANSPORTS = ("keeper", "api", "cli")
+TRANSPORTS = ("keeper", "cli")
+# Every kind of command, which must give the same ExecResult through every transport.
+COMMANDS: list[tuple[str, list[str], dict]] = [
+    ("stdin round trip", ["python3", "-c", "import sys; sys.stdout.write(sys.stdin.read())"],
+     {"input": "x" * 3_000_000}),
+    ("both streams and an exit code", ["sh", "-c", "echo out; echo err >&2; exit 7"], {}),
+    ("environment", ["sh", "-c", "echo $SMOL_X; echo $HOME"], {"env": {"SMOL_X": "1"}}),
+    ("cwd", ["pwd"], {"cwd": "sub"}),
+    ("missing cwd", ["pwd"], {"cwd": "nowhere"}),
+    ("command not found", ["no-such-command"], {}),
+    ("timeout", ["sleep", "30"], {"timeout": 1}),
+    ("output before a timeout is kept", ["sh", "-c", "echo partial; echo half >&2; sleep 30"],
+     {"timeout": 1}),
+    ("output flood", ["python3", "-c", "print('y' * 50_000_000)"], {}),
+    ("binary output", ["python3", "-c",
+                       "import sys; sys.stdout.buffer.write(bytes(range(256)) * 1000)"], {}),
+]  # fmt: skip
 # What `docker exec --user 1000:1000` gives a command, read from inside: identity, capabilities,
 # no_new_privs and seccomp, resource limits, cgroup, namespaces, environment, open descriptors.
 PRIVILEGES = (
@@ -65,7 +89,7 @@ PRIVILEGES = (
 
 
 async def test_every_command_gives_the_same_result_through_the_keeper_and_docker_exec(
-    session: DockerSession, monkeypatch: pytest.MonkeyPatch
+    session: DockerSession,
 ) -> None:
     await session.exec(["mkdir", "-p", "sub"])
     commands = [
@@ -78,8 +102,7 @@ async def test_every_command_gives_the_same_result_through_the_keeper_and_docker
     for name, argv, options in commands:
         results = {}
         for transport in TRANSPORTS:
-            through(monkeypatch, transport)
-            result = await session.exec(argv, **options)
+            result = await through(session, transport).exec(argv, **options)
             if name == "privileges":
                 # The one knowing difference: the keeper also empties the bounding set, which a
                 # docker exec inherits from the keeper (keeper_script.py).
@@ -88,7 +111,11 @@ async def test_every_command_gives_the_same_result_through_the_keeper_and_docker
                 kept = [line for line in result.stdout.splitlines(True) if "CapBnd" not in line]
                 result = dataclasses.replace(result, stdout="".join(kept))
             results[transport] = dataclasses.replace(result, duration_s=0.0)
-        assert results["keeper"] == results["api"] == results["cli"], name
+        assert results["keeper"] == results["cli"], name
+        if name == "output flood":  # both capped it and said so
+            assert results["keeper"].limit == "output"
+        if name == "output before a timeout is kept":
+            assert results["keeper"].timed_out and results["keeper"].stdout == "partial\n"
         if name == "privileges":
             status = results["keeper"].stdout
             assert "NoNewPrivs:\t1" in status and "CapEff:\t0000000000000000" in status
@@ -121,7 +148,7 @@ async def test_a_cancelled_command_reaped_later_leaves_the_next_commands_pipes_o
         await asyncio.wait_for(session.exec(["sleep", "1"], timeout=60), 0.3)
     later = await session.exec(["sh", "-c", "sleep 2; echo after; echo err >&2"])
     assert (later.returncode, later.stdout, later.stderr) == (0, "after\n", "err\n")
-    assert keeper.takes_commands(session.container_id, keeper.RUNS_AS)
+    assert session.transport.name == "keeper"
 
 
 async def test_the_keeper_survives_many_commands_cancelled_at_random_moments(
@@ -145,7 +172,7 @@ async def test_the_keeper_survives_many_commands_cancelled_at_random_moments(
 
     for batch in range(0, 40, 5):
         await asyncio.gather(*(one(n) for n in range(batch, batch + 5)))
-    assert keeper.takes_commands(session.container_id, keeper.RUNS_AS)
+    assert session.transport.name == "keeper"
     left = await session.exec(PROCESSES)
     leftovers = [line for line in left.stdout.splitlines() if line.startswith(("sleep", "cat"))]
     assert leftovers == []
@@ -153,20 +180,20 @@ async def test_the_keeper_survives_many_commands_cancelled_at_random_moments(
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_command_cut_off_beside_others_kills_only_its_own_process_group(
-    session: DockerSession, monkeypatch: pytest.MonkeyPatch, transport: str
+    session: DockerSession, transport: str
 ) -> None:
     """Inspect runs a turn's parallel tool calls at once: one cut off by the host (its output
     overflowed, or it was cancelled) must not take the others down with `kill -1`."""
-    through(monkeypatch, transport)
-    sibling = asyncio.create_task(session.exec(["sh", "-c", "sleep 3; echo sibling"], timeout=60))
+    box = through(session, transport)
+    sibling = asyncio.create_task(box.exec(["sh", "-c", "sleep 3; echo sibling"], timeout=60))
     await asyncio.sleep(0.5)
-    flooded = await session.exec(["sh", "-c", "yes; sleep 101"], timeout=60)
+    flooded = await box.exec(["sh", "-c", "yes; sleep 101"], timeout=60)
     assert flooded.limit == "output"
     with pytest.raises(TimeoutError):
-        await asyncio.wait_for(session.exec(["sleep", "102"], timeout=60), 0.5)
+        await asyncio.wait_for(box.exec(["sleep", "102"], timeout=60), 0.5)
     result = await sibling
     assert (result.returncode, result.stdout) == (0, "sibling\n")
-    left = await session.exec(PROCESSES)
+    left = await box.exec(PROCESSES)
     assert "sleep 101" not in left.stdout and "sleep 102" not in left.stdout
 
 
@@ -187,16 +214,16 @@ time.sleep(300)
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_command_cancelled_at_the_pids_limit_is_still_killed_with_all_it_started(
-    session: DockerSession, monkeypatch: pytest.MonkeyPatch, transport: str
+    session: DockerSession, transport: str
 ) -> None:
     """The kill is a process of its own, which a container at its pids limit cannot start: the
     limit is lifted for it, then put back."""
-    through(monkeypatch, transport)
+    box = through(session, transport)
     with pytest.raises(TimeoutError):
-        await asyncio.wait_for(session.exec(["python3", "-c", FILL_THE_PIDS_LIMIT]), 4)
-    after = await session.exec(["echo", "on"])
+        await asyncio.wait_for(box.exec(["python3", "-c", FILL_THE_PIDS_LIMIT]), 4)
+    after = await box.exec(["echo", "on"])
     assert after.stdout == "on\n", after
-    left = await session.exec(PROCESSES)
+    left = await box.exec(PROCESSES)
     assert not [line for line in left.stdout.splitlines() if line.startswith("python3 -c")]
     limit = subprocess.run(
         ["docker", "inspect", "--format", "{{.HostConfig.PidsLimit}}", session.container_id],
@@ -207,22 +234,22 @@ async def test_a_command_cancelled_at_the_pids_limit_is_still_killed_with_all_it
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_command_that_cannot_start_at_the_pids_limit_is_the_process_limit_not_a_failure(
-    session: DockerSession, monkeypatch: pytest.MonkeyPatch, transport: str
+    session: DockerSession, transport: str
 ) -> None:
     """A command running beside another that filled the pids limit cannot even start: the
     program's doing, reported as the process limit the same way through every transport (not a
     broken sandbox); once the filler is cancelled, the sandbox serves again."""
-    through(monkeypatch, transport)
+    box = through(session, transport)
     refusals = cgroup_file(session.container_id, "pids", "pids.events", "pids.events")
     if refusals is None:
         pytest.skip("the container's pids counters are not readable from here")
     before = read_counter(refusals, "max") or 0
-    filling = asyncio.create_task(session.exec(["python3", "-c", FILL_THE_PIDS_LIMIT]))
+    filling = asyncio.create_task(box.exec(["python3", "-c", FILL_THE_PIDS_LIMIT]))
     for _ in range(200):  # until a fork was refused: the limit is full
         if (read_counter(refusals, "max") or 0) > before:
             break
         await asyncio.sleep(0.05)
-    refused = await session.exec(["echo", "on"])
+    refused = await box.exec(["echo", "on"])
     # Refused before the wrapper (126, one message for every transport), or inside it when a
     # slot came free for an instant (coreutils timeout's own fork fails: 125).
     assert (refused.limit, refused.stdout) == ("processes", ""), refused
@@ -232,21 +259,21 @@ async def test_a_command_that_cannot_start_at_the_pids_limit_is_the_process_limi
     filling.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await filling
-    assert (await session.exec(["echo", "on"])).stdout == "on\n"
+    assert (await box.exec(["echo", "on"])).stdout == "on\n"
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_call_cancelled_while_its_command_starts_leaves_nothing_running(
-    session: DockerSession, monkeypatch: pytest.MonkeyPatch, transport: str
+    session: DockerSession, transport: str
 ) -> None:
     """Cancelled at moments from 'before the request went out' to 'running': whatever had
     started is ended. A large stdin keeps the start (sending it) long enough to be hit."""
-    through(monkeypatch, transport)
+    box = through(session, transport)
     stdin = "x" * (8 << 20)
     for delay in (0.001, 0.003, 0.01, 0.03, 0.1, 0.3):
         with pytest.raises(TimeoutError):
-            await asyncio.wait_for(session.exec(["sh", "-c", "sleep 301"], input=stdin), delay)
-    left = await session.exec(PROCESSES)
+            await asyncio.wait_for(box.exec(["sh", "-c", "sleep 301"], input=stdin), delay)
+    left = await box.exec(PROCESSES)
     assert "sleep 301" not in left.stdout
 
 
@@ -284,7 +311,7 @@ async def test_the_sandbox_user_cannot_reach_the_keeper(session: DockerSession) 
     assert result.stdout.startswith("refused by ")
     again = await session.exec(["sh", "-c", "kill -KILL -1; echo after"])
     assert again.stdout == "after\n"
-    assert keeper.takes_commands(session.container_id, keeper.RUNS_AS)  # still through it
+    assert session.transport.name == "keeper"  # still through it
     assert (await session.exec(["echo", "still here"])).stdout == "still here\n"
 
 
@@ -315,9 +342,10 @@ async def test_a_memory_blow_up_that_kills_the_keeper_is_a_memory_limit_and_no_o
     try:
         result = await session.exec(["python3", "-c", KEEPER_SIZED_BLOW_UP], timeout=60)
         assert result.limit == "memory" and result.returncode == 137
-        assert keeper.lost(session.container_id)  # this blow-up did take the keeper down
+        assert session.keeper_lost  # this blow-up did take the keeper down
         # The sample goes on in the same container, through docker exec (once the killed
         # processes' memory is back, as after any blow-up).
+        assert session.transport.name == "cli"
         for _ in range(10):
             after = await session.exec(["sh", "-c", "rm -f /tmp/fill* /workdir/fill*; echo on"])
             if after.limit != "memory":
@@ -335,15 +363,22 @@ async def test_a_memory_blow_up_that_kills_the_keeper_is_a_memory_limit_and_no_o
         await session.close()
 
 
+# What each transport says once the container is gone: the keeper's channel closed, or the
+# engine's refusal of the `docker exec`.
+GONE = {"keeper": "is gone", "cli": "(?i)no such container"}
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_container_removed_behind_the_sessions_back_is_a_sandbox_failure(
-    session: DockerSession,
+    session: DockerSession, transport: str
 ) -> None:
-    await session.exec(["true"])
+    box = through(session, transport)
+    await box.exec(["true"])
     subprocess.run(
         ["docker", "rm", "--force", session.container_id], capture_output=True, check=True
     )
-    with pytest.raises(SandboxFailure, match="is gone"):
-        await session.exec(["true"])
+    with pytest.raises(SandboxFailure, match=GONE[transport]):
+        await box.exec(["true"])
 
 
 async def test_a_container_removed_mid_command_is_a_sandbox_failure_not_a_result(
@@ -366,6 +401,25 @@ async def test_without_a_keeper_containers_keep_sleep_and_docker_exec(
 ) -> None:
     monkeypatch.setenv(keeper.KEEPER_ENV, "0")
     async with await DockerSession.start(stage_dir, limits=SMALL_LIMITS) as session:
-        assert not keeper.takes_commands(session.container_id, keeper.RUNS_AS)
+        assert session.transport.name == "cli"
         result = await session.exec(["sh", "-c", "cat /proc/1/cmdline | tr '\\0' ' '"])
         assert "sleep infinity" in result.stdout
+
+
+# The parent pid of the command's `timeout` (the wrapper's): the keeper, which forked it, or 0
+# for a `docker exec`, whose runtime is outside the container's PID namespace.
+STARTER = "cut -d' ' -f4 /proc/$(cut -d' ' -f4 /proc/$$/stat)/stat"
+
+
+async def test_the_transport_is_chosen_when_the_container_starts_not_per_command(
+    session: DockerSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Settings read per command used to move a keeper container's later commands to `docker
+    exec` midway; a session keeps the transport its container was started with."""
+    monkeypatch.setenv(keeper.KEEPER_ENV, "0")
+    monkeypatch.setenv(api.API_ENV, "0")
+    assert session.transport.name == "keeper"
+    through_keeper = await session.exec(["sh", "-c", STARTER])
+    through_exec = await through(session, "cli").exec(["sh", "-c", STARTER])
+    assert through_exec.stdout == "0\n", through_exec
+    assert through_keeper.stdout.strip() not in ("", "0"), through_keeper

@@ -1,44 +1,35 @@
-"""`docker exec` over the Engine API's unix socket, without starting the docker CLI.
+"""The Engine API over the engine's unix socket, spoken from this process: how the host attaches
+to a container's keeper (keeper.py), and whether the engine is local enough to have one.
 
-Where a container has no keeper (keeper.py), every command and every reset is a `docker exec`.
-Through the CLI each one starts a 42 MB Go binary: ~25 ms of CPU and ~25 ms of latency on top of
-the engine's own work (bench/bench_docker.py, docs/performance.md). Speaking the engine's HTTP
-API on its socket from this process costs neither. Only `exec` goes this way; `run`, `rm`, `inspect`, `build` and the
-rest stay CLI calls (off the samples' path once containers are reused).
-
-The API is used only where the CLI would itself talk straight to a local socket: no DOCKER_HOST
+A keeper is used only where the CLI would itself talk straight to a local socket: no DOCKER_HOST
 other than `unix://...`, no docker context other than the default, and the socket present.
-Anything else (a remote engine, ssh, TLS, a context) keeps the CLI, which knows how to reach it.
-SMOLDATAENVS_DOCKER_API=0 forces the CLI everywhere.
+Anything else (a remote engine, ssh, TLS, a context) gets no keeper, and its commands go through
+the docker CLI, which knows how to reach it (transport.py). SMOLDATAENVS_DOCKER_API=0 keeps this
+process off the socket altogether: no keeper, the CLI for every command.
 
-The exec protocol (Engine API, "Exec" section): POST /containers/{id}/exec creates the exec,
-POST /exec/{id}/start with `Upgrade: tcp` hijacks the connection, which then carries our stdin
-one way (half-closed at its end) and the command's output the other, multiplexed in frames of an
-8-byte header (stream 1 = stdout, 2 = stderr; big-endian length) and the payload. When the
-stream ends, GET /exec/{id}/json gives the exit code.
+The attach protocol (Engine API, "Attach to a container"): POST /containers/{id}/attach with
+`Upgrade: tcp` hijacks the connection, which then carries the container's stdin one way and its
+output the other, multiplexed in frames of an 8-byte header (stream 1 = stdout, 2 = stderr;
+big-endian length) and the payload.
+
+`docker exec` over this API (a third transport, without a CLI process per command) was removed:
+it saved ~25 ms per command only in containers without a keeper (docs/performance.md "Docker
+transports").
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 API_ENV = "SMOLDATAENVS_DOCKER_API"
 DEFAULT_SOCKET = "/var/run/docker.sock"
-# An exec whose stream has ended but whose exit code the engine has not recorded yet is asked
-# again for this long (the engine records it before closing the stream; this is a safety net).
-EXIT_CODE_WAIT_S = 5.0
 _FRAME = struct.Struct(">BxxxI")
-# After a command ends or is killed, its output still on the way is waited for this long (every
-# exec runner: engine.py's and keeper.py's).
-DRAIN_S = 10.0
 
 
 class EngineRefused(Exception):
@@ -70,7 +61,7 @@ def _current_context() -> str | None:
 
 def local_socket() -> str | None:
     """The engine's unix socket when the docker CLI would talk straight to it; None otherwise
-    (a remote or non-default engine, or SMOLDATAENVS_DOCKER_API=0: use the CLI)."""
+    (a remote or non-default engine, or SMOLDATAENVS_DOCKER_API=0: no keeper, the CLI)."""
     if os.environ.get(API_ENV, "1").strip() == "0":
         return None
     host = os.environ.get("DOCKER_HOST", "").strip()
@@ -153,80 +144,11 @@ def _error_message(body: bytes, status: int) -> str:
     return str(message) if message else body.decode(errors="replace").strip() or f"HTTP {status}"
 
 
-async def _call(socket_path: str, method: str, path: str, body: Any = None) -> Any:
-    """One API call on a connection of its own: the decoded JSON answer, or EngineRefused."""
-    reader, writer = await open_connection(socket_path)
-    try:
-        writer.write(_request_bytes(method, path, body, ["Connection: close"]))
-        await writer.drain()
-        status, headers = await _read_head(reader)
-        data = await _read_body(reader, headers)
-    finally:
-        writer.close()
-        with contextlib.suppress(Exception):
-            await writer.wait_closed()
-    if status >= 400:
-        raise EngineRefused(status, _error_message(data, status))
-    return json.loads(data) if data.strip() else None
-
-
-async def exec_streamed(
-    socket_path: str,
-    container_id: str,
-    argv: Sequence[str],
-    *,
-    user: str,
-    workdir: str,
-    env: Sequence[str],
-    stdin: bytes | None,
-    on_output: Callable[[int, bytes], None],
-) -> int:
-    """Run `argv` in the container as `docker exec` does; each piece of output goes to
-    `on_output(stream, bytes)` (1 = stdout, 2 = stderr) as it arrives. Returns the exit code.
-
-    Cancelling closes the connection; the command keeps running in the container (as after
-    killing the CLI), so callers kill it there. EngineRefused when the engine will not run it."""
-    created = await _call(
-        socket_path,
-        "POST",
-        f"/containers/{quote(container_id, safe='')}/exec",
-        {
-            "AttachStdin": stdin is not None,
-            "AttachStdout": True,
-            "AttachStderr": True,
-            "Tty": False,
-            "User": user,
-            "WorkingDir": workdir,
-            "Env": list(env),
-            "Cmd": list(argv),
-        },
-    )
-    exec_id = quote(str(created["Id"]), safe="")
-    reader, writer = await open_connection(socket_path)
-    try:
-        await upgrade(reader, writer, f"/exec/{exec_id}/start", {"Detach": False, "Tty": False})
-        feeding = asyncio.create_task(_feed(writer, stdin))
-        try:
-            await demultiplex(reader, on_output)
-        finally:
-            feeding.cancel()
-            with contextlib.suppress(BaseException):
-                await feeding
-    finally:
-        # Aborted, not closed: close() first sends what is left of the stdin, which a command
-        # that does not read it never takes (a call cancelled then waited ~2 minutes for the
-        # engine to give up). The output has been read to its end, or is no longer wanted.
-        writer.transport.abort()
-        with contextlib.suppress(Exception):
-            await writer.wait_closed()
-    return await _exit_code(socket_path, exec_id)
-
-
 async def upgrade(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, body: Any = None
 ) -> None:
-    """POST `path` asking the engine to hijack the connection (exec start, container attach);
-    from its answer on, the connection carries raw streams. EngineRefused if it will not."""
+    """POST `path` asking the engine to hijack the connection (a container attach); from its
+    answer on, the connection carries raw streams. EngineRefused if it will not."""
     writer.write(_request_bytes("POST", path, body, ["Connection: Upgrade", "Upgrade: tcp"]))
     await writer.drain()
     status, headers = await _read_head(reader)
@@ -234,20 +156,11 @@ async def upgrade(
         raise EngineRefused(status, _error_message(await _read_body(reader, headers), status))
 
 
-async def _feed(writer: asyncio.StreamWriter, stdin: bytes | None) -> None:
-    # Half-close after the input (none: at once), as the CLI does: the command sees EOF on stdin
-    # and the output keeps coming the other way.
-    with contextlib.suppress(ConnectionError):
-        if stdin:
-            writer.write(stdin)
-            await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()
-
-
 async def demultiplex(
     reader: asyncio.StreamReader, on_output: Callable[[int, bytes], None]
 ) -> None:
+    """Pass each piece of an upgraded connection's output to `on_output(stream, bytes)` until the
+    engine ends it; ConnectionError when it ends inside a frame."""
     while True:
         try:
             header = await reader.readexactly(_FRAME.size)
@@ -264,15 +177,3 @@ async def demultiplex(
             remaining -= len(chunk)
             if stream in (1, 2):
                 on_output(stream, chunk)
-
-
-async def _exit_code(socket_path: str, exec_id: str) -> int:
-    deadline = asyncio.get_running_loop().time() + EXIT_CODE_WAIT_S
-    while True:
-        state = await _call(socket_path, "GET", f"/exec/{exec_id}/json")
-        code = state.get("ExitCode")
-        if not state.get("Running") and code is not None:
-            return int(code)
-        if asyncio.get_running_loop().time() > deadline:
-            raise ConnectionError("the Docker engine reported no exit code for the command")
-        await asyncio.sleep(0.01)

@@ -1,4 +1,5 @@
-"""Commands through the container's keeper (keeper_script.py) instead of one `docker exec` each.
+"""`KeeperTransport`: commands through the container's keeper (keeper_script.py) instead of one
+`docker exec` each (transport.py has the other transport and the protocol both keep).
 
 Where the engine is local (api.local_socket()), a sandbox container's main process is the keeper.
 The host attaches to it once (`POST /containers/{id}/attach`, a hijacked connection carrying the
@@ -7,16 +8,16 @@ command as a frame; the keeper forks it as the sandbox user and streams its outp
 command then costs a fork and an exec in the container, not the ~0.075 s of engine CPU of a
 `docker exec`, and a reused container's reset is one more such command (docs/performance.md).
 
-Elsewhere (a remote engine, SMOLDATAENVS_DOCKER_API=0) the container keeps `sleep` as its keeper
-and every command stays a `docker exec` through the CLI. Both give identical results
-(tests/sandboxes/test_docker_keeper.py runs the same commands each way).
+Elsewhere (a remote engine, SMOLDATAENVS_DOCKER_KEEPER=0 or SMOLDATAENVS_DOCKER_API=0) the
+container keeps `sleep` as its keeper and every command is a `docker exec` through the CLI. Both
+give identical results (tests/sandboxes/test_docker_keeper.py runs the same commands each way).
 
     flags, command = run_flags(), keeper_command()   # docker run ... <flags> image <command>
-    register(container_id, socket_path)               # after `docker run`
-    running = await start_command(container_id, argv, workdir="/", env=[], input=None,
-                                  on_output=lambda stream, chunk: ...)
-    rc, refusal = await running.wait()
-    await forget(container_id)                        # when the container is removed
+    transport = KeeperTransport(container_id, socket_path)   # after `docker run`
+    command = await transport.start(argv, workdir="/", env=[], input=None,
+                                    on_output=lambda stream, chunk: ...)
+    rc, refusal = await command.wait()
+    await transport.close()                           # when the container is removed
 """
 
 from __future__ import annotations
@@ -33,14 +34,13 @@ from urllib.parse import quote
 
 from smoldataenvs_tasks.sandboxes import seccomp
 from smoldataenvs_tasks.sandboxes.docker import api
+from smoldataenvs_tasks.sandboxes.docker.transport import DRAIN_S, OnOutput
 
 logger = logging.getLogger(__name__)
 
 KEEPER_SCRIPT = Path(__file__).with_name("keeper_script.py").read_text()
-# "0" runs every command as a `docker exec` again (the containers keep `sleep` as their keeper).
+# "0": containers start without a keeper (`sleep` in its place), their commands `docker exec`s.
 KEEPER_ENV = "SMOLDATAENVS_DOCKER_KEEPER"
-# The one user the keeper runs commands as (image.SANDBOX_USER); others go through `docker exec`.
-RUNS_AS = "1000:1000"
 # The keeper's privileges: root with only these capabilities (keeper_script.py says why each).
 CAPABILITIES = ("SETUID", "SETGID", "SETPCAP")
 
@@ -81,65 +81,64 @@ def keeper_command() -> list[str]:
     return ["-c", KEEPER_SHELL, "keeper", source, seccomp.filter_program().hex()]
 
 
-class KeeperExec:
-    """One command running through a keeper; the interface of engine's other exec runners."""
+class KeeperCommand:
+    """One command running through a keeper (a transport.Command)."""
 
-    def __init__(
-        self, channel: Channel | None, number: int, on_output: Callable[[int, bytes], None]
-    ) -> None:
+    def __init__(self, channel: Channel | None, number: int, on_output: OnOutput) -> None:
         self._channel = channel
         self.number = number
         self.on_output = on_output
         self.result: asyncio.Future[tuple[int, bytes]] = asyncio.get_running_loop().create_future()
-        # The keeper died while this ran (the caller tells a memory blow-up from a broken sandbox).
         self.keeper_died = False
-        # The channel closed while this ran (the container was removed or stopped): no outcome of
-        # the command's own, whatever it printed before.
         self.channel_lost = False
 
     async def wait(self) -> tuple[int, bytes]:
-        """(exit code, b"") or, when the command could not run, (1, why) as the CLI gives it."""
         return await asyncio.shield(self.result)
 
-    def kill_group(self) -> bool:
-        """Have the keeper SIGKILL this command's process group (it leads its own), leaving the
-        container's other commands running. False when there is no keeper to ask."""
+    async def kill_group(self, pid: int | None) -> bool:
+        # The keeper knows the group it started; the marker's pid is not needed.
         if self._channel is None:
             return False  # refused before it started
         return self.result.done() or self._channel.kill_command(self.number)
 
     async def stop(self, *, drain: bool = True) -> None:
-        """After the caller killed the command in the container: take in what is still on the
-        way (`drain`, up to api.DRAIN_S), then stop listening (the keeper still reaps it)."""
+        # The keeper still reaps it; only our listening ends here.
         if drain:
-            await asyncio.wait({self.result}, timeout=api.DRAIN_S)
+            await asyncio.wait({self.result}, timeout=DRAIN_S)
         if not self.result.done():
             if self._channel is not None:
                 self._channel.forget_command(self.number)
             self.result.set_result((-1, b""))
 
     @classmethod
-    def refused(cls, why: str) -> KeeperExec:
-        running = cls(None, 0, lambda stream, chunk: None)
-        running.result.set_result((1, f"{why}\n".encode()))
-        return running
+    def refused(cls, why: str) -> KeeperCommand:
+        command = cls(None, 0, lambda stream, chunk: None)
+        command.result.set_result((1, f"{why}\n".encode()))
+        return command
 
 
 class Channel:
     """One attached connection to a container's keeper, shared by all its commands."""
 
     def __init__(
-        self, container_id: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        container_id: str,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        on_keeper_died: Callable[[], None],
     ) -> None:
         self.container_id = container_id
+        self._on_keeper_died = on_keeper_died
         self._writer = writer
-        self._running: dict[int, KeeperExec] = {}
+        self._running: dict[int, KeeperCommand] = {}
         self._inbox = bytearray()
         self._closed: str | None = None
         self._reading = asyncio.create_task(self._read(reader))
 
     @classmethod
-    async def attach(cls, socket_path: str, container_id: str) -> Channel:
+    async def attach(
+        cls, socket_path: str, container_id: str, on_keeper_died: Callable[[], None]
+    ) -> Channel:
         reader, writer = await api.open_connection(socket_path)
         try:
             path = f"/containers/{quote(container_id, safe='')}/attach"
@@ -147,7 +146,7 @@ class Channel:
         except BaseException:
             writer.close()
             raise
-        return cls(container_id, reader, writer)
+        return cls(container_id, reader, writer, on_keeper_died)
 
     async def start(
         self,
@@ -156,12 +155,12 @@ class Channel:
         workdir: str,
         env: Sequence[str],
         input: bytes | None,
-        on_output: Callable[[int, bytes], None],
-    ) -> KeeperExec:
+        on_output: OnOutput,
+    ) -> KeeperCommand:
         if self._closed is not None:
-            return KeeperExec.refused(self._closed)
+            return KeeperCommand.refused(self._closed)
         number = next(_numbers) & 0xFFFFFFFF
-        running = KeeperExec(self, number, on_output)
+        running = KeeperCommand(self, number, on_output)
         self._running[number] = running
         request = {
             "argv": list(argv), "env": list(env), "workdir": workdir, "stdin": input is not None
@@ -246,8 +245,7 @@ class Channel:
             f"the keeper of sandbox container {self.container_id[:12]} died; its commands go "
             "through `docker exec` from now on and it will not be reused"
         )
-        _keepers.pop(self.container_id, None)
-        _lost.add(self.container_id)
+        self._on_keeper_died()
         for running in self._running.values():
             running.keeper_died = True
         self._end(f"the keeper of sandbox container {self.container_id[:12]} died")
@@ -273,72 +271,71 @@ class Channel:
             await self._writer.wait_closed()
 
 
-# Containers whose keeper takes commands (socket path by container id), and their channels: one
-# per event loop, since a connection belongs to the loop that opened it.
-_keepers: dict[str, str] = {}
-_channels: dict[tuple[str, asyncio.AbstractEventLoop], asyncio.Future[Channel]] = {}
-_lost: set[str] = set()
-
-
-def register(container_id: str, socket_path: str) -> None:
-    _keepers[container_id] = socket_path
-
-
 def enabled() -> bool:
-    """Whether commands go through keepers (unless SMOLDATAENVS_DOCKER_KEEPER=0); the engine
-    must also be local (api.local_socket()) for a container to get one."""
+    """Whether new containers get a keeper (unless SMOLDATAENVS_DOCKER_KEEPER=0); the engine must
+    also be local (api.local_socket()). Read when a container starts, never per command."""
     return os.environ.get(KEEPER_ENV, "1").strip() != "0"
 
 
-def takes_commands(container_id: str, user: str) -> bool:
-    """Whether `user`'s commands in `container_id` go through its keeper."""
-    return user == RUNS_AS and container_id in _keepers and enabled()
+class KeeperTransport:
+    """A keeper container's commands (a transport.Transport): one attached channel per event
+    loop, shared by all its commands, since a connection belongs to the loop that opened it."""
 
+    name = "keeper"
+    inherits_filter = True  # the keeper installed the sandbox's seccomp filter on itself
 
-async def start_command(
-    container_id: str,
-    argv: Sequence[str],
-    *,
-    workdir: str,
-    env: Sequence[str],
-    input: bytes | None,
-    on_output: Callable[[int, bytes], None],
-) -> KeeperExec:
-    """Start `argv` through `container_id`'s keeper (attached on first use in this event loop).
-    Never raises for the engine's part: a container that is gone gives a command whose `wait()`
-    says so, as a refused `docker exec` would."""
-    try:
-        channel = await connect(container_id)
-    except (api.EngineRefused, ConnectionError) as error:
-        return KeeperExec.refused(str(error))
-    return await channel.start(argv, workdir=workdir, env=env, input=input, on_output=on_output)
+    def __init__(self, container_id: str, socket_path: str) -> None:
+        self.container_id = container_id
+        self.socket_path = socket_path
+        # The keeper died (a "D" frame): its session goes on through `docker exec` (commands.py)
+        # and the container is never reset for another sample (reset.py).
+        self.died = False
+        self._channels: dict[asyncio.AbstractEventLoop, asyncio.Future[Channel]] = {}
 
+    def _keeper_died(self) -> None:
+        self.died = True
 
-async def connect(container_id: str) -> Channel:
-    """This event loop's channel to the container's keeper, attaching once (commands started
-    at the same moment share one attach). EngineRefused or ConnectionError if it cannot."""
-    key = (container_id, asyncio.get_running_loop())
-    attaching = _channels.get(key)
-    if attaching is None or (attaching.done() and attaching.exception() is not None):
-        attaching = asyncio.ensure_future(Channel.attach(_keepers[container_id], container_id))
-        _channels[key] = attaching
-    return await asyncio.shield(attaching)
+    async def start(
+        self,
+        argv: Sequence[str],
+        *,
+        workdir: str,
+        env: Sequence[str],
+        input: bytes | None,
+        on_output: OnOutput,
+    ) -> KeeperCommand:
+        """Start `argv` through the keeper (attached on first use in this event loop). Never
+        raises for the engine's part: a container that is gone gives a command whose `wait()`
+        says so, as a refused `docker exec` would."""
+        try:
+            channel = await self.connect()
+        except (api.EngineRefused, ConnectionError) as error:
+            return KeeperCommand.refused(str(error))
+        return await channel.start(argv, workdir=workdir, env=env, input=input, on_output=on_output)
 
+    async def connect(self) -> Channel:
+        """This event loop's channel to the keeper, attaching once (commands started at the same
+        moment share one attach). EngineRefused or ConnectionError if it cannot."""
+        loop = asyncio.get_running_loop()
+        attaching = self._channels.get(loop)
+        if attaching is None or (attaching.done() and attaching.exception() is not None):
+            attaching = asyncio.ensure_future(
+                Channel.attach(self.socket_path, self.container_id, self._keeper_died)
+            )
+            self._channels[loop] = attaching
+        return await asyncio.shield(attaching)
 
-def lost(container_id: str) -> bool:
-    """Whether the container was started with a keeper that has died since."""
-    return container_id in _lost
+    async def container_up(self) -> bool:
+        # The channel is open: a removed or stopped container closes it, which the command that
+        # asks would have reported (channel_lost).
+        return True
 
-
-async def forget(container_id: str) -> None:
-    """The container is being removed: close its channels."""
-    _keepers.pop(container_id, None)
-    _lost.discard(container_id)
-    for key in [key for key in _channels if key[0] == container_id]:
-        attaching = _channels.pop(key)
-        if key[1] is not asyncio.get_running_loop():
-            continue  # another loop's connection: it goes with that loop
-        if not attaching.done():
-            attaching.cancel()
-        with contextlib.suppress(BaseException):
-            await (await attaching).close()
+    async def close(self) -> None:
+        channels, self._channels = self._channels, {}
+        for loop, attaching in channels.items():
+            if loop is not asyncio.get_running_loop():
+                continue  # another loop's connection: it goes with that loop
+            if not attaching.done():
+                attaching.cancel()
+            with contextlib.suppress(BaseException):
+                await (await attaching).close()

@@ -16,34 +16,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from smoldataenvs_tasks.sandboxes.docker import keeper
-from smoldataenvs_tasks.sandboxes.docker.engine import exec_in
-from smoldataenvs_tasks.sandboxes.docker.image import SANDBOX_USER
+from smoldataenvs_tasks.sandboxes.docker.keeper import KILL_SANDBOX_USER, KeeperTransport
+from smoldataenvs_tasks.sandboxes.docker.transport import Transport, run_to_end
 
 RESET_SCRIPT = (Path(__file__).with_name("reset_script.py")).read_text()
 # Killing, wiping and checking take ~50 ms; a container still busy after this is not reused.
 RESET_TIMEOUT_S = 30.0
 
 
-async def reset_container(container_id: str, *, timeout: float = RESET_TIMEOUT_S) -> str | None:
-    """None once the container holds nothing of its last sample; else the reason it may not be
-    reused (the caller removes it)."""
-    if not keeper.takes_commands(container_id, SANDBOX_USER):
+async def reset_container(transport: Transport, *, timeout: float = RESET_TIMEOUT_S) -> str | None:
+    """None once the container `transport` reaches holds nothing of its last sample; else the
+    reason it may not be reused (the caller removes it)."""
+    if not isinstance(transport, KeeperTransport) or transport.died:
         return "it has no keeper to kill the last sample's processes from outside their reach"
     try:
-        rc, _, err = await exec_in(
-            container_id, [keeper.KILL_SANDBOX_USER], user=SANDBOX_USER, timeout=timeout
-        )
+        rc, _, err = await run_to_end(transport, [KILL_SANDBOX_USER], timeout=timeout)
     except TimeoutError:
         return f"the kill of the sandbox user's processes did not finish within {timeout:g} s"
     if rc != 0:
         reason = err.decode(errors="replace").strip().splitlines()
         return f"the kill failed (exit {rc}): {reason[-1] if reason else 'no message'}"
     try:
-        rc, out, err = await exec_in(
-            container_id, ["python3", "-I", "-S", "-c", RESET_SCRIPT],
-            user=SANDBOX_USER, timeout=timeout,
-        )  # fmt: skip
+        rc, out, err = await run_to_end(
+            transport, ["python3", "-I", "-S", "-c", RESET_SCRIPT], timeout=timeout
+        )
     except TimeoutError:
         return f"the reset did not finish within {timeout:g} s"
     if rc == 0 and out == b"clean\n":
