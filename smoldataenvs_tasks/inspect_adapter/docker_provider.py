@@ -1,7 +1,7 @@
 """Inspect sandbox provider `smoldataenvs-docker`: each sample in its own `DockerSession`.
 
 What `-T sandbox=docker` runs (and `auto` where bwrap cannot): a container per sample with the
-contract's limits, each command through the container's keeper (or a `docker exec`), and none
+contract's limits, each command through the container's keeper (else a CLI `docker exec`), and none
 of `docker compose`'s per-sample calls or Inspect's fairness sleep (docs/performance.md).
 Containers come from spares (sandboxes/docker/spares.py, through sandboxes/session.SessionSource
 as lm-eval's do): started ahead of their sample and removed after it. `SMOLDATAENVS_DOCKER_REUSE=1`
