@@ -1,11 +1,13 @@
 """Inspect entry point (`[project.entry-points.inspect_ai]`): registers tasks, models, sandboxes.
 
 Imports only the decorated objects, so `inspect eval smoldataenvs_tasks/<task>` stays cheap and
-loading it never imports lm-eval.
+loading it never imports lm-eval. Every sandbox kind's provider of ours is registered here; the
+Docker provider's module imports no Docker module until a task uses it.
 """
 
 # ruff: noqa: F401
 from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxEnvironment
 from smoldataenvs_tasks.inspect_adapter.docker_provider import DockerSessionSandboxEnvironment
+from smoldataenvs_tasks.inspect_adapter.local_provider import LocalSessionSandboxEnvironment
 from smoldataenvs_tasks.inspect_adapter.models import replay
 from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs, smoldataenvs_program

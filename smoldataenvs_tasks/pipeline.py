@@ -119,8 +119,6 @@ async def decide_program_reply(
     host: ProgramHost,
     *,
     limits: SandboxLimits = DEFAULT_LIMITS,
-    program_path: str = PROGRAM_PATH,
-    cwd: str | None = None,
     gate: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
     profile: str = DEFAULT_PROFILE,
 ) -> Verdict:
@@ -139,16 +137,8 @@ async def decide_program_reply(
     verdict = verdict_before_running(extracted, profile=profile)
     if verdict is not None:
         return verdict
-    relocated = (
-        {}
-        if program_path == PROGRAM_PATH and cwd is None
-        else {
-            "program_path": program_path,
-            "cwd": cwd,
-        }
-    )
     async with gate() if gate is not None else contextlib.nullcontext():
-        outcome = await run_program_outcome(host, extracted.code or "", limits=limits, **relocated)
+        outcome = await run_program_outcome(host, extracted.code or "", limits=limits)
     # The symbolic rung may wait seconds on a worker: keep the event loop free meanwhile.
     return await asyncio.to_thread(
         verdict_for_program_outcome,

@@ -1,6 +1,6 @@
 """Everything Inspect: the two tasks, their setup step, tools, scorers, the `replay` model, the
-`bwrap` and `smoldataenvs-docker` sandbox providers, and the host that lets the shared program
-runner drive any Inspect sandbox. Only this package imports `inspect_ai` (the results layer reads
+`bwrap`, `smoldataenvs-docker` and `smoldataenvs-local` sandbox providers, and the host that lets
+the shared program runner drive any Inspect sandbox. Only this package imports `inspect_ai` (the results layer reads
 logs through its log API).
 
     inspect eval smoldataenvs_tasks/smoldataenvs_program -T split=sample \\
@@ -12,8 +12,12 @@ logs through its log API).
 - `scoring`: Verdict -> Score (ungraded -> `Score.unscored`), metrics by tier and reward mode;
 - `models`: `--model replay/<label> -M path=FILE.jsonl`;
 - `bwrap_provider`: `@sandboxenv("bwrap")` over `sandboxes.bwrap.BwrapSession`;
-- `docker_provider`: `@sandboxenv("smoldataenvs-docker")` over `sandboxes.docker.DockerSession`;
-- `provider_base`: what both share (the Inspect API over one of our sessions);
+- `docker_provider`: `@sandboxenv("smoldataenvs-docker")` over `sandboxes.docker.DockerSession`
+  (its module loads no Docker module until a task uses it);
+- `local_provider`: `@sandboxenv("smoldataenvs-local")` over `sandboxes.local.LocalSession`;
+- `provider_base`: what they share (the lifecycle from the kind's record, the Inspect API over
+  one of our sessions);
+- `providers`: the Inspect side of the sandbox kinds (a kind's spec, which kind runs a sample);
 - `program_host`: `InspectSandboxHost`, Inspect's sandbox as the runner's `ProgramHost`;
 - `replay_run`: the agentic task over a replay file, in-process (`smoldataenvs validate`);
 - `_compat`: every private `inspect_ai` import.

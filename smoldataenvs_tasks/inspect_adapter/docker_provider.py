@@ -1,8 +1,8 @@
 """Inspect sandbox provider `smoldataenvs-docker`: each sample in its own `DockerSession`.
 
 What `-T sandbox=docker` runs (and `auto` where bwrap cannot): a container per sample with the
-contract's limits, each command through the container's keeper (else a CLI `docker exec`), and none
-of `docker compose`'s per-sample calls or Inspect's fairness sleep (docs/performance.md).
+contract's limits, each command through the container's keeper (else a CLI `docker exec`), and
+none of `docker compose`'s per-sample calls or Inspect's fairness sleep (docs/performance.md).
 Containers come from spares (sandboxes/docker/spares.py, through sandboxes/session.SessionSource
 as lm-eval's do): started ahead of their sample and removed after it. `SMOLDATAENVS_DOCKER_REUSE=1`
 (or `DockerSandboxConfig(reuse=True)`) resets a finished sample's container instead (every
@@ -19,41 +19,31 @@ while the next sample starts (off every sample's path; the task's cleanup waits 
 Every container carries our session label and its owner (host and pid):
 containers a killed eval left behind are removed by the next run's first sandbox, by
 `smoldataenvs sandbox cleanup`, or by `inspect sandbox cleanup smoldataenvs-docker`.
-The Inspect API over the session is `provider_base`'s, shared with the bwrap provider; what
-Inspect's conformance checks it does not pass, and why, is in docs/sandboxes.md.
+The lifecycle and the Inspect API over the session are `provider_base`'s, shared with the other
+providers; what Inspect's conformance checks it does not pass, and why, is in docs/sandboxes.md.
+Importing this module (the entry point does, to register the provider) loads no Docker module:
+they load when a task first uses the provider, so a bwrap run never imports them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from inspect_ai.util import (
-    SandboxConnection,
-    SandboxEnvironment,
-    SandboxEnvironmentConfigType,
-    sandboxenv,
-)
-from pydantic import BaseModel
+from inspect_ai.util import SandboxConnection, sandboxenv
 from typing_extensions import override
 
-from smoldataenvs_tasks.contract import SandboxLimits
 from smoldataenvs_tasks.inspect_adapter.provider_base import (
     LimitsConfig,
     SessionSandboxEnvironment,
-    config_of,
-    start_over_stage_dir,
-    unavailable,
 )
-from smoldataenvs_tasks.sandboxes import base
-from smoldataenvs_tasks.sandboxes.docker import SANDBOX_USER, DockerSession, cleanup_stale
-from smoldataenvs_tasks.sandboxes.docker.engine import docker
-from smoldataenvs_tasks.sandboxes.docker.image import resolve_image
+from smoldataenvs_tasks.sandboxes.kinds import KINDS
 from smoldataenvs_tasks.sandboxes.session import SessionSource
 
-PROVIDER = "smoldataenvs-docker"
+if TYPE_CHECKING:
+    from smoldataenvs_tasks.sandboxes.docker import DockerSession
+
+PROVIDER = KINDS["docker"].provider
 
 
 class DockerSandboxConfig(LimitsConfig, frozen=True):
@@ -67,107 +57,36 @@ class DockerSandboxConfig(LimitsConfig, frozen=True):
     reuse: bool | None = None
 
 
-def _config(config: SandboxEnvironmentConfigType | None) -> DockerSandboxConfig:
-    return config_of(config, DockerSandboxConfig, PROVIDER)  # type: ignore[return-value]
-
-
 @sandboxenv(name=PROVIDER)
 class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
-    sandbox_users = frozenset({"user", "1000", SANDBOX_USER})
+    kind = KINDS["docker"]
+    config_model = DockerSandboxConfig
+    session: DockerSession
 
-    # Sessions this process started and has not closed (task_cleanup closes what is left). One
-    # registry per process, as containers are: their owner label is this process.
-    _open: set[DockerSession] = set()  # noqa: RUF012
-    # Where sessions come from and go back to (spares, resets, removals in the background): one
-    # source per image, limits and reuse setting, shared by the tasks of this process.
-    _sources: dict[tuple[str | None, SandboxLimits, bool], SessionSource] = {}  # noqa: RUF012
+    @property
+    def sandbox_users(self) -> frozenset[str]:  # type: ignore[override]
+        from smoldataenvs_tasks.sandboxes.docker import SANDBOX_USER
 
-    def __init__(
-        self, session: DockerSession, owned_stage_dir: Path | None, source: SessionSource
-    ) -> None:
-        super().__init__(session)
-        self.session: DockerSession = session
-        self.owned_stage_dir = owned_stage_dir
-        self.source = source  # where the session came from (told when it ends)
+        return frozenset({"user", "1000", SANDBOX_USER})
 
     @classmethod
-    def config_deserialize(cls, config: dict[str, Any]) -> BaseModel:
-        return DockerSandboxConfig(**config)
+    async def check_prerequisites(cls, settings: LimitsConfig) -> None:
+        from smoldataenvs_tasks.sandboxes.docker.image import resolve_image
 
-    @override
-    @classmethod
-    async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
-        settings = _config(config)  # a bad config fails at task start, not per sample
-        try:
-            await resolve_image(settings.image)
-        except base.SandboxUnavailable as error:
-            raise unavailable("docker", error) from error
-
-    @override
-    @classmethod
-    async def sample_init(
-        cls,
-        task_name: str,
-        config: SandboxEnvironmentConfigType | None,
-        metadata: dict[str, str],
-    ) -> dict[str, SandboxEnvironment]:
-        source = cls._source_for(_config(config))
-
-        async def take(stage_dir: Path) -> DockerSession:
-            return await source.open(stage_dir)  # type: ignore[return-value]
-
-        session, owned = await start_over_stage_dir(metadata, "docker", take)
-        cls._open.add(session)
-        return {"default": cls(session, owned, source)}
+        await resolve_image(_docker(settings).image)
 
     @classmethod
-    def _source_for(cls, settings: DockerSandboxConfig) -> SessionSource:
-        key = (settings.image, settings.limits(), settings.reuse)
-        if key not in cls._sources:
-            cls._sources[key] = SessionSource(
-                "docker", limits=key[1], image=settings.image, reuse=settings.reuse
-            )
-        return cls._sources[key]
+    def source_key(cls, settings: LimitsConfig) -> Any:
+        # One source per image, limits and reuse setting, shared by the tasks of this process.
+        docker = _docker(settings)
+        return (docker.image, docker.limits(), docker.reuse)
 
-    @override
     @classmethod
-    async def sample_cleanup(
-        cls,
-        task_name: str,
-        config: SandboxEnvironmentConfigType | None,
-        environments: dict[str, SandboxEnvironment],
-        interrupted: bool,
-    ) -> None:
-        for environment in environments.values():
-            ours = environment.as_type(DockerSessionSandboxEnvironment)
-            cls._open.discard(ours.session)
-            owned = ours.owned_stage_dir
-
-            def remove_owned(owned: Path | None = owned) -> None:
-                if owned is not None:
-                    shutil.rmtree(owned, ignore_errors=True)
-
-            if interrupted:  # cancelled: Inspect shields this call, so finish here (no reset)
-                await ours.source.end_now(ours.session, reuse=False, then=remove_owned)
-            else:  # reset and kept for a later sample, or removed: off the sample's path
-                ours.source.end(ours.session, then=remove_owned)
-
-    @override
-    @classmethod
-    async def task_cleanup(
-        cls, task_name: str, config: SandboxEnvironmentConfigType | None, cleanup: bool
-    ) -> None:
-        sources = list(cls._sources.values())
-        cls._sources.clear()
-        # Every finished sample's reset or removal, then the spares no sample took.
-        await asyncio.gather(*(source.aclose() for source in sources), return_exceptions=True)
-        # Samples whose cleanup could not run (or failed): close them now, unless the user asked
-        # to keep sandboxes (--no-sandbox-cleanup; `smoldataenvs sandbox cleanup` removes them).
-        if not cleanup:
-            return
-        left = list(cls._open)
-        cls._open.clear()
-        await asyncio.gather(*(session.close() for session in left), return_exceptions=True)
+    def new_source(cls, settings: LimitsConfig) -> SessionSource:
+        docker = _docker(settings)
+        return SessionSource(
+            cls.kind.name, limits=docker.limits(), image=docker.image, reuse=docker.reuse
+        )
 
     @override
     @classmethod
@@ -175,15 +94,24 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
         """`inspect sandbox cleanup smoldataenvs-docker [ID]`: one container, or every one whose
         eval process is gone."""
         if id is not None:
+            from smoldataenvs_tasks.sandboxes.docker.engine import docker
+
             await docker("rm", "--force", "--volumes", id)
         else:
-            await asyncio.to_thread(cleanup_stale)
+            await asyncio.to_thread(cls.kind.sweep)
 
     @override
     async def connection(self, *, user: str | None = None) -> SandboxConnection:
+        from smoldataenvs_tasks.sandboxes.docker import SANDBOX_USER
+
         container = self.session.container_id
         return SandboxConnection(
             type=PROVIDER,
             command=f"docker exec -it --user {SANDBOX_USER} {container} bash -l",
             container=container,
         )
+
+
+def _docker(settings: LimitsConfig) -> DockerSandboxConfig:
+    # `settings()` builds the provider's config_model, so this is a DockerSandboxConfig.
+    return cast(DockerSandboxConfig, settings)

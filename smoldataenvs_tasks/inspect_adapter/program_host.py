@@ -31,10 +31,8 @@ class InspectSandboxHost:
     """`exec` (and `write_file`) over an Inspect SandboxEnvironment, never raising for the
     program's own timeout or output overflow."""
 
-    def __init__(self, environment: Any, *, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, environment: Any) -> None:
         self.environment = environment
-        # Merged under every exec's own env (the `local` sandbox needs the locked env's PATH).
-        self.env = dict(env or {})
 
     async def write_file(self, path: str, contents: str | bytes) -> None:
         await self.environment.write_file(path, contents)
@@ -56,7 +54,7 @@ class InspectSandboxHost:
                 argv,
                 input=input,
                 cwd=cwd,
-                env={**self.env, **(env or {})} or None,
+                env=dict(env) if env else None,
                 timeout=math.ceil(timeout) if timeout is not None else None,
                 timeout_retry=False,  # a program is run once; a retry would run it twice
             )
@@ -114,16 +112,3 @@ def _at_output_cap(*streams: str) -> bool:
 def as_program_host(environment: Any) -> InspectSandboxHost:
     """Wrap an Inspect sandbox (e.g. `inspect_ai.util.sandbox()`) for `run_program`."""
     return InspectSandboxHost(environment)
-
-
-def local_sandbox_env() -> dict[str, str]:
-    """Environment for programs under Inspect's `local` sandbox: the locked env's python first.
-
-    `local` runs commands on the host with the host's environment; without this, `python3` would
-    be whatever the host has (often without pandas), unlike every real sandbox.
-    """
-    import os
-
-    from smoldataenvs_tasks.sandboxes.envbuild import ensure_env
-
-    return {"PATH": f"{ensure_env() / 'bin'}:{os.environ.get('PATH', '')}"}

@@ -1,9 +1,16 @@
-"""What our Inspect sandbox providers share: an Inspect `SandboxEnvironment` over one of our sessions.
+"""What our Inspect sandbox providers share: an Inspect `SandboxEnvironment` over the sessions
+of one sandbox kind (`sandboxes/kinds.py`).
 
-`bwrap_provider.py` (over `BwrapSession`) and `docker_provider.py` (over `DockerSession`) differ
-only in how a sample's session starts and ends; the Inspect API on top of a session is this one
-class, so both behave alike:
+`bwrap_provider.py` (over `BwrapSession`), `local_provider.py` (over `LocalSession`) and
+`docker_provider.py` (over `DockerSession`) only name their kind, their settings and the users
+they accept; the lifecycle and the Inspect API on top of a session are this one class, so all
+behave alike:
 
+- `task_init` checks the kind's prerequisites (one line when it cannot run here); a sample's
+  session comes from a `SessionSource` of the kind (started per sample, or taken from spares) over
+  the sample's stage dir, and goes back to it at `sample_cleanup` (closed, or for kinds with
+  spares reset or removed in the background; `task_cleanup` waits for those);
+  `inspect sandbox cleanup <provider>` runs the kind's cleanup;
 - `exec` returns a `SessionExecResult`: Inspect's `ExecResult` carrying the session's full
   `contract.ExecResult` (the contract limit a command hit: memory, processes, file size, which
   Inspect's type has no field for); it raises TimeoutError (with `truncated_output`) on timeout
@@ -21,6 +28,7 @@ docs/design.md "The sandbox contract").
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -43,7 +51,9 @@ from smoldataenvs_tasks import contract
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
 from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
 from smoldataenvs_tasks.sandboxes import base
+from smoldataenvs_tasks.sandboxes.kinds import SandboxKind
 from smoldataenvs_tasks.sandboxes.leftovers import new_empty_stage_dir
+from smoldataenvs_tasks.sandboxes.session import SessionSource
 
 
 class LimitsConfig(BaseModel, frozen=True):
@@ -131,20 +141,133 @@ async def start_over_stage_dir(
 
 
 class SessionSandboxEnvironment(SandboxEnvironment):
-    """An Inspect sandbox over one sample's session (`sandboxes.base.SandboxSession`)."""
+    """An Inspect sandbox over one sample's session (`sandboxes.base.SandboxSession`) of the
+    subclass's `kind`; a subclass registered with `@sandboxenv(name=kind.provider)` is a
+    provider."""
 
-    # Names `exec(user=...)` accepts for the sandbox's own (only) user.
-    sandbox_users: ClassVar[frozenset[str]] = frozenset()
+    kind: ClassVar[SandboxKind]
+    # The settings a task may pass (`Task(sandbox=(provider, config))`).
+    config_model: ClassVar[type[LimitsConfig]] = LimitsConfig
+    # Names `exec(user=...)` accepts for the sandbox's own (only) user, uid 1000.
+    sandbox_users: ClassVar[frozenset[str]] = frozenset({"user", "1000"})
+    # Per provider class and process (`__init_subclass__`): the sessions it started and has not
+    # ended (task_cleanup ends what is left), and where they come from, one source per settings.
+    _open: ClassVar[set[Any]]
+    _sources: ClassVar[dict[Any, SessionSource]]
 
-    def __init__(self, session: Any) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._open = set()
+        cls._sources = {}
+
+    def __init__(self, session: Any, owned_stage_dir: Path | None, source: SessionSource) -> None:
         super().__init__()
         self.session = session
+        self.owned_stage_dir = owned_stage_dir
+        self.source = source  # where the session came from (told when it ends)
+
+    @classmethod
+    def settings(cls, config: SandboxEnvironmentConfigType | None) -> LimitsConfig:
+        return config_of(config, cls.config_model, cls.kind.provider)
+
+    @classmethod
+    def config_deserialize(cls, config: dict[str, Any]) -> BaseModel:
+        return cls.config_model(**config)
+
+    @classmethod
+    async def check_prerequisites(cls, settings: LimitsConfig) -> None:
+        """Raises SandboxUnavailable when the kind cannot run here (before any sample)."""
+        await asyncio.to_thread(cls.kind.check_prerequisites)
+
+    @classmethod
+    def source_key(cls, settings: LimitsConfig) -> Any:
+        return settings.limits()
+
+    @classmethod
+    def new_source(cls, settings: LimitsConfig) -> SessionSource:
+        return SessionSource(cls.kind.name, limits=settings.limits())
+
+    @override
+    @classmethod
+    async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
+        settings = cls.settings(config)  # a bad config fails at task start, not per sample
+        try:
+            await cls.check_prerequisites(settings)
+        except base.SandboxUnavailable as error:
+            raise unavailable(cls.kind.name, error) from error
+
+    @override
+    @classmethod
+    async def sample_init(
+        cls,
+        task_name: str,
+        config: SandboxEnvironmentConfigType | None,
+        metadata: dict[str, str],
+    ) -> dict[str, SandboxEnvironment]:
+        settings = cls.settings(config)
+        key = cls.source_key(settings)
+        if key not in cls._sources:
+            cls._sources[key] = cls.new_source(settings)
+        source = cls._sources[key]
+        session, owned = await start_over_stage_dir(metadata, cls.kind.name, source.open)
+        cls._open.add(session)
+        return {"default": cls(session, owned, source)}
+
+    @override
+    @classmethod
+    async def sample_cleanup(
+        cls,
+        task_name: str,
+        config: SandboxEnvironmentConfigType | None,
+        environments: dict[str, SandboxEnvironment],
+        interrupted: bool,
+    ) -> None:
+        for environment in environments.values():
+            ours = environment.as_type(cls)
+            cls._open.discard(ours.session)
+            owned = ours.owned_stage_dir
+
+            def remove_owned(owned: Path | None = owned) -> None:
+                if owned is not None:
+                    shutil.rmtree(owned, ignore_errors=True)
+
+            if interrupted or cls.kind.spares is None:
+                # Closed before returning (a cancelled sample's too: Inspect shields this call,
+                # and a half-done reset is never kept).
+                await ours.source.end_now(ours.session, reuse=False, then=remove_owned)
+            else:  # reset and kept for a later sample, or removed: off the sample's path
+                ours.source.end(ours.session, then=remove_owned)
+
+    @override
+    @classmethod
+    async def task_cleanup(
+        cls, task_name: str, config: SandboxEnvironmentConfigType | None, cleanup: bool
+    ) -> None:
+        sources = list(cls._sources.values())
+        cls._sources.clear()
+        # Every finished sample's reset or removal, then the spares no sample took.
+        await asyncio.gather(*(source.aclose() for source in sources), return_exceptions=True)
+        # Samples whose cleanup could not run (or failed): close them now, unless the user asked
+        # to keep sandboxes (--no-sandbox-cleanup; `smoldataenvs sandbox cleanup` removes them).
+        if not cleanup:
+            return
+        left = list(cls._open)
+        cls._open.clear()
+        await asyncio.gather(*(session.close() for session in left), return_exceptions=True)
+
+    @override
+    @classmethod
+    async def cli_cleanup(cls, id: str | None) -> None:
+        """`inspect sandbox cleanup <provider>`: what sessions of dead eval processes left (the
+        kind's cleanup). A session of a live process is its own to end."""
+        for line in await asyncio.to_thread(cls.kind.sweep):
+            print(f"removed {line}")
 
     @classmethod
     def default_concurrency(cls) -> int | None:
         # No limit: with one, Inspect sleeps random() s (mean 0.5 s) before every sample's sandbox
         # (a fairness delay between tasks). Samples in flight are bounded by --max-samples, and
-        # the programs running at once by the program slots (tools.program_gate).
+        # the programs running at once by the program slots (program_slots.program_gate).
         return None
 
     @override

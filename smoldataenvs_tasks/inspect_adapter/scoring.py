@@ -37,19 +37,13 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState
 from inspect_ai.util import sandbox as current_sandbox
 
-from smoldataenvs_tasks.contract import (
-    DEFAULT_LIMITS,
-    INPUT_DIR,
-    PROGRAM_PATH,
-    SandboxLimits,
-)
-from smoldataenvs_tasks.inspect_adapter.program_host import InspectSandboxHost, local_sandbox_env
+from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
+from smoldataenvs_tasks.inspect_adapter.program_host import InspectSandboxHost
 from smoldataenvs_tasks.inspect_adapter.setup import (
     TABLE_CORRUPT_KEY,
     TABLE_DIGESTS_KEY,
     TABLE_ERROR_KEY,
     record_of,
-    sample_paths,
 )
 from smoldataenvs_tasks.inspect_adapter.tools import program_gate
 from smoldataenvs_tasks.pipeline import (
@@ -135,17 +129,11 @@ def program_scorer(
     async def score(state: TaskState, target: Target) -> Score:
         verdict = _table_verdict(state, grader)
         if verdict is None:
-            paths = sample_paths()
-            relocated = paths["input"] != INPUT_DIR
             verdict = await decide_program_reply(
                 state.output.completion if state.output else "",
                 record_of(state),
-                InspectSandboxHost(
-                    current_sandbox(), env=local_sandbox_env() if relocated else None
-                ),
+                InspectSandboxHost(current_sandbox()),
                 limits=limits,
-                program_path=f"{paths['tmp']}/solve.py" if relocated else PROGRAM_PATH,
-                cwd=paths["input"] if relocated else None,
                 gate=program_gate(max_programs),
                 profile=grader,
             )
@@ -171,14 +159,6 @@ async def _grade_agent_answer(state: TaskState, answer: str | None, grader: str)
     )
 
 
-def _answer_file_host() -> tuple[InspectSandboxHost, str]:
-    """Where this sample's answer file is, and a host that runs commands beside it."""
-    paths = sample_paths()
-    relocated = paths["input"] != INPUT_DIR
-    host = InspectSandboxHost(current_sandbox(), env=local_sandbox_env() if relocated else None)
-    return host, f"{paths['workdir']}/answer.txt"
-
-
 @scorer(metrics=SCORER_METRICS)
 def answer_file_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
     """Grade the whole stripped answer file the agent wrote (agentic, answer-file protocol)."""
@@ -186,8 +166,8 @@ def answer_file_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         verdict = _table_verdict(state, grader)
         if verdict is None:
-            host, path = _answer_file_host()
-            verdict = await decide_answer_file(record_of(state), host, path=path, profile=grader)
+            host = InspectSandboxHost(current_sandbox())
+            verdict = await decide_answer_file(record_of(state), host, profile=grader)
         return verdict_to_score(verdict, _extras(state))
 
     return score

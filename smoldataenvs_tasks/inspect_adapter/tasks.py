@@ -23,7 +23,6 @@ never a 0. A mistake in a task option is one line naming the valid values.
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -35,7 +34,6 @@ from inspect_ai.agent import AgentPrompt, AgentSubmit, react
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
 from inspect_ai.solver import Solver, generate, system_message, use_tools
-from inspect_ai.util import SandboxEnvironmentSpec
 
 from smoldataenvs_tasks._pins import (
     DATASET_REPO_ID,
@@ -58,7 +56,7 @@ from smoldataenvs_tasks.data.staging import cleanup_stage_dirs, new_stage_dir
 from smoldataenvs_tasks.data.tables import tables_manifest_digest
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
-from smoldataenvs_tasks.inspect_adapter.docker_provider import PROVIDER as DOCKER_PROVIDER
+from smoldataenvs_tasks.inspect_adapter.providers import sandbox_spec
 from smoldataenvs_tasks.inspect_adapter.scoring import (
     answer_file_scorer,
     program_scorer,
@@ -66,22 +64,14 @@ from smoldataenvs_tasks.inspect_adapter.scoring import (
 )
 from smoldataenvs_tasks.inspect_adapter.setup import prepare_sample, release_sample
 from smoldataenvs_tasks.inspect_adapter.tools import bash_tool, python_tool
-from smoldataenvs_tasks.sandboxes import RESOURCES
-from smoldataenvs_tasks.sandboxes.docker.image import COMPOSE_FILE, REMOTE_COMPOSE_FILE
+from smoldataenvs_tasks.sandboxes.kinds import CHOICES as SANDBOX_CHOICES
+from smoldataenvs_tasks.sandboxes.kinds import resolve
 from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, VERDICT_GENERATIONS, versioned
-
-logger = logging.getLogger(__name__)
 
 # Follows the grader: N is the generation of verdict rules (scorers/verdict.py), A the interface.
 TASK_VERSION = f"{len(VERDICT_GENERATIONS)}-A"
-# Remote staging (docker-remote, k8s): the sandbox fetches its own tables (a stager step with
-# network and token), for providers that cannot bind the harness's cache (docs/cluster.md).
-K8S_VALUES_FILE = RESOURCES / "values.yaml"
 
 Variant = Literal["agentic", "program"]
-SandboxKind = Literal["auto", "bwrap", "docker", "docker-compose", "docker-remote", "k8s", "local"]
-# Kinds only Inspect runs (`auto`, `bwrap`, `docker`, `local` are sandboxes/session.py's too).
-INSPECT_ONLY_KINDS = ("docker-compose", "docker-remote", "k8s")
 Protocol = Literal["answer_file", "submit"]
 Grader = Literal["default", "strict"]
 
@@ -101,7 +91,7 @@ def _refuse_inspect_sandbox_option() -> None:
     argv = sys.argv[1:] if Path(sys.argv[0]).name.startswith("inspect") else []
     given = any(a == _SANDBOX_OPTION or a.startswith(f"{_SANDBOX_OPTION}=") for a in argv)
     if given or os.environ.get(_SANDBOX_OPTION_ENV):
-        kinds = "|".join(get_args(SandboxKind))
+        kinds = "|".join(SANDBOX_CHOICES)
         raise PrerequisiteError(
             f"smoldataenvs: Inspect's --sandbox option (or {_SANDBOX_OPTION_ENV}) is not "
             f"supported: it replaces the task's sandbox configuration. Choose the sandbox with "
@@ -127,41 +117,6 @@ def _one_line_errors(make_task: Callable[..., Task]) -> Callable[..., Task]:
 def _choice(name: str, value: object, allowed: Sequence[object]) -> None:
     if value not in allowed:
         raise ValueError(f"-T {name}={value} is not valid: choose {', '.join(map(str, allowed))}")
-
-
-def _sandbox_spec(resolved: str) -> SandboxEnvironmentSpec:
-    if resolved == "bwrap":
-        from smoldataenvs_tasks.sandboxes.envbuild import ensure_env
-
-        ensure_env()  # builds the locked Python env once, before any sample starts
-        return SandboxEnvironmentSpec("bwrap")
-    if resolved == "docker":  # our provider over DockerSession (inspect_adapter/docker_provider)
-        from smoldataenvs_tasks.sandboxes.docker import require_image
-
-        require_image()
-        return SandboxEnvironmentSpec(DOCKER_PROVIDER)
-    if resolved == "docker-compose":  # Inspect's docker provider with our compose.yaml
-        from smoldataenvs_tasks.sandboxes.docker import require_image
-
-        require_image()
-        return SandboxEnvironmentSpec("docker", str(COMPOSE_FILE))
-    if resolved == "docker-remote":
-        from smoldataenvs_tasks.sandboxes.docker import require_image
-
-        require_image()
-        return SandboxEnvironmentSpec("docker", str(REMOTE_COMPOSE_FILE))
-    if resolved == "k8s":
-        return SandboxEnvironmentSpec("k8s", str(K8S_VALUES_FILE))
-    if resolved == "local":
-        logger.warning(
-            "sandbox=local isolates nothing: model-written code runs on this machine with your "
-            "files and network. Use it only for debugging."
-        )
-        return SandboxEnvironmentSpec("local")
-    raise ValueError(
-        f"unknown sandbox kind {resolved!r}: choose auto, bwrap, docker, docker-compose, "
-        "docker-remote, k8s or local"
-    )
 
 
 def _user_prompt(record: TaskRecord, variant: Variant, protocol: Protocol) -> str:
@@ -211,7 +166,7 @@ def _create_task(
     tiers: str | Sequence[str] | None,
     reward_modes: str | Sequence[str] | None,
     task_ids: str | Sequence[str] | None,
-    sandbox: SandboxKind,
+    sandbox: str,
     program_timeout: float,
     max_turns: int,
     tools: str,
@@ -223,7 +178,7 @@ def _create_task(
 ) -> Task:
     _choice("protocol", protocol, get_args(Protocol))
     _choice("grader", grader, GRADER_PROFILES)
-    _choice("sandbox", sandbox, get_args(SandboxKind))
+    _choice("sandbox", sandbox, SANDBOX_CHOICES)
     tool_names = [name for name in as_list(tools) or [] if name] or ["bash"]
     unknown_tools = set(tool_names) - {"bash", "python"}
     if unknown_tools or "bash" not in tool_names:
@@ -248,10 +203,10 @@ def _create_task(
             f"no SmolDataEnvs tasks left in split {split!r} after filtering "
             f"(tiers={tiers!r}, reward_modes={reward_modes!r}, task_ids={task_ids!r})"
         )
-    from smoldataenvs_tasks.sandboxes.kinds import resolve_kind
-
-    sandbox_kind = sandbox if sandbox in INSPECT_ONLY_KINDS else resolve_kind(sandbox)
-    sandbox_spec = _sandbox_spec(sandbox_kind)
+    sandbox_kind = resolve(sandbox)
+    # What must hold before any sample starts (bwrap works, the environment or the Docker image
+    # is built; `local` warns that it isolates nothing): one line instead of failed samples.
+    sandbox_kind.check_prerequisites()
     cleanup_stage_dirs()  # stage dirs left by runs whose process is gone
     stage_root = new_stage_dir()
     dataset = MemoryDataset(
@@ -260,7 +215,7 @@ def _create_task(
         location=source.describe() if hasattr(source, "describe") else DATASET_REPO_ID,
     )
     limits = DEFAULT_LIMITS.with_program_timeout(program_timeout)
-    setup = prepare_sample(sandbox_kind=sandbox_kind, mirror=mirror, revision=revision)
+    setup = prepare_sample(sandbox_kind=sandbox_kind.name, mirror=mirror, revision=revision)
 
     solver: Solver | Any
     # pass@k needs k different replies: sampled, as lm-eval's _pass4 tasks sample them.
@@ -294,7 +249,7 @@ def _create_task(
         solver=solver,
         cleanup=release_sample,
         scorer=scorer,
-        sandbox=sandbox_spec,
+        sandbox=sandbox_spec(sandbox_kind),
         config=config,
         epochs=(Epochs(pass_k, ["mean", "pass_at_1", f"pass_at_{pass_k}"]) if pass_k > 1 else None),
         turn_limit=turn_limit,
@@ -309,7 +264,7 @@ def _create_task(
             "protocol": "program" if variant == "program" else protocol,
             "tools": tool_names if variant == "agentic" else [],
             "max_turns": turn_limit,
-            "sandbox": sandbox_kind,
+            "sandbox": sandbox_kind.name,
             "program_timeout_s": limits.program_timeout_s,
             "tool_timeout_s": tool_timeout,
             "grader": grader,
@@ -338,7 +293,7 @@ def smoldataenvs(
     tiers: str | list[str] | None = None,
     reward_modes: str | list[str] | None = None,
     task_ids: str | list[str] | None = None,
-    sandbox: SandboxKind = "auto",
+    sandbox: str = "auto",
     max_turns: int = 17,
     tools: str = "bash",
     protocol: Protocol = "answer_file",
@@ -404,7 +359,7 @@ def smoldataenvs_program(
     tiers: str | list[str] | None = None,
     reward_modes: str | list[str] | None = None,
     task_ids: str | list[str] | None = None,
-    sandbox: SandboxKind = "auto",
+    sandbox: str = "auto",
     program_timeout: float = DEFAULT_LIMITS.program_timeout_s,
     mirror_url: str | None = None,
     grader: Grader = "default",

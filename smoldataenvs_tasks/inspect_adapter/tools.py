@@ -13,16 +13,11 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from inspect_ai.tool import Tool, ToolDef
-from inspect_ai.util import concurrency, store
+from inspect_ai.util import concurrency
 from inspect_ai.util import sandbox as current_sandbox
 
-from smoldataenvs_tasks.inspect_adapter._compat import (
-    DockerSandboxEnvironment,
-    LocalSandboxEnvironment,
-)
-from smoldataenvs_tasks.inspect_adapter.program_host import local_sandbox_env
-from smoldataenvs_tasks.inspect_adapter.provider_base import SessionSandboxEnvironment
-from smoldataenvs_tasks.inspect_adapter.setup import PATHS_KEY, is_provider, sample_paths
+from smoldataenvs_tasks.contract import WORKDIR
+from smoldataenvs_tasks.inspect_adapter.providers import kind_of
 from smoldataenvs_tasks.pipeline import default_concurrency
 
 
@@ -36,16 +31,16 @@ def program_gate(
     max_programs: int | None = None,
 ) -> Callable[[], AbstractAsyncContextManager[Any]] | None:
     """A limit on programs (and tool commands) running at once, shared by every sample of the
-    process, when this sample's sandbox runs on this machine (ours, Docker, local); None for
-    remote sandboxes (k8s), whose programs do not compete for this machine's CPUs.
+    process, when this sample's sandbox runs on this machine (its kind's `on_this_machine`);
+    None for remote sandboxes (k8s), whose programs do not compete for this machine's CPUs, and
+    for providers of no kind.
 
     Inspect keeps many samples in flight (adaptive model connections start at 20) so that model
     calls overlap; their programs should not all run at once on a 2-core machine, where each
     would take ~10x its time (nearer its time limit) for no gain in throughput.
     """
-    env = current_sandbox()
-    local = (SessionSandboxEnvironment, DockerSandboxEnvironment, LocalSandboxEnvironment)
-    if not any(is_provider(env, provider) for provider in local):
+    kind = kind_of(current_sandbox())
+    if kind is None or not kind.on_this_machine:
         return None
     slots = max_programs or default_concurrency()
     return lambda: concurrency("smoldataenvs/programs", slots)
@@ -53,17 +48,13 @@ def program_gate(
 
 async def _gated_exec(argv: list[str], **options: Any) -> Any:
     gate = program_gate()
-    if store().get(PATHS_KEY):  # `local`: the locked env's python, as in every real sandbox
-        options["env"] = local_sandbox_env()
     async with gate() if gate is not None else contextlib.nullcontext():
         return await current_sandbox().exec(argv, **options)
 
 
 def bash_tool(*, timeout: float) -> Tool:
     async def execute(command: str) -> str:
-        result = await _gated_exec(
-            ["bash", "-c", command], cwd=sample_paths()["workdir"], timeout=timeout
-        )
+        result = await _gated_exec(["bash", "-c", command], cwd=WORKDIR, timeout=timeout)
         return _combined_output(result.stdout, result.stderr)
 
     return ToolDef(
@@ -81,9 +72,7 @@ def bash_tool(*, timeout: float) -> Tool:
 
 def python_tool(*, timeout: float) -> Tool:
     async def execute(code: str) -> str:
-        result = await _gated_exec(
-            ["python3", "-"], input=code, cwd=sample_paths()["workdir"], timeout=timeout
-        )
+        result = await _gated_exec(["python3", "-"], input=code, cwd=WORKDIR, timeout=timeout)
         return _combined_output(result.stdout, result.stderr)
 
     return ToolDef(

@@ -387,6 +387,29 @@ def test_local_sandbox_relocates_paths_and_still_grades(tmp_path):
     assert "/home/user/input" not in prompt and "/input" in prompt
 
 
+def test_local_sandbox_runs_the_agents_tools_in_its_own_directories(tmp_path):
+    """`local` is our provider over LocalSession: the tools run in the session's /workdir with
+    the locked environment's Python, and the answer file is read from there."""
+    commands = [
+        "pwd",
+        "python3 -c 'import pandas, sys; print(sys.prefix)'",
+        "echo -n East > answer.txt",
+    ]
+    log = run(
+        smoldataenvs(split="sample", task_ids=[ORDERS_TASK], sandbox="local"),
+        tmp_path,
+        write_jsonl(tmp_path / "agent.jsonl", [agentic_row(ORDERS_TASK, commands)]),
+    )
+    [sample] = log.samples
+    assert sample.scores[SCORERS["agentic"]].metadata["category"] == "correct"
+    workdir, prefix = [m.text.strip() for m in sample.messages if m.role == "tool"][:2]
+    assert workdir.endswith("/workdir") and workdir != "/workdir"
+    assert prefix != sys.prefix and "sandbox-env" in prefix
+    instruction = next(m.text for m in sample.messages if m.role == "user")
+    assert f"{workdir}/answer.txt" in instruction
+    assert "/workdir" not in instruction.replace(workdir, "<the session's workdir>")
+
+
 # --- the CLI, from a clean process ---------------------------------------------------------------
 
 

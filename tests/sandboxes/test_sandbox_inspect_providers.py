@@ -172,9 +172,9 @@ def test_config_round_trips_the_limits() -> None:
 @pytest.mark.anyio
 async def test_adapter_over_inspects_local_provider(tmp_path: Path) -> None:
     """Another provider's TimeoutError and output overflow become results, not exceptions."""
-    from smoldataenvs_tasks.inspect_adapter._compat import LocalSandboxEnvironment
+    from smoldataenvs_tasks.inspect_adapter._compat import registry_find_sandboxenv
 
-    env = LocalSandboxEnvironment()
+    env = registry_find_sandboxenv("local")()  # Inspect's own: a provider that is not ours
     try:
         host = as_program_host(env)
         root = env.directory.name
