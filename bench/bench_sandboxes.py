@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from smoldataenvs_tasks.pipeline import run_program_outcome
 from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
 from smoldataenvs_tasks.sandboxes.envbuild import ensure_env
-from smoldataenvs_tasks.sandboxes.session import open_session
+from smoldataenvs_tasks.sandboxes.opening import open_session
 
 PROGRAMS = {
     "print(1)": "print(1)\n",

@@ -49,7 +49,7 @@ from smoldataenvs_tasks.scorers.verdict import (
 )
 
 if TYPE_CHECKING:
-    from smoldataenvs_tasks.sandboxes.session import SessionSource
+    from smoldataenvs_tasks.sandboxes.opening import SessionSource
 
 
 @dataclass(frozen=True)
@@ -300,7 +300,7 @@ async def _decide_in_new_session(
     profile: str,
     sessions: SessionSource | None,
 ) -> Verdict:
-    from smoldataenvs_tasks.sandboxes.session import open_session
+    from smoldataenvs_tasks.sandboxes.opening import open_session
 
     if sessions is not None:
         session = await sessions.open(stage_dir)
@@ -327,7 +327,7 @@ async def grade_program_replies_async(
     concurrency: int | None = None,
     profile: str = DEFAULT_PROFILE,
 ) -> list[GradedReply]:
-    from smoldataenvs_tasks.sandboxes.session import SessionSource
+    from smoldataenvs_tasks.sandboxes.opening import SessionSource
 
     gate = asyncio.Semaphore(concurrency or default_concurrency())
 

@@ -159,7 +159,7 @@ async def probe_environment(sandbox: str, modules: tuple[str, ...] = CONTRACT_MO
     """
     from smoldataenvs_tasks.data.staging import new_stage_dir
     from smoldataenvs_tasks.sandboxes.base import SandboxFailure
-    from smoldataenvs_tasks.sandboxes.session import open_session
+    from smoldataenvs_tasks.sandboxes.opening import open_session
 
     stage_dir = new_stage_dir()
     try:

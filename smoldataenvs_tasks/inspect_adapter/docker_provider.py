@@ -3,7 +3,7 @@
 What `-T sandbox=docker` runs (and `auto` where bwrap cannot): a container per sample with the
 contract's limits, each command through the container's keeper (else a CLI `docker exec`), and
 none of `docker compose`'s per-sample calls or Inspect's fairness sleep (docs/performance.md).
-Containers come from spares (sandboxes/docker/spares.py, through sandboxes/session.SessionSource
+Containers come from spares (sandboxes/docker/spares.py, through sandboxes/opening.SessionSource
 as lm-eval's do): started ahead of their sample and removed after it. `SMOLDATAENVS_DOCKER_REUSE=1`
 (or `DockerSandboxConfig(reuse=True)`) resets a finished sample's container instead (every
 process killed by the keeper, every writable place emptied, then checked) and hands it to a later
@@ -38,7 +38,7 @@ from smoldataenvs_tasks.inspect_adapter.provider_base import (
     SessionSandboxEnvironment,
 )
 from smoldataenvs_tasks.sandboxes.kinds import KINDS
-from smoldataenvs_tasks.sandboxes.session import SessionSource
+from smoldataenvs_tasks.sandboxes.opening import SessionSource
 
 if TYPE_CHECKING:
     from smoldataenvs_tasks.sandboxes.docker import DockerSession

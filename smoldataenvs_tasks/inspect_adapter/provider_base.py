@@ -53,7 +53,7 @@ from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
 from smoldataenvs_tasks.sandboxes import base
 from smoldataenvs_tasks.sandboxes.kinds import SandboxKind
 from smoldataenvs_tasks.sandboxes.leftovers import new_empty_stage_dir
-from smoldataenvs_tasks.sandboxes.session import SessionSource
+from smoldataenvs_tasks.sandboxes.opening import SessionSource
 
 
 class LimitsConfig(BaseModel, frozen=True):

@@ -1,7 +1,7 @@
 """Sandbox kinds opened the way their users open them (the hostile-program tests in tests/security
 run against each; the parity test compares their verdicts).
 
-- "bwrap", "docker": our sessions directly (`sandboxes.session.open_session`), as lm-eval and
+- "bwrap", "docker": our sessions directly (`sandboxes.opening.open_session`), as lm-eval and
   `smoldataenvs validate` run programs;
 - "inspect-bwrap", "inspect-docker": through the Inspect providers (`bwrap`,
   `smoldataenvs-docker`), as an Inspect eval runs them: the provider's `sample_init` with the
@@ -18,7 +18,7 @@ from typing import Any
 from smoldataenvs_tasks.contract import ExecResult, SandboxLimits
 from smoldataenvs_tasks.inspect_adapter.program_host import InspectSandboxHost
 from smoldataenvs_tasks.sandboxes.base import SandboxSession
-from smoldataenvs_tasks.sandboxes.session import open_session
+from smoldataenvs_tasks.sandboxes.opening import open_session
 from tests.sandboxes.helpers import SMALL_LIMITS
 
 KIND_NAMES = ("bwrap", "docker", "inspect-bwrap", "inspect-docker")

@@ -16,7 +16,7 @@ from smoldataenvs_tasks.sandboxes import local as local_module
 from smoldataenvs_tasks.sandboxes.base import SandboxSession
 from smoldataenvs_tasks.sandboxes.kinds import resolve_kind
 from smoldataenvs_tasks.sandboxes.local import LocalSession
-from smoldataenvs_tasks.sandboxes.session import open_session
+from smoldataenvs_tasks.sandboxes.opening import open_session
 from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_NAME, require_kind
 
 pytestmark = pytest.mark.anyio
