@@ -9,6 +9,7 @@ logs through its log API).
 - `tasks`: `smoldataenvs` (agentic) and `smoldataenvs_program` (single shot), one `_create_task`;
 - `setup`: fetch and stage a sample's tables before any model call; `release_sample` after;
 - `tools`: `bash(command)` and `python(code)`, the SFT data's schema;
+- `program_slots`: `program_gate`, how many programs and tool commands run at once here;
 - `scoring`: Verdict -> Score (ungraded -> `Score.unscored`), metrics by tier and reward mode;
 - `models`: `--model replay/<label> -M path=FILE.jsonl`;
 - `bwrap_provider`: `@sandboxenv("bwrap")` over `sandboxes.bwrap.BwrapSession`;

@@ -39,13 +39,13 @@ from inspect_ai.util import sandbox as current_sandbox
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
 from smoldataenvs_tasks.inspect_adapter.program_host import InspectSandboxHost
+from smoldataenvs_tasks.inspect_adapter.program_slots import program_gate
 from smoldataenvs_tasks.inspect_adapter.setup import (
     TABLE_CORRUPT_KEY,
     TABLE_DIGESTS_KEY,
     TABLE_ERROR_KEY,
     record_of,
 )
-from smoldataenvs_tasks.inspect_adapter.tools import program_gate
 from smoldataenvs_tasks.pipeline import (
     decide_answer_file,
     decide_program_reply,

@@ -1,49 +1,25 @@
 """The agentic variant's tools: the SFT data's schema, `bash(command)` (not Inspect's built-in
 `bash(cmd)`), and `python(code)`; each call a fresh process in the sample's sandbox, in /workdir.
 
-`program_gate` limits how many programs and tool commands run at once on this machine; the
-program scorer takes its slot from the same gate.
+Each call takes a program slot (`program_slots.program_gate`), as the program scorer's run does.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from inspect_ai.tool import Tool, ToolDef
-from inspect_ai.util import concurrency
 from inspect_ai.util import sandbox as current_sandbox
 
 from smoldataenvs_tasks.contract import WORKDIR
-from smoldataenvs_tasks.inspect_adapter.providers import kind_of
-from smoldataenvs_tasks.pipeline import default_concurrency
+from smoldataenvs_tasks.inspect_adapter.program_slots import program_gate
 
 
 def _combined_output(stdout: str, stderr: str) -> str:
     if stdout and stderr:
         return f"{stdout.rstrip()}\n{stderr}" if not stdout.endswith("\n") else stdout + stderr
     return stdout or stderr
-
-
-def program_gate(
-    max_programs: int | None = None,
-) -> Callable[[], AbstractAsyncContextManager[Any]] | None:
-    """A limit on programs (and tool commands) running at once, shared by every sample of the
-    process, when this sample's sandbox runs on this machine (its kind's `on_this_machine`);
-    None for remote sandboxes (k8s), whose programs do not compete for this machine's CPUs, and
-    for providers of no kind.
-
-    Inspect keeps many samples in flight (adaptive model connections start at 20) so that model
-    calls overlap; their programs should not all run at once on a 2-core machine, where each
-    would take ~10x its time (nearer its time limit) for no gain in throughput.
-    """
-    kind = kind_of(current_sandbox())
-    if kind is None or not kind.on_this_machine:
-        return None
-    slots = max_programs or default_concurrency()
-    return lambda: concurrency("smoldataenvs/programs", slots)
 
 
 async def _gated_exec(argv: list[str], **options: Any) -> Any:
