@@ -2,7 +2,8 @@
 
 Imports only the decorated objects, so `inspect eval smoldataenvs_tasks/<task>` stays cheap and
 loading it never imports lm-eval. Every sandbox kind's provider of ours is registered here; the
-Docker provider's module imports no Docker module until a task uses it.
+Docker provider's module imports no Docker module until a task uses it. `regrade_scorer` is
+registered too, for `inspect score --scorer smoldataenvs_tasks/regrade_scorer`.
 """
 
 # ruff: noqa: F401
@@ -10,4 +11,5 @@ from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxEnviro
 from smoldataenvs_tasks.inspect_adapter.docker_provider import DockerSessionSandboxEnvironment
 from smoldataenvs_tasks.inspect_adapter.local_provider import LocalSessionSandboxEnvironment
 from smoldataenvs_tasks.inspect_adapter.models import replay
+from smoldataenvs_tasks.inspect_adapter.regrade import regrade_scorer
 from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs, smoldataenvs_program

@@ -1,4 +1,5 @@
-"""Re-grade a finished Inspect log under another grader profile, with Inspect's own scoring API.
+"""Re-grade a finished Inspect log under another grader profile, with Inspect's own scoring API:
+Inspect's side of `smoldataenvs regrade`, in one place (lm-eval's is `lm_eval/regrade.py`).
 
 Nothing runs again (no model, program or sandbox): `regrade_scorer` grades each sample's
 recorded answer with the row's gold, and Inspect's `score(..., action="append")` adds its
@@ -12,11 +13,18 @@ report` shows pass@1 under both profiles; the original log is left as it was.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
+import anyio
+from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.solver import TaskState
+
 from smoldataenvs_tasks.errors import SmolDataEnvsError
-from smoldataenvs_tasks.inspect_adapter.scoring import regrade_scorer, verdicts_of
-from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, versioned
+from smoldataenvs_tasks.inspect_adapter.scoring import SCORER_METRICS, verdict_to_score
+from smoldataenvs_tasks.inspect_adapter.setup import record_of
+from smoldataenvs_tasks.scorers.decide import regrade_verdict
+from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, GRADER_PROFILES, Verdict, versioned
 
 # Scoring re-runs no model, but Inspect's `score` binds one to the task context: a built-in
 # that needs no key, so a log of any provider re-grades offline.
@@ -25,6 +33,59 @@ _OFFLINE_MODEL = "mockllm/model"
 
 class RegradeError(SmolDataEnvsError, ValueError):
     """A log that cannot be re-graded; the message says why."""
+
+
+def verdicts_of(scores: dict[str, Score] | None) -> list[Verdict]:
+    """Every SmolDataEnvs verdict among a sample's scores, the run's own first."""
+    return [
+        Verdict.from_dict(score.metadata)
+        for score in (scores or {}).values()
+        if score.metadata and "category" in score.metadata
+    ]
+
+
+def recorded_verdict(scores: dict[str, Score] | None) -> tuple[Verdict, Score] | None:
+    """The first SmolDataEnvs verdict among a sample's scores (the one its run decided)."""
+    for score in (scores or {}).values():
+        if score.metadata and "category" in score.metadata:
+            return Verdict.from_dict(score.metadata), score
+    return None
+
+
+@scorer(metrics=SCORER_METRICS)
+def regrade_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
+    """Re-grade the answer a sample's recorded verdict holds under the `grader` profile.
+
+    Runs no model, program or sandbox: the recorded answer (the program's last printed line, the
+    answer file, the submitted value) is graded again with the row's gold, mode and tolerances.
+    A sample without a recorded verdict (it errored) stays without one: unscored, no Verdict of
+    its own, so the report reads why from the sample's error (docs/reporting.md).
+    """
+
+    async def score(state: TaskState, target: Target) -> Score:
+        found = recorded_verdict(state.scores)
+        if found is None:
+            return Score.unscored(
+                reason="no recorded verdict",
+                explanation="the sample has no recorded verdict (it errored): nothing to re-grade",
+            )
+        recorded, recorded_score = found
+        record = record_of(state)
+        verdict = await anyio.to_thread.run_sync(
+            partial(
+                regrade_verdict,
+                recorded,
+                gold=record.answer,
+                reward_mode=record.reward_mode,
+                atol=record.atol,
+                rtol=record.rtol,
+                profile=grader,
+            )
+        )
+        digests = (recorded_score.metadata or {}).get("table_sha256")
+        return verdict_to_score(verdict, {"table_sha256": digests} if digests else None)
+
+    return score
 
 
 def default_output(log_file: Path, profile: str) -> Path:

@@ -12,8 +12,7 @@ eval-retry` run it again.
 Metrics: accuracy (= pass@1 over graded samples) with stderr, and the same grouped by
 `difficulty_tier` and by `reward_mode`.
 
-`regrade_scorer` runs nothing: `smoldataenvs regrade` appends it to a finished log to re-grade
-each sample's recorded answer under another grader profile (`inspect_adapter/regrade.py`).
+Re-grading a finished log (`regrade_scorer`) lives in `inspect_adapter/regrade.py`.
 """
 
 from __future__ import annotations
@@ -52,7 +51,7 @@ from smoldataenvs_tasks.pipeline import (
     table_verdict,
     unscorable_verdict,
 )
-from smoldataenvs_tasks.scorers.decide import regrade_verdict, verdict_for_answer_file
+from smoldataenvs_tasks.scorers.decide import verdict_for_answer_file
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict
 
 
@@ -197,58 +196,5 @@ def submit_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
             state, submitted_answer(state), grader
         )
         return verdict_to_score(verdict, _extras(state))
-
-    return score
-
-
-def verdicts_of(scores: dict[str, Score] | None) -> list[Verdict]:
-    """Every SmolDataEnvs verdict among a sample's scores, the run's own first."""
-    return [
-        Verdict.from_dict(score.metadata)
-        for score in (scores or {}).values()
-        if score.metadata and "category" in score.metadata
-    ]
-
-
-def recorded_verdict(scores: dict[str, Score] | None) -> tuple[Verdict, Score] | None:
-    """The first SmolDataEnvs verdict among a sample's scores (the one its run decided)."""
-    for score in (scores or {}).values():
-        if score.metadata and "category" in score.metadata:
-            return Verdict.from_dict(score.metadata), score
-    return None
-
-
-@scorer(metrics=SCORER_METRICS)
-def regrade_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
-    """Re-grade the answer a sample's recorded verdict holds under the `grader` profile.
-
-    Runs no model, program or sandbox: the recorded answer (the program's last printed line, the
-    answer file, the submitted value) is graded again with the row's gold, mode and tolerances.
-    A sample without a recorded verdict (it errored) stays without one: unscored, no Verdict of
-    its own, so the report reads why from the sample's error (docs/reporting.md).
-    """
-
-    async def score(state: TaskState, target: Target) -> Score:
-        found = recorded_verdict(state.scores)
-        if found is None:
-            return Score.unscored(
-                reason="no recorded verdict",
-                explanation="the sample has no recorded verdict (it errored): nothing to re-grade",
-            )
-        recorded, recorded_score = found
-        record = record_of(state)
-        verdict = await anyio.to_thread.run_sync(
-            partial(
-                regrade_verdict,
-                recorded,
-                gold=record.answer,
-                reward_mode=record.reward_mode,
-                atol=record.atol,
-                rtol=record.rtol,
-                profile=grader,
-            )
-        )
-        digests = (recorded_score.metadata or {}).get("table_sha256")
-        return verdict_to_score(verdict, {"table_sha256": digests} if digests else None)
 
     return score
