@@ -163,3 +163,21 @@ def test_the_python_api_imports_the_tasks_lazily():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["smoldataenvs_program", "smoldataenvs"]
+
+
+def test_a_bwrap_task_imports_no_docker_module():
+    """The entry point registers the Docker provider without importing Docker's modules; they
+    load only when a task uses it (issue 26: importing the tasks loaded all of them)."""
+    from tests.sandboxes.helpers import require_kind
+
+    require_kind("bwrap")
+    probe = (
+        "import sys\n"
+        "import smoldataenvs_tasks._registry\n"
+        "from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program\n"
+        "smoldataenvs_program(split='sample', sandbox='bwrap')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('smoldataenvs_tasks.sandboxes.docker')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
