@@ -34,6 +34,7 @@ from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import SourceError
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.replay import ReplayBook, ReplayFormatError, ReplayRow
+from smoldataenvs_tasks.sandboxes.kinds import AUTO, OPENABLE, resolve_kind
 from smoldataenvs_tasks.scorers.verdict import Category, Verdict
 
 BUNDLED_GOLD = Path(__file__).parent / "sample" / "replays" / "gold_program.jsonl"
@@ -277,7 +278,6 @@ def validate_split(
 ) -> ValidationResult:
     """Replay `replay` (default: the bundled gold programs) over `split` in `sandbox`."""
     from smoldataenvs_tasks.data.source import DataSource
-    from smoldataenvs_tasks.sandboxes.kinds import resolve_kind
 
     # The split first: a typo must not be reported as a missing replay file.
     source = DataSource.resolve(split, mirror=mirror, revision=revision)
@@ -374,7 +374,7 @@ def render_validation(result: ValidationResult) -> str:
 @click.option("--split", default=SAMPLE_SPLIT, show_default=True, help="Split to replay over.")
 @click.option(
     "--sandbox",
-    type=click.Choice(["auto", "bwrap", "docker", "local"]),
+    type=click.Choice([AUTO, *OPENABLE]),
     default="auto",
     show_default=True,
 )

@@ -15,10 +15,11 @@ logs through its log API).
 - `bwrap_provider`: `@sandboxenv("bwrap")` over `sandboxes.bwrap.BwrapSession`;
 - `docker_provider`: `@sandboxenv("smoldataenvs-docker")` over `sandboxes.docker.DockerSession`
   (its module loads no Docker module until a task uses it);
-- `local_provider`: `@sandboxenv("smoldataenvs-local")` over `sandboxes.local.LocalSession`;
 - `provider_base`: what they share (the lifecycle from the kind's record, the Inspect API over
   one of our sessions);
-- `providers`: the Inspect side of the sandbox kinds (a kind's spec, which kind runs a sample);
+- `providers`: the Inspect side of the sandbox kinds: a provider made from the record of every
+  other kind with a session (`smoldataenvs-local` over `sandboxes.local.LocalSession`), a
+  kind's spec, which kind runs a sample;
 - `program_host`: `InspectSandboxHost`, Inspect's sandbox as the runner's `ProgramHost`;
 - `replay_run`: the agentic task over a replay file, in-process (`smoldataenvs validate`);
 - `_compat`: every private `inspect_ai` import.

@@ -1,10 +1,10 @@
 """What our Inspect sandbox providers share: an Inspect `SandboxEnvironment` over the sessions
 of one sandbox kind (`sandboxes/kinds.py`).
 
-`bwrap_provider.py` (over `BwrapSession`), `local_provider.py` (over `LocalSession`) and
-`docker_provider.py` (over `DockerSession`) only name their kind, their settings and the users
-they accept; the lifecycle and the Inspect API on top of a session are this one class, so all
-behave alike:
+`bwrap_provider.py` (over `BwrapSession`) and `docker_provider.py` (over `DockerSession`), and
+the providers `providers.register_session_providers` makes from a kind's record (`local`'s,
+over `LocalSession`), only name their kind, their settings and the users they accept; the
+lifecycle and the Inspect API on top of a session are this one class, so all behave alike:
 
 - `task_init` checks the kind's prerequisites (one line when it cannot run here); a sample's
   session comes from a `SessionSource` of the kind (started per sample, or taken from spares) over

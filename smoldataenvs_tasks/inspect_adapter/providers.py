@@ -1,9 +1,13 @@
-"""The Inspect side of the sandbox kinds (`sandboxes/kinds.py`): the sandbox spec a task gives a
-kind, and which kind (and which of our sessions) runs a sample's sandbox.
+"""The Inspect side of the sandbox kinds (`sandboxes/kinds.py`): a provider for every kind with a
+session of ours, the sandbox spec a task gives a kind, and which kind (and which of our
+sessions) runs a sample's sandbox.
 
-A provider is found by its registered name (the record's `provider`), so nothing here imports a
-provider module: our Docker provider, and with it every Docker module, loads only when a task
-uses it.
+A kind whose provider needs nothing beyond the contract's limits gets one made from its record
+(`register_session_providers`, called by the entry point): adding such a kind takes its session
+module and its record, no Inspect code. A kind with settings of its own (Docker's image and
+reuse) has a provider module (`docker_provider.py`). A provider is looked up by its registered
+name (the record's `provider`), so nothing here imports a provider module: our Docker provider,
+and with it every Docker module, loads only when a task uses it.
 
     sandbox_spec(kinds.resolve("auto"))        # SandboxEnvironmentSpec("bwrap") where bwrap works
     kind_of(inspect_ai.util.sandbox())         # the record of the kind a sample runs in
@@ -13,10 +17,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from inspect_ai.util import SandboxEnvironmentSpec
+from inspect_ai.util import SandboxEnvironmentSpec, sandboxenv
 
 from smoldataenvs_tasks.inspect_adapter._compat import registry_find_sandboxenv
+from smoldataenvs_tasks.inspect_adapter.provider_base import SessionSandboxEnvironment
 from smoldataenvs_tasks.sandboxes.kinds import KINDS, SandboxKind
+
+
+def register_session_providers(
+    *own: type[SessionSandboxEnvironment],
+) -> dict[str, type[SessionSandboxEnvironment]]:
+    """Register a provider (`provider_base`'s lifecycle and API, the limits as its settings) for
+    every kind with a session of ours and no provider class among `own`; kind name -> class."""
+    covered = {provider.kind.name for provider in own}
+    made: dict[str, type[SessionSandboxEnvironment]] = {}
+    for kind in KINDS.values():
+        if kind.session is None or kind.name in covered:
+            continue
+        name = "".join(part.capitalize() for part in kind.name.split("-"))
+        provider = type(
+            f"{name}SessionSandboxEnvironment",
+            (SessionSandboxEnvironment,),
+            {"kind": kind, "__module__": __name__},
+        )
+        made[kind.name] = sandboxenv(name=kind.provider)(provider)
+    return made
 
 
 def sandbox_spec(kind: SandboxKind) -> SandboxEnvironmentSpec:
@@ -62,8 +87,6 @@ def kind_of(environment: object) -> SandboxKind | None:
 
 def session_of(environment: object) -> Any | None:
     """Our session behind `environment` (one of our providers'), or None."""
-    from smoldataenvs_tasks.inspect_adapter.provider_base import SessionSandboxEnvironment
-
     try:
         return environment.as_type(SessionSandboxEnvironment).session  # type: ignore[attr-defined]
     except (TypeError, AttributeError):

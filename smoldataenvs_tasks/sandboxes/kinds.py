@@ -176,8 +176,9 @@ KINDS: dict[str, SandboxKind] = {
 }
 # What `auto` tries, in order: the first whose probe passes here, else the last.
 AUTO_ORDER = ("bwrap", "docker")
-# Kinds with a session of ours: what lm-eval and `validate` can open (and `auto`).
-SESSION_KINDS = (*(name for name, record in KINDS.items() if record.session), AUTO)
+# Kinds with a session of ours: what lm-eval and `validate` can open (with `auto`).
+OPENABLE = tuple(name for name, record in KINDS.items() if record.session)
+SESSION_KINDS = (*OPENABLE, AUTO)
 # Every value of `-T sandbox=`.
 CHOICES = (AUTO, *KINDS)
 

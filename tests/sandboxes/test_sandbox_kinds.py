@@ -77,3 +77,18 @@ def test_auto_takes_bwrap_where_its_probe_passes() -> None:
     require_kind("bwrap")
     assert resolve("auto") is KINDS[AUTO_ORDER[0]]
     assert resolve_kind("auto") == "bwrap"
+
+
+def test_the_entry_point_registers_a_provider_for_every_kind_with_a_session() -> None:
+    """A kind with a session of ours runs under Inspect without a provider module of its own:
+    one is made from its record (`local`'s is)."""
+    import smoldataenvs_tasks._registry  # noqa: F401  (what Inspect's entry point loads)
+    from smoldataenvs_tasks.inspect_adapter.providers import provider_class
+
+    for name, record in KINDS.items():
+        provider = provider_class(record)
+        if record.session is None:
+            continue
+        assert provider is not None, name
+        assert provider.kind is record, name  # type: ignore[attr-defined]
+    assert provider_class(KINDS["local"]).__name__ == "LocalSessionSandboxEnvironment"  # type: ignore[union-attr]
