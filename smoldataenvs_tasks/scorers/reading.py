@@ -45,9 +45,9 @@ __all__ = [
     "Text",
     "Value",
     "clear_cache",
-    "plain_words",
     "read",
     "read_item",
+    "read_words",
     "remembered",
 ]
 
@@ -138,6 +138,8 @@ def _clean(text: str) -> str:
         inner = _MATH_DOLLARS.match(text)
         if inner is not None and "$" not in inner.group(1):
             text = inner.group(1).strip()
+    if text.startswith("{") and text.endswith("}") and text.count("{") == 1 == text.count("}"):
+        text = text[1:-1].strip()  # what \boxed{...} or \text{...} leave
     return text.replace("\x00", "$")
 
 
@@ -402,6 +404,7 @@ def _period(found: re.Match[str]) -> Period:
 _MINUSES = "-\u2212\u2010\u2011\u2012\u2013\u2014\u2015\ufe63\uff0d"
 _CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr"}
 _TAIL = re.compile(r"[^\w]+$")
+_CURRENCY_AFTER = re.compile(r"\s*([$€£¥₹])")
 _MINUS_WORD = re.compile(r"(?i:\b(?:minus|negative))\s*$")
 _BOUND_AFTER = re.compile(r"^\s*\+(?!\s*\d)")
 _MIN_BEFORE = re.compile(r"(?i:\bmin\b)[\s:.]*$")
@@ -602,6 +605,10 @@ def _value(token: _Token, before: str, after: str) -> Value:
             if word not in _FILLER:
                 label = word
     percent = token.percent
+    if after and unit is None:
+        currency_after = _CURRENCY_AFTER.match(after)
+        if currency_after is not None:
+            unit = _CURRENCY[currency_after.group(1)]
     if after:
         found = _FIRST_WORD.match(after)
         if found is not None:
@@ -765,9 +772,11 @@ def _shapes(text: str, whole: bool) -> Reading | None:
 # percent sign or a unit: "12 years", "The answer is 5", "$5768.04", "45%", "Class 2". When no
 # word is one the full reading treats apart, this gives the same Value without tokenising.
 _SIMPLE = re.compile(
-    r"\s*(?P<pre>(?:[A-Za-z]+\s+)*?)(?P<cur>[$€£]\s*)?(?P<neg>[" + _MINUSES + r"]\s*)?"
+    r"\s*(?P<pre>(?:[A-Za-z]+\s+)*?)[(\[]?\s*(?P<neg>[" + _MINUSES + r"]\s*)?(?P<cur>[$€£]\s*)?"
+    r"(?P<neg2>[" + _MINUSES + r"]\s*)?"
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<exp>[eE][-+]?\d+)?(?![\d,])"
-    r"(?:\s*(?P<pct>%)|\s+(?P<unit>[A-Za-z]+))?\.?\s*"
+    r"(?:\s?(?P<pct>%|(?i:percent|per\s?cent|pct)\b)|\s*(?P<cur2>[$€£])"
+    r"|\s+(?P<unit>[A-Za-z]+))?[)\]]?[.?!]?\s*"
 )
 _SPECIAL_WORDS = (
     _TOKEN_WORDS
@@ -782,6 +791,12 @@ _SPECIAL_WORDS = (
 
 def _simple_value(found: re.Match[str]) -> Value | None:
     pre, currency, sign, unit_word, percent = found.group("pre", "cur", "neg", "unit", "pct")
+    if sign is None:
+        sign = found.group("neg2")
+    if found.group("cur2") is not None:
+        if currency is not None:
+            return None  # "$12$" is LaTeX: cleaned first
+        currency = found.group("cur2")
     key = (pre, currency, sign is not None, unit_word)
     words = _simple_words.get(key)
     if words is None:
@@ -857,15 +872,12 @@ _STRUCTURE_WORDS = (
 )
 
 
-def plain_words(text: str, words: list[str]) -> tuple[int, float] | None:
-    """(how many plain numbers, the first) when `text` is nothing but plain numbers and
-    ordinary words (`words`: its lowercased words); None otherwise.
-
-    One number means `read` gives that value with no comparison, sign word, magnitude,
-    percentage, label or unit a gold without them could mind; two or more mean `read` gives a
-    hedge (Multi). None: the full reading decides."""
-    numbers = 0
-    first = 0.0
+def read_words(text: str, words: list[str]) -> Value | Multi | None:
+    """`read(text.strip())` for a side of plain numbers and ordinary words only, from its
+    lowercased `words` and without tokenising ("The answer is 12 years", "12 or maybe 17",
+    "5134.7 (sd 919.1)"); None for any other side (tests/scorers/test_reading.py)."""
+    numbers: list[str] = []
+    label = unit = None
     special = False
     after_number = False
     for word in words:
@@ -876,22 +888,51 @@ def plain_words(text: str, words: list[str]) -> tuple[int, float] | None:
             if not word.isascii() or word in _STRUCTURE_WORDS:
                 return None
             special = special or word in _SPECIAL_WORDS
+            if not numbers:
+                label = word  # the last word before the number
+            elif after_number and len(numbers) == 1:
+                unit = word  # the first word after it
             after_number = False
         elif _PLAIN_PART.fullmatch(word):
             # "5 -3" is a range and "1 000" one number in the full reading.
             if after_number and (word[0] == "-" or len(word) == 3):
                 return None
-            if not numbers:
-                first = float(word)
-            numbers += 1
+            numbers.append(word)
             after_number = True
         else:
             return None
-    if numbers == 1:
-        return None if special else (1, first)
-    if numbers > 1 and "\n" not in text:
-        return numbers, first
-    return None
+    if len(numbers) > 1:
+        if "\n" in text:
+            return None
+        return Multi(tuple(abs(float(number)) for number in numbers), False)
+    if not numbers or special:
+        # No number, or a comparison, a sign or magnitude word: the full reading decides.
+        return None
+    number = numbers[0]
+    digits = float(number)
+    negative = number[0] == "-"
+    if negative:
+        digits = -digits
+    if label in _FILLER:
+        label = None
+    if unit is not None:
+        unit = None if unit in _FILLER else _canonical_unit(unit)
+    plain = len(words) == 1 and _PLAIN_PART.fullmatch(words[0]) is not None
+    return _new(
+        Value,
+        (
+            -digits if negative else digits,
+            digits,
+            negative,
+            1.0,
+            False,
+            _NO_COMPARISON,
+            label,
+            unit,
+            False,
+            plain,
+        ),
+    )
 
 
 def _plain_hedge(text: str) -> Multi | None:
@@ -973,7 +1014,12 @@ def _plain_list(text: str) -> Items | None:
     return Items(tuple(items), tuple(texts), comma_joined)
 
 
-_NOT_A_COMMA_LIST = re.compile(r"[;\n&`*_\\$\"'“”‘’«»]|\d,\d|,\s*\d{4}(?!\d)|(?i:\band\b)")
+# A comma inside a token (a thousands separator, a month's date: "May 1, 2019") or glued to
+# both neighbours (the full reading then records a merge: "4,9").
+_NOT_A_COMMA_LIST = re.compile(
+    r"[;\n&`*_\\$\"'“”‘’«»]|\S,\S"
+    r"|(?i:\band\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))"
+)
 # A digit that starts a token: not glued to a word or a decimal point.
 _FREE_DIGIT = re.compile(r"(?<![\w.])\d")
 

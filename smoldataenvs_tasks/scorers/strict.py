@@ -52,9 +52,9 @@ from smoldataenvs_tasks.scorers.reading import (
     Reading,
     Text,
     Value,
-    plain_words,
     read,
     read_item,
+    read_words,
     remembered,
 )
 
@@ -116,20 +116,25 @@ def numeric_refusal(
     cand_reading = remembered.get(candidate)
     if cand_reading is None:
         cand_reading = read(candidate)
-    if type(gold_reading) is Value and type(cand_reading) is Value:
-        if gold_reading.plain and cand_reading.plain:
+    return _numeric_verdict(gold_reading, cand_reading, scaled, rel, abs_)
+
+
+def _numeric_verdict(
+    gold: Reading, cand: Reading, scaled: bool, rel: float, abs_: float
+) -> tuple[str | None, bool]:
+    if type(gold) is Value and type(cand) is Value:
+        if gold.plain and cand.plain:
             # Neither side is a percentage, so the bridge has nothing to stand on; math-verify
             # is not asked about two plain numbers.
             return ("percent_bridge", True) if scaled else _ACCEPTED
-        rule = _values(gold_reading, cand_reading, rel, abs_, scaled, False)
+        rule = _values(gold, cand, rel, abs_, scaled, False)
     else:
-        rule = _disagreement(gold_reading, cand_reading, rel, abs_, scaled, False)
+        rule = _disagreement(gold, cand, rel, abs_, scaled, False)
     if rule is None:
         return _ACCEPTED
     if type(rule) is Different:
         rule = "one_number"
-    final = _disagreement(gold_reading, cand_reading, rel, abs_, False, True) is not None
-    return rule, final
+    return rule, _disagreement(gold, cand, rel, abs_, False, True) is not None
 
 
 _ACCEPTED = (None, False)
@@ -140,31 +145,19 @@ def plain_words_refusal(
 ) -> tuple[str | None, bool]:
     """`numeric_refusal` for a pair the numeric rung accepted (not by ×100), given whether the
     gold is one plain number and the candidate's lowercased words. A candidate of plain words
-    and numbers (the usual shape of an answer, and of a hedge in words) is not read, nor is a
-    plain gold."""
-    shape = plain_words(candidate, words)
-    if shape is not None:
-        count, value = shape
-        if gold_plain:
-            # The rung found the candidate's first number close to the gold's.
-            return _HEDGE if count > 1 else _ACCEPTED
-        gold_reading = remembered.get(gold)
-        if gold_reading is None:
-            gold_reading = read(gold)
-        if type(gold_reading) is Value:
-            if count > 1:
-                return _HEDGE
-            if (
-                gold_reading.label is None
-                and gold_reading.unit is None
-                and not gold_reading.comparison
-                and gold_reading.magnitude == 1.0
-                and _close(gold_reading.number, value, rel, abs_)
-            ):
-                # One plain number among ordinary words, equal to a gold with no word, unit,
-                # comparison or magnitude to match.
-                return _ACCEPTED
-    return numeric_refusal(gold, candidate.strip(), False, rel, abs_)
+    and numbers (the usual shape of an answer, and of a hedge in words) is read from its words,
+    and a plain gold not at all."""
+    cand_reading = read_words(candidate, words)
+    if cand_reading is None:
+        return numeric_refusal(gold, candidate.strip(), False, rel, abs_)
+    if gold_plain:
+        # The rung found the candidate's first number close to the gold's, and a plain gold
+        # has no word, unit, comparison or magnitude for a candidate to miss.
+        return _HEDGE if type(cand_reading) is Multi else _ACCEPTED
+    gold_reading = remembered.get(gold)
+    if gold_reading is None:
+        gold_reading = read(gold)
+    return _numeric_verdict(gold_reading, cand_reading, False, rel, abs_)
 
 
 _HEDGE = ("one_number", True)

@@ -23,6 +23,7 @@ from smoldataenvs_tasks.scorers.reading import (
     Value,
     read,
     read_item,
+    read_words,
 )
 from tests.scorers.fuzz_corpus import corpus
 from tests.scorers.phrasings import correct_phrasings, loophole_variants
@@ -169,12 +170,13 @@ def _tokens_key(text: str, quick: bool) -> list[tuple]:
 
 
 side_texts = st.one_of(
-    st.text(alphabet="0123456789 ,.-/:%$abcdeKMQ\u2212\u2013()\n", max_size=20),
+    st.text(alphabet="0123456789 ,.-/:%$€abcdeKMQ\u2212\u2013()[]{}?\n", max_size=20),
     st.lists(
         st.sampled_from(
             ["12", "7", "1,234", "0.5", "-3", "2019-05-01", "May", "2019", "Q3", "or", "and",
              "maybe", "years", "to", ",", ";", "-", "k", "%", "$", "between", "thousand",
-             "seventeen", "1 000", "3.5e-3", "\u221212", "**", "\\boxed{", "}", "?", "("]
+             "seventeen", "1 000", "3.5e-3", "\u221212", "**", "\\boxed{", "}", "?", "(",
+             ")", "[", "]", "percent", "\u20ac", "USD", "$$", "\\text{", "{"]
         ),
         max_size=7,
     ).map(" ".join),
@@ -200,6 +202,70 @@ def test_quick_paths_agree_with_the_full_reading_on_every_corpus_side() -> None:
         for whole in (True, False):
             assert reading._read(text, whole=whole) == _full(text, whole), text
         assert _tokens_key(text, quick=True) == _tokens_key(text, quick=False), text
+
+
+word_texts = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "12",
+                "-12",
+                "7",
+                "12.5",
+                "1000",
+                "000",
+                "(12)",
+                "12?",
+                "2019",
+                "or",
+                "maybe",
+                "the",
+                "answer",
+                "is",
+                "years",
+                "yrs",
+                "Class",
+                "about",
+                "k",
+                "M",
+                "not",
+                "and",
+                "to",
+                "(sd",
+                "3)",
+                "?",
+                "min",
+                "May",
+                "seventeen",
+                "minus",
+                "-",
+                "km",
+                "USD",
+            ]
+        ),
+        st.from_regex(r"-?\d{1,5}(\.\d{1,2})?", fullmatch=True),
+        st.from_regex(r"[A-Za-z]{1,6}", fullmatch=True),
+    ),
+    min_size=1,
+    max_size=6,
+).map(" ".join)
+
+
+def _same_reading(text: str) -> None:
+    quick = read_words(text, text.lower().split())
+    if quick is not None:
+        assert quick == reading._read(text.strip(), whole=True), text
+
+
+@PROPERTY
+@given(text=word_texts)
+def test_a_side_of_plain_words_and_numbers_reads_from_its_words_as_read_gives(text: str):
+    _same_reading(text)
+
+
+def test_reading_from_words_agrees_on_every_corpus_side() -> None:
+    for text in {p.candidate for p in corpus()} | {p.candidate for p in correct_phrasings()}:
+        _same_reading(text)
 
 
 @settings(deadline=None, max_examples=500, suppress_health_check=[HealthCheck.too_slow])
