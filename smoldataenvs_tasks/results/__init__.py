@@ -10,6 +10,7 @@ verification and leaderboards.
 - `stats`: bootstrap CIs over tasks (seed 0, 10,000 resamples), pass@k, seed standard errors;
 - `diagnostics`: "is this number any good" (tasks that split, sample size, contamination);
 - `contamination`: which tasks' tables also serve train (looked up once, on this machine);
+- `schema`: the shape of submission.json (TypedDicts) and its check at load;
 - `submission`: submission.json, its sha256, and `recompute`;
 - `verify`: hash, figures, pins and logs of a submission;
 - `leaderboard`, `leaderboard_page`: ranked tables, paired comparisons, md/html/json;

@@ -27,11 +27,16 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from smoldataenvs_tasks.results.runs import IncompatibleRunsError, Run, RunLoadError
+
+if TYPE_CHECKING:
+    from smoldataenvs_tasks.results.schema import EstimateEntry, Submission
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -69,7 +74,7 @@ def _load(paths: tuple[str, ...], *, split: str | None, allow_incomplete: bool) 
     return runs
 
 
-def write_report(submission: dict, out: Path) -> None:
+def write_report(submission: Submission, out: Path) -> None:
     """Write submission.json, report.md and report.png for a built submission into `out`."""
     from smoldataenvs_tasks.results.render import render_markdown, render_png
     from smoldataenvs_tasks.results.submission import submission_json
@@ -82,14 +87,14 @@ def write_report(submission: dict, out: Path) -> None:
         os.replace(png, out / "report.png")
 
 
-def _counts(by_reason: dict[str, int]) -> str:
+def _counts(by_reason: Mapping[str, int]) -> str:
     return ", ".join(f"{reason} {count}" for reason, count in by_reason.items())
 
 
-def _summary(submission: dict, n_runs: int) -> str:
+def _summary(submission: Submission, n_runs: int) -> str:
     from smoldataenvs_tasks.results.coverage import coverage_phrase
 
-    def value(entry: dict) -> str:
+    def value(entry: EstimateEntry) -> str:
         return "n/a" if entry["value"] is None else f"{entry['value']:.3f}"
 
     p = submission["pass@1"]
@@ -113,7 +118,7 @@ def _summary(submission: dict, n_runs: int) -> str:
         text += "\nsettings differ from the task's defaults: " + "; ".join(
             submission["protocol_deviations"]
         )
-    by_grader = submission.get("pass@1_by_grader") or {}
+    by_grader = submission["pass@1_by_grader"]
     if len(by_grader) > 1:
         text += "\npass@1 by grader profile: " + ", ".join(
             f"{profile} {value(e)}" for profile, e in by_grader.items()

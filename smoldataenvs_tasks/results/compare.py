@@ -11,9 +11,61 @@ other). Tasks graded in only one run are listed apart: an infrastructure failure
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from smoldataenvs_tasks.results.runs import Run, TaskAttempts
+
+
+# -- the JSON of `compare --json` -----------------------------------------------------------------
+class RunDescription(TypedDict):
+    source: str
+    framework: str
+    model: str
+    split: str
+    variant: str
+    sandbox: str | None
+    epochs: int
+    grader_version: str | None
+    n_tasks: int
+
+
+TaskSide = TypedDict(
+    "TaskSide",
+    {"pass@1": float | None, "outcomes": list[str], "predictions": list[str | None]},
+)
+
+
+class TaskRow(TypedDict):
+    task_id: str
+    difficulty_tier: str
+    reward_mode: str
+    a: TaskSide
+    b: TaskSide
+
+
+RunComparison = TypedDict(
+    "RunComparison",
+    {
+        "a": RunDescription,
+        "b": RunDescription,
+        "warnings": list[str],
+        "n_common": int,
+        "n_both_graded": int,
+        "n_agree": int,
+        "agreement": float | None,
+        "n_flips": int,
+        "n_a_higher": int,
+        "n_b_higher": int,
+        "pass@1_a": float | None,
+        "pass@1_b": float | None,
+        "flips": list[TaskRow],
+        "category_changes": list[TaskRow],
+        "graded_in_one_only": list[TaskRow],
+        "only_in_a": list[str],
+        "only_in_b": list[str],
+    },
+)
+
 
 _TOLERANCE = 1e-9
 
@@ -25,7 +77,7 @@ def _outcomes(entry: TaskAttempts) -> list[str]:
     ]
 
 
-def _side(entry: TaskAttempts) -> dict[str, Any]:
+def _side(entry: TaskAttempts) -> TaskSide:
     pass1 = entry.pass1
     return {
         "pass@1": None if pass1 is None else round(pass1, 6),
@@ -34,7 +86,7 @@ def _side(entry: TaskAttempts) -> dict[str, Any]:
     }
 
 
-def _describe(run: Run) -> dict[str, Any]:
+def _describe(run: Run) -> RunDescription:
     return {
         "source": run.source,
         "framework": run.framework,
@@ -52,7 +104,7 @@ def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
 
-def compare_runs(a: Run, b: Run) -> dict[str, Any]:
+def compare_runs(a: Run, b: Run) -> RunComparison:
     warnings = [
         f"the runs differ in {what}: {getattr(a, attr)!r} vs {getattr(b, attr)!r}"
         for attr, what in (
@@ -64,14 +116,16 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
         if getattr(a, attr) != getattr(b, attr)
     ]
     common = sorted(set(a.tasks) & set(b.tasks))
-    flips, changes, one_sided = [], [], []
+    flips: list[TaskRow] = []
+    changes: list[TaskRow] = []
+    one_sided: list[TaskRow] = []
     both_a: list[float] = []
     both_b: list[float] = []
     a_better = b_better = 0
     for task_id in common:
         ta, tb = a.tasks[task_id], b.tasks[task_id]
         pa, pb = ta.pass1, tb.pass1
-        row = {
+        row: TaskRow = {
             "task_id": task_id,
             "difficulty_tier": ta.difficulty_tier,
             "reward_mode": ta.reward_mode,
@@ -116,7 +170,7 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
-def render_comparison(result: dict[str, Any]) -> str:
+def render_comparison(result: RunComparison) -> str:
     a, b = result["a"], result["b"]
     lines = [
         f"A: {a['source']} ({a['framework']}, {a['model']}, {a['split']}, sandbox {a['sandbox']})",
@@ -130,7 +184,7 @@ def render_comparison(result: dict[str, Any]) -> str:
         f"pass@1 on them: A {_pct(result['pass@1_a'])}, B {_pct(result['pass@1_b'])}"
     )
 
-    def side(s: dict[str, Any]) -> str:
+    def side(s: TaskSide) -> str:
         return f"{_pct(s['pass@1'])} [{', '.join(s['outcomes'])}]"
 
     if result["flips"]:
@@ -148,7 +202,7 @@ def render_comparison(result: dict[str, Any]) -> str:
             f"  {r['task_id']}: A {side(r['a'])} → B {side(r['b'])}"
             for r in result["graded_in_one_only"]
         ]
-    for key, label in (("only_in_a", "only in A"), ("only_in_b", "only in B")):
-        if result[key]:
-            lines.append(f"{label} ({len(result[key])}): {', '.join(result[key][:20])}")
+    for only, label in ((result["only_in_a"], "only in A"), (result["only_in_b"], "only in B")):
+        if only:
+            lines.append(f"{label} ({len(only)}): {', '.join(only[:20])}")
     return "\n".join(lines)

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from smoldataenvs_tasks._pins import SAMPLE_SPLIT
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.results.runs import Run, tables_key
+from smoldataenvs_tasks.results.schema import TrainTables
 
 TRAIN_SPLIT = "train"
 
 
-def _unavailable(note: str) -> dict[str, Any]:
+def _unavailable(note: str) -> TrainTables:
     return {"available": False, "note": note, "revision": None, "n_train_tasks": None}
 
 
@@ -42,7 +42,7 @@ def _split_tables(split: str, mirror: str | None, revision: str | None) -> dict[
 
 def lookup_train_tables(
     runs: Sequence[Run], *, mirror: str | None = None
-) -> tuple[dict[str, bool | None], dict[str, Any]]:
+) -> tuple[dict[str, bool | None], TrainTables]:
     """Per task id: are its tables also used by a train task (None: unknown); and the basis
     (`available`, a `note` for people, the train `revision` and its task count)."""
     split = runs[0].split
@@ -81,7 +81,7 @@ def lookup_train_tables(
         task_id: None if value is None else value in train_tables
         for task_id, value in tables.items()
     }
-    basis = {
+    basis: TrainTables = {
         "available": True,
         "note": (
             f"tables (hf_bucket/bucket_prefix) compared with the {len(train)} train tasks at "

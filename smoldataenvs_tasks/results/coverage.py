@@ -17,10 +17,17 @@ is counted apart, it was not left out by a filter.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-FILTER_NAMES = ("tiers", "reward_modes", "task_ids")
+from smoldataenvs_tasks.results.schema import (
+    Coverage,
+    Filters,
+    RunCoverage,
+    field_names,
+)
+
+FILTER_NAMES = field_names(Filters)
 _SHOWN_IDS = 5
 
 
@@ -30,16 +37,29 @@ def _listing(values: Sequence[Any]) -> str:
     return shown + more
 
 
-def normal_filters(filters: dict[str, Any] | None) -> dict[str, list[str] | None]:
+def normal_filters(filters: Mapping[str, Any] | None) -> Filters:
     """Every filter name, each a list of strings or None (an empty list filters nothing)."""
     filters = filters or {}
-    out: dict[str, list[str] | None] = {}
-    for name in FILTER_NAMES:
-        value = filters.get(name)
+
+    def names(value: Any) -> list[str] | None:
         if isinstance(value, str):
             value = [value]
-        out[name] = [str(v) for v in value] if value else None
-    return out
+        return [str(v) for v in value] if value else None
+
+    return {
+        "tiers": names(filters.get("tiers")),
+        "reward_modes": names(filters.get("reward_modes")),
+        "task_ids": names(filters.get("task_ids")),
+    }
+
+
+def filter_items(filters: Filters) -> list[tuple[str, list[str] | None]]:
+    """(name, names) of every filter, in FILTER_NAMES order."""
+    return [
+        ("tiers", filters["tiers"]),
+        ("reward_modes", filters["reward_modes"]),
+        ("task_ids", filters["task_ids"]),
+    ]
 
 
 # What re-runs the samples a run left ungraded, per framework.
@@ -73,22 +93,22 @@ def coverage_of(
     *,
     split_tasks: int | None,
     n_tasks: int,
-    filters: dict[str, Any] | None = None,
+    filters: Mapping[str, Any] | None = None,
     n_selected: int | None = None,
-    limit: Any = None,
+    limit: int | float | Sequence[int] | None = None,
     sample_ids: Sequence[Any] | None = None,
     finished: bool = True,
     n_left_ungraded: int = 0,
-    left_ungraded_by_reason: dict[str, int] | None = None,
+    left_ungraded_by_reason: Mapping[str, int] | None = None,
     framework: str | None = None,
     split: str | None = None,
     revision: str | None = None,
-) -> dict[str, Any]:
+) -> RunCoverage:
     """One run's coverage. Complete means: the split's size is known and is the pinned one
     (when `split` is given), the run finished, every task of the split has a result, and none
     was left ungraded by the run (only a dataset defect may leave a task ungraded). `reasons`
     says in words why a run is partial."""
-    filters = normal_filters(filters)
+    chosen = normal_filters(filters)
     nonstandard = _size_problem(split, revision, split_tasks)
     complete = (
         split_tasks is not None
@@ -115,11 +135,11 @@ def coverage_of(
                 f"{n_left_ungraded} task(s) left ungraded by the run ({why}), counted as 0: "
                 f"re-run them ({retry})"
             )
-        for name in FILTER_NAMES:
-            if filters[name]:
-                reasons.append(f"filtered by {name}={_listing(filters[name])}")
+        for name, names in filter_items(chosen):
+            if names:
+                reasons.append(f"filtered by {name}={_listing(names)}")
         if limit is not None:
-            shown = "-".join(map(str, limit)) if isinstance(limit, list | tuple) else str(limit)
+            shown = str(limit) if isinstance(limit, int | float) else "-".join(map(str, limit))
             reasons.append(f"limited with --limit {shown}")
         if sample_ids:
             reasons.append(f"restricted to --sample-id {_listing(list(sample_ids))}")
@@ -132,15 +152,15 @@ def coverage_of(
         "n_selected": n_selected,
         "n_tasks": n_tasks,
         "n_left_ungraded": n_left_ungraded,
-        "filters": filters,
-        "limit": list(limit) if isinstance(limit, tuple) else limit,
+        "filters": chosen,
+        "limit": limit if limit is None or isinstance(limit, int | float) else list(limit),
         "sample_ids": [str(s) for s in sample_ids] if sample_ids else None,
         "finished": finished,
         "reasons": reasons,
     }
 
 
-def combined_coverage(per_run: Sequence[dict[str, Any]], n_tasks: int) -> dict[str, Any]:
+def combined_coverage(per_run: Sequence[RunCoverage], n_tasks: int) -> Coverage:
     """The submission's coverage: complete only when every run is; its reasons name the run."""
     sizes = sorted({c["split_tasks"] for c in per_run if c["split_tasks"] is not None})
     reasons: list[str] = []
@@ -158,7 +178,7 @@ def combined_coverage(per_run: Sequence[dict[str, Any]], n_tasks: int) -> dict[s
     }
 
 
-def coverage_phrase(coverage: dict[str, Any]) -> str:
+def coverage_phrase(coverage: Coverage) -> str:
     """One line for people: 'complete: all 250 tasks of the split' or 'PARTIAL: <reasons>'."""
     if coverage["complete"]:
         return f"complete: all {coverage['split_tasks']} tasks of the split"

@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
+from smoldataenvs_tasks.results.schema import Contamination, Diagnostics, TrainTables
 from smoldataenvs_tasks.results.stats import bootstrap_ci
 from smoldataenvs_tasks.results.task_outcomes import TaskOutcomes
 
@@ -61,9 +62,20 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
-def attempt_profile(tasks: Sequence[TaskOutcomes]) -> dict[str, list[str]]:
+@dataclass(frozen=True)
+class AttemptProfile:
+    """Task ids by how their graded attempts went."""
+
+    split: list[str]  # some right, some wrong
+    always_solved: list[str]
+    always_failed: list[str]
+
+
+def attempt_profile(tasks: Sequence[TaskOutcomes]) -> AttemptProfile:
     """Task ids that split (right and wrong attempts), always solved, always failed."""
-    mixed, solved, failed = [], [], []
+    mixed: list[str] = []
+    solved: list[str] = []
+    failed: list[str] = []
     for task in tasks:
         rewards = task.rewards()
         if not rewards:
@@ -74,45 +86,51 @@ def attempt_profile(tasks: Sequence[TaskOutcomes]) -> dict[str, list[str]]:
             failed.append(task.task_id)
         else:
             mixed.append(task.task_id)
-    return {"split": mixed, "always_solved": solved, "always_failed": failed}
+    return AttemptProfile(split=mixed, always_solved=solved, always_failed=failed)
 
 
-def contamination(tasks: Sequence[TaskOutcomes], included: set[str], basis: dict[str, Any]):
+def contamination(
+    tasks: Sequence[TaskOutcomes], included: set[str], basis: TrainTables
+) -> Contamination:
     """Share of tasks whose tables also appear in train, and pass@1 on each side (from the
     per-task flags the report recorded); `basis` says whether the train split was available."""
     checked = [t for t in tasks if t.table_in_train is not None]
     shared = [t for t in checked if t.table_in_train]
-    out: dict[str, Any] = {
-        "available": bool(basis.get("available")) and bool(checked),
-        "note": basis.get("note"),
+
+    def pass1_where(flag: bool) -> list[float]:
+        return [
+            value
+            for t in checked
+            if t.table_in_train is flag
+            and t.task_id in included
+            and (value := t.pass1()) is not None
+        ]
+
+    return {
+        "available": basis["available"] and bool(checked),
+        "note": basis["note"],
         "n_checked": len(checked),
         "n_table_in_train": len(shared),
         "share": _round(len(shared) / len(checked)) if checked else None,
+        "pass@1_table_in_train": bootstrap_ci(pass1_where(True)).to_dict(),
+        "pass@1_table_not_in_train": bootstrap_ci(pass1_where(False)).to_dict(),
     }
-    for key, flag in (("pass@1_table_in_train", True), ("pass@1_table_not_in_train", False)):
-        values = [
-            t.pass1()
-            for t in checked
-            if t.table_in_train is flag and t.task_id in included and t.pass1() is not None
-        ]
-        out[key] = bootstrap_ci(values).to_dict()  # type: ignore[arg-type]
-    return out
 
 
 def submission_diagnostics(
-    tasks: Sequence[TaskOutcomes], included: set[str], train_basis: dict[str, Any]
-) -> dict[str, Any]:
+    tasks: Sequence[TaskOutcomes], included: set[str], train_basis: TrainTables
+) -> Diagnostics:
     """The "is this number any good" section of one submission."""
     in_pass1 = [t for t in tasks if t.task_id in included]
     profile = attempt_profile(in_pass1)
-    sd = spread([t.pass1() for t in in_pass1])  # type: ignore[misc]
+    sd = spread([value for t in in_pass1 if (value := t.pass1()) is not None])
     max_attempts = max((len(t.rewards()) for t in in_pass1), default=0)
     return {
-        "n_tasks_split": len(profile["split"]),
-        "tasks_split": profile["split"],
+        "n_tasks_split": len(profile.split),
+        "tasks_split": profile.split,
         "can_split": max_attempts > 1,
-        "n_always_solved": len(profile["always_solved"]),
-        "n_always_failed": len(profile["always_failed"]),
+        "n_always_solved": len(profile.always_solved),
+        "n_always_failed": len(profile.always_failed),
         "per_task_sd": _round(sd),
         "tasks_to_separate": {
             f"{gap:.2f}": tasks_to_separate(sd, gap, paired=False) for gap in GAPS

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple, TypedDict
 
 from smoldataenvs_tasks.results.coverage import coverage_phrase
 from smoldataenvs_tasks.results.diagnostics import (
@@ -35,6 +35,7 @@ from smoldataenvs_tasks.results.diagnostics import (
     spread,
     tasks_to_separate,
 )
+from smoldataenvs_tasks.results.schema import EstimateEntry, Statistics, Submission
 from smoldataenvs_tasks.results.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -44,8 +45,125 @@ from smoldataenvs_tasks.results.stats import (
 from smoldataenvs_tasks.results.submission import STATISTICS
 from smoldataenvs_tasks.results.task_outcomes import TaskOutcomes, outcomes_from_entries
 
+
+# -- leaderboard.json ---------------------------------------------------------------------------
+class PassKValue(TypedDict):
+    value: float | None
+    ci95: list[float] | None
+
+
+LeaderboardEntry = TypedDict(
+    "LeaderboardEntry",
+    {
+        "id": str,  # the model, with a digest when a table holds it twice
+        "model": str,
+        "model_ids": list[str],
+        "framework": str,
+        "variant": str,
+        "split": str,
+        "pass@1": EstimateEntry,
+        "pass@1_graded": EstimateEntry,
+        "pass@1_by_tier": dict[str, EstimateEntry],
+        "pass@1_by_reward_mode": dict[str, EstimateEntry],
+        "pass@k": dict[str, PassKValue],
+        "n_tasks": int,
+        "n_countable": int,
+        "n_graded": int,
+        "n_left_ungraded": int,
+        "n_ungradable": int,
+        "grader": str,
+        "date": str | None,
+        "complete": bool,
+        "nonstandard": bool,
+        "coverage": str,
+        "verified": bool,
+        "settings": list[str],
+        "pins": str,
+        "n_runs": int,
+        "epochs": int | list[int] | None,
+        "file": str,
+        "sha256": str,
+        "rank": int | None,  # 1-based; None: unranked (unverified)
+    },
+)
+
+Comparison = TypedDict(
+    "Comparison",
+    {
+        "a": str,
+        "b": str,
+        "n_tasks": int,
+        "pass@1_a": float | None,
+        "pass@1_b": float | None,
+        "difference": EstimateEntry,  # A − B, paired bootstrap over the tasks both counted
+        "verdict": str,  # "<a> ahead", "<b> ahead", "not separated", ...
+        "n_a_higher": int,
+        "n_b_higher": int,
+        "per_task_sd": float | None,
+        "tasks_to_separate": int | None,
+    },
+)
+
+
+class TableContamination(TypedDict):
+    available: bool
+    n_checked: int
+    n_table_in_train: int
+    share: float | None
+    note: str | None
+
+
+class TableDiagnostics(TypedDict):
+    n_tasks_common: int
+    n_tasks_split: int
+    n_solved_by_all: int
+    n_failed_by_all: int
+    tasks_solved_by_all: list[str]
+    tasks_failed_by_all: list[str]
+    contamination: TableContamination
+
+
+class TableKeyFields(TypedDict):
+    split: str
+    dataset_revision: str
+    grader: str
+    variant: str
+    protocol: str
+    split_size: str  # "standard" or "nonstandard"
+
+
+class LeaderboardTable(TypedDict):
+    section: str  # ranked, other settings, unverified
+    key: TableKeyFields
+    title: str
+    entries: list[LeaderboardEntry]
+    comparisons: list[Comparison]
+    diagnostics: TableDiagnostics
+    notes: list[str]
+
+
+class ListedSubmission(TypedDict):
+    file: str
+    sha256: str
+    model: str
+    section: str
+
+
+class LeaderboardStatistics(Statistics):
+    comparison: str  # the paired bootstrap, in words
+    tables: str  # what separates tables, in words
+
+
+class Leaderboard(TypedDict):
+    format: str
+    statistics: LeaderboardStatistics
+    tables: list[LeaderboardTable]
+    submissions: list[ListedSubmission]
+
+
 LEADERBOARD_FORMAT = "smoldataenvs-leaderboard/2"
 RANKED, OTHER, UNVERIFIED = "ranked", "other settings", "unverified"
+NOT_SEPARATED = "not separated"  # a pair whose paired CI contains 0
 SECTIONS = (RANKED, OTHER, UNVERIFIED)
 
 
@@ -64,49 +182,69 @@ class Standing:
         return OTHER if self.pin_failures or self.flags else RANKED
 
 
-def grader_label(sub: dict[str, Any]) -> str:
+def grader_label(sub: Submission) -> str:
     """What the 'grader' column shows and tables are separated by: the grader version, which
     names the rules and the profile ("1.1.0+strict"); numbers of two profiles never share a
     table."""
-    return str(sub.get("grader_version"))
+    return str(sub["grader_version"])
 
 
-def _protocol_label(sub: dict[str, Any]) -> str:
+def _protocol_label(sub: Submission) -> str:
     found = sub["protocol_deviations"]
     return "; ".join(found) if found else "default settings"
 
 
-def table_key(sub: dict[str, Any], standing: Standing) -> tuple[str, ...]:
+class TableKey(NamedTuple):
+    """What submissions sharing a table have in common; tables sort by it."""
+
+    section: int  # index in SECTIONS: ranked tables first
+    split: str
+    dataset_revision: str
+    grader: str
+    variant: str
+    protocol: str  # the settings that differ from the defaults, or "default settings"
+    split_size: str  # "standard" or "nonstandard"
+
+    def fields(self) -> TableKeyFields:
+        return {
+            "split": self.split,
+            "dataset_revision": self.dataset_revision,
+            "grader": self.grader,
+            "variant": self.variant,
+            "protocol": self.protocol,
+            "split_size": self.split_size,
+        }
+
+
+def table_key(sub: Submission, standing: Standing) -> TableKey:
     """Submissions with different keys are never ranked or compared together."""
-    return (
-        str(SECTIONS.index(standing.section)),
-        str(sub["split"]),
-        str(sub["dataset_revision"]),
-        grader_label(sub),
-        _variant(sub),
-        _protocol_label(sub),
-        "nonstandard" if sub["coverage"].get("nonstandard") else "standard",
+    return TableKey(
+        section=SECTIONS.index(standing.section),
+        split=str(sub["split"]),
+        dataset_revision=str(sub["dataset_revision"]),
+        grader=grader_label(sub),
+        variant=_variant(sub),
+        protocol=_protocol_label(sub),
+        split_size="nonstandard" if sub["coverage"]["nonstandard"] else "standard",
     )
 
 
-def _date(sub: dict[str, Any]) -> str | None:
-    created = sorted(str(run["created"]) for run in sub["runs"] if run.get("created"))
+def _date(sub: Submission) -> str | None:
+    created = sorted(str(run["created"]) for run in sub["runs"] if run["created"])
     return created[-1][:10] if created else None
 
 
-def _variant(sub: dict[str, Any]) -> str:
+def _variant(sub: Submission) -> str:
     if sub["variant"] == "program":
         return "program"
     return f"{sub['variant']} ({sub['protocol']})"
 
 
-def _text(value: Any) -> str:
-    if isinstance(value, list):
-        return ", ".join(map(str, value))
-    return "—" if value is None else str(value)
+def _text(value: str | list[str]) -> str:
+    return ", ".join(value) if isinstance(value, list) else value
 
 
-def _entry(name: str, sub: dict[str, Any], standing: Standing) -> dict[str, Any]:
+def _entry(name: str, sub: Submission, standing: Standing) -> LeaderboardEntry:
     pins = standing.pin_failures
     return {
         "id": sub["model"],
@@ -128,7 +266,7 @@ def _entry(name: str, sub: dict[str, Any], standing: Standing) -> dict[str, Any]
         "grader": grader_label(sub),
         "date": _date(sub),
         "complete": sub["coverage"]["complete"],
-        "nonstandard": bool(sub["coverage"].get("nonstandard")),
+        "nonstandard": bool(sub["coverage"]["nonstandard"]),
         "coverage": coverage_phrase(sub["coverage"]),
         "verified": standing.verified,
         "settings": sub["protocol_deviations"],
@@ -136,11 +274,12 @@ def _entry(name: str, sub: dict[str, Any], standing: Standing) -> dict[str, Any]
         "n_runs": sub["n_runs"],
         "epochs": sub["epochs"],
         "file": name,
-        "sha256": sub["sha256"],
+        "sha256": str(sub["sha256"]),
+        "rank": None,  # set once the table is sorted
     }
 
 
-def _by_task(sub: dict[str, Any]) -> dict[str, TaskOutcomes]:
+def _by_task(sub: Submission) -> dict[str, TaskOutcomes]:
     """The tasks a submission's headline counts, as the headline scores them (an attempt the run
     left ungraded is a 0)."""
     return {t.task_id: t.scored() for t in outcomes_from_entries(sub["tasks"]) if not t.ungradable}
@@ -150,13 +289,20 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
+def _mean(values: Sequence[float]) -> float | None:
+    return _round(sum(values) / len(values)) if values else None
+
+
 def compare_pair(
     a_id: str, a: dict[str, TaskOutcomes], b_id: str, b: dict[str, TaskOutcomes]
-) -> dict[str, Any]:
+) -> Comparison:
     """A against B on the tasks both counted: the pass@1 difference with its paired bootstrap
     CI, which side is higher on how many tasks, and how many tasks this gap would need."""
     common = sorted(set(a) & set(b))
-    diffs = [a[t].pass1() - b[t].pass1() for t in common]  # type: ignore[operator]
+    # Both sides are scored views of countable tasks: every task has a pass@1.
+    values_a = [a[t].pass1() or 0.0 for t in common]
+    values_b = [b[t].pass1() or 0.0 for t in common]
+    diffs = [x - y for x, y in zip(values_a, values_b, strict=True)]
     estimate = bootstrap_ci(diffs)
     if estimate.value is None:
         verdict = "no task counted by both"
@@ -165,16 +311,14 @@ def compare_pair(
     elif estimate.high is not None and estimate.high < 0:
         verdict = f"{b_id} ahead"
     else:
-        verdict = "not separated"
+        verdict = NOT_SEPARATED
     sd = spread(diffs)
-    values_a = [a[t].pass1() for t in common]
-    values_b = [b[t].pass1() for t in common]
     return {
         "a": a_id,
         "b": b_id,
         "n_tasks": len(common),
-        "pass@1_a": _round(sum(values_a) / len(values_a)) if common else None,  # type: ignore[arg-type]
-        "pass@1_b": _round(sum(values_b) / len(values_b)) if common else None,  # type: ignore[arg-type]
+        "pass@1_a": _mean(values_a),
+        "pass@1_b": _mean(values_b),
         "difference": estimate.to_dict(),
         "verdict": verdict,
         "n_a_higher": sum(d > 0 for d in diffs),
@@ -186,7 +330,9 @@ def compare_pair(
     }
 
 
-def _table_diagnostics(subs: list[dict[str, Any]], tasks: list[dict[str, TaskOutcomes]]):
+def _table_diagnostics(
+    subs: list[Submission], tasks: list[dict[str, TaskOutcomes]]
+) -> TableDiagnostics:
     """Tasks every model graded: which split, which all solve, which all fail; contamination."""
     common = sorted(set.intersection(*(set(t) for t in tasks))) if tasks else []
     merged = [
@@ -197,28 +343,27 @@ def _table_diagnostics(subs: list[dict[str, Any]], tasks: list[dict[str, TaskOut
     flags: dict[str, bool] = {}
     for sub in subs:
         for task in sub["tasks"]:
-            if task.get("table_in_train") is not None:
+            if task["table_in_train"] is not None:
                 flags.setdefault(task["task_id"], bool(task["table_in_train"]))
     notes = sorted({str(sub["train_tables"]["note"]) for sub in subs if sub["train_tables"]})
-    contamination = {
-        "available": bool(flags),
-        "n_checked": len(flags),
-        "n_table_in_train": sum(flags.values()),
-        "share": _round(sum(flags.values()) / len(flags)) if flags else None,
-        "note": None if flags else "; ".join(notes),
-    }
     return {
         "n_tasks_common": len(common),
-        "n_tasks_split": len(profile["split"]),
-        "n_solved_by_all": len(profile["always_solved"]),
-        "n_failed_by_all": len(profile["always_failed"]),
-        "tasks_solved_by_all": profile["always_solved"],
-        "tasks_failed_by_all": profile["always_failed"],
-        "contamination": contamination,
+        "n_tasks_split": len(profile.split),
+        "n_solved_by_all": len(profile.always_solved),
+        "n_failed_by_all": len(profile.always_failed),
+        "tasks_solved_by_all": profile.always_solved,
+        "tasks_failed_by_all": profile.always_failed,
+        "contamination": {
+            "available": bool(flags),
+            "n_checked": len(flags),
+            "n_table_in_train": sum(flags.values()),
+            "share": _round(sum(flags.values()) / len(flags)) if flags else None,
+            "note": None if flags else "; ".join(notes),
+        },
     }
 
 
-def _notes(subs: list[dict[str, Any]]) -> list[str]:
+def _notes(subs: list[Submission]) -> list[str]:
     notes = []
     digests = {str(sub["tables_manifest_digest"]) for sub in subs if sub["coverage"]["complete"]}
     if len(digests) > 1:
@@ -238,11 +383,14 @@ def _notes(subs: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
-def _section_title(section: str, key: tuple[str, ...]) -> str:
-    _, split, revision, grader, variant, protocol, size = key
-    title = f"split {split} · revision {revision} · grader {grader} · {variant} · {protocol}"
-    if size == "nonstandard":
+def _section_title(key: TableKey) -> str:
+    title = (
+        f"split {key.split} · revision {key.dataset_revision} · grader {key.grader} · "
+        f"{key.variant} · {key.protocol}"
+    )
+    if key.split_size == "nonstandard":
         title += " · NONSTANDARD split size"
+    section = SECTIONS[key.section]
     if section == UNVERIFIED:
         return f"UNVERIFIED (no logs: not ranked) · {title}"
     if section == OTHER:
@@ -251,21 +399,21 @@ def _section_title(section: str, key: tuple[str, ...]) -> str:
 
 
 def build_leaderboard(
-    submissions: Sequence[tuple[str, dict[str, Any], Standing]],
-) -> dict[str, Any]:
+    submissions: Sequence[tuple[str, Submission, Standing]],
+) -> Leaderboard:
     """The leaderboard of (display name, submission, standing) triples."""
-    unique: dict[str, tuple[str, dict[str, Any], Standing]] = {}
+    unique: dict[str, tuple[str, Submission, Standing]] = {}
     for name, sub, standing in submissions:
-        unique.setdefault(sub["sha256"], (name, sub, standing))
+        unique.setdefault(str(sub["sha256"]), (name, sub, standing))
     ordered = [unique[sha] for sha in sorted(unique)]
-    groups: dict[tuple[str, ...], list[tuple[str, dict[str, Any], Standing]]] = {}
+    groups: dict[TableKey, list[tuple[str, Submission, Standing]]] = {}
     for name, sub, standing in ordered:
         groups.setdefault(table_key(sub, standing), []).append((name, sub, standing))
 
-    tables = []
+    tables: list[LeaderboardTable] = []
     for key in sorted(groups):
         members = groups[key]
-        section = SECTIONS[int(key[0])]
+        section = SECTIONS[key.section]
         entries = [_entry(name, sub, standing) for name, sub, standing in members]
         labels = [e["model"] for e in entries]
         for entry in entries:  # one model twice in a table: tell the rows apart
@@ -288,48 +436,41 @@ def build_leaderboard(
             compare_pair(entries[i]["id"], tasks[i], entries[j]["id"], tasks[j])
             for i, j in combinations(range(len(entries)), 2)
         ]
-        _, split, revision, grader, variant, protocol, size = key
         tables.append(
             {
                 "section": section,
-                "key": {
-                    "split": split,
-                    "dataset_revision": revision,
-                    "grader": grader,
-                    "variant": variant,
-                    "protocol": protocol,
-                    "split_size": size,
-                },
-                "title": _section_title(section, key),
+                "key": key.fields(),
+                "title": _section_title(key),
                 "entries": entries,
                 "comparisons": comparisons,
                 "diagnostics": _table_diagnostics(subs, tasks),
                 "notes": _notes(subs),
             }
         )
+    statistics: LeaderboardStatistics = {
+        **STATISTICS,
+        "comparison": (
+            "paired bootstrap over the tasks both entries counted: the mean of per-task "
+            "pass@1 differences (A − B) and its percentile interval; 'ahead' when the "
+            "interval excludes 0"
+        ),
+        "confidence": CONFIDENCE,
+        "resamples": BOOTSTRAP_RESAMPLES,
+        "seed": BOOTSTRAP_SEED,
+        "tables": (
+            "sections ranked, other settings and unverified, never interleaved; within "
+            "one, tables separated by split, dataset revision, grader, variant, protocol "
+            "and split size"
+        ),
+    }
     return {
         "format": LEADERBOARD_FORMAT,
-        "statistics": {
-            **STATISTICS,
-            "comparison": (
-                "paired bootstrap over the tasks both entries counted: the mean of per-task "
-                "pass@1 differences (A − B) and its percentile interval; 'ahead' when the "
-                "interval excludes 0"
-            ),
-            "confidence": CONFIDENCE,
-            "resamples": BOOTSTRAP_RESAMPLES,
-            "seed": BOOTSTRAP_SEED,
-            "tables": (
-                "sections ranked, other settings and unverified, never interleaved; within "
-                "one, tables separated by split, dataset revision, grader, variant, protocol "
-                "and split size"
-            ),
-        },
+        "statistics": statistics,
         "tables": tables,
         "submissions": [
             {
                 "file": name,
-                "sha256": sub["sha256"],
+                "sha256": str(sub["sha256"]),
                 "model": sub["model"],
                 "section": standing.section,
             }

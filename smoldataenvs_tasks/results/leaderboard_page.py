@@ -12,9 +12,15 @@ and an inline SVG chart of pass@1 with its 95% CI per model. It loads nothing fr
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from smoldataenvs_tasks._pins import KNOWN_REWARD_MODES, TIERS, reward_mode_label
+from smoldataenvs_tasks.results.leaderboard import (
+    Leaderboard,
+    LeaderboardEntry,
+    LeaderboardTable,
+    PassKValue,
+)
+from smoldataenvs_tasks.results.schema import EstimateEntry
 
 
 def _pct(value: float | None) -> str:
@@ -25,14 +31,18 @@ def _signed_points(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:+.1f}"
 
 
-def _interval(entry: dict[str, Any] | None) -> str:
-    if not entry or not entry.get("ci95"):
+def _interval(entry: EstimateEntry | PassKValue | None) -> str:
+    if not entry or not entry["ci95"]:
         return "—"
     low, high = entry["ci95"]
     return f"{_pct(low)} – {_pct(high)}"
 
 
-def _columns(entries: list[dict[str, Any]]) -> tuple[list[str], list[str], list[str]]:
+def _value(entry: EstimateEntry | PassKValue | None) -> float | None:
+    return None if entry is None else entry["value"]
+
+
+def _columns(entries: list[LeaderboardEntry]) -> tuple[list[str], list[str], list[str]]:
     """The tiers, reward modes and k of pass@k any entry of the table has, in canonical order."""
     tiers = [t for t in TIERS if any(t in e["pass@1_by_tier"] for e in entries)]
     tiers += sorted({t for e in entries for t in e["pass@1_by_tier"]} - set(tiers))
@@ -43,7 +53,7 @@ def _columns(entries: list[dict[str, Any]]) -> tuple[list[str], list[str], list[
     return tiers, modes, ks
 
 
-def _model_note(entry: dict[str, Any]) -> list[str]:
+def _model_note(entry: LeaderboardEntry) -> list[str]:
     notes = []
     if not entry["verified"]:
         notes.append("UNVERIFIED")
@@ -56,7 +66,7 @@ def _model_note(entry: dict[str, Any]) -> list[str]:
     return notes
 
 
-def _rank(entry: dict[str, Any]) -> str:
+def _rank(entry: LeaderboardEntry) -> str:
     return "—" if entry["rank"] is None else str(entry["rank"])
 
 
@@ -76,7 +86,7 @@ def _md_row(cells: list[str]) -> str:
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
-def render_markdown(board: dict[str, Any]) -> str:
+def render_markdown(board: Leaderboard) -> str:
     out = ["# SmolDataEnvs leaderboard", ""]
     out += [
         "pass@1 with its 95% bootstrap CI over tasks (seed 0, 10,000 resamples): every task "
@@ -104,9 +114,9 @@ def render_markdown(board: dict[str, Any]) -> str:
             model = e["id"] + "".join(f" **{note}**" for note in _model_note(e))
             row = [_rank(e), model, e["framework"], e["variant"], e["split"]]
             row += [_pct(e["pass@1"]["value"]), _interval(e["pass@1"])]
-            row += [_pct((e["pass@1_by_tier"].get(t) or {}).get("value")) for t in tiers]
-            row += [_pct((e["pass@1_by_reward_mode"].get(m) or {}).get("value")) for m in modes]
-            row += [_pct((e["pass@k"].get(k) or {}).get("value")) for k in ks]
+            row += [_pct(_value(e["pass@1_by_tier"].get(t))) for t in tiers]
+            row += [_pct(_value(e["pass@1_by_reward_mode"].get(m))) for m in modes]
+            row += [_pct(_value(e["pass@k"].get(k))) for k in ks]
             row += [str(e["n_countable"]), str(e["n_left_ungraded"]), str(e["n_ungradable"])]
             row += [_pct(e["pass@1_graded"]["value"]), e["grader"], e["date"] or "—"]
             row += [e["coverage"]]
@@ -122,7 +132,7 @@ def render_markdown(board: dict[str, Any]) -> str:
             for c in table["comparisons"]:
                 d = c["difference"]
                 ci = "—"
-                if d.get("ci95"):
+                if d["ci95"]:
                     ci = f"{_signed_points(d['ci95'][0])} – {_signed_points(d['ci95'][1])}"
                 row = [c["a"], c["b"], str(c["n_tasks"]), _signed_points(d["value"]), ci]
                 row += [c["verdict"], _text_count(c["tasks_to_separate"])]
@@ -138,7 +148,7 @@ def _text_count(value: int | None) -> str:
     return "—" if value is None else str(value)
 
 
-def _diagnostic_lines(table: dict[str, Any]) -> list[str]:
+def _diagnostic_lines(table: LeaderboardTable) -> list[str]:
     d = table["diagnostics"]
     sizes = sorted({e["n_tasks"] for e in table["entries"]})
     lines = [
@@ -213,11 +223,11 @@ document.querySelectorAll("table.board").forEach(function (table) {
 """
 
 
-def _e(value: Any) -> str:
+def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _sort_value(value: Any) -> str:
+def _sort_value(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
@@ -230,18 +240,20 @@ def _th(text: str, cls: str = "") -> str:
     return f'<th scope="col"{klass}>{_e(text)}</th>'
 
 
-def _td(text: str, sort: Any, *, cls: str = "", extra: str = "") -> str:
+def _td(text: str, sort: object, *, cls: str = "", extra: str = "") -> str:
     klass = f' class="{cls}"' if cls else ""
     return f'<td{klass} data-sort="{_e(_sort_value(sort))}">{_e(text)}{extra}</td>'
 
 
-def _estimate_td(entry: dict[str, Any] | None, *, with_ci: bool = False, cls: str = "") -> str:
-    value = (entry or {}).get("value")
+def _estimate_td(
+    entry: EstimateEntry | PassKValue | None, *, with_ci: bool = False, cls: str = ""
+) -> str:
+    value = _value(entry)
     extra = f' <span class="ci">({_e(_interval(entry))})</span>' if with_ci and entry else ""
     return _td(_pct(value), value, cls=cls, extra=extra)
 
 
-def _board_table(table: dict[str, Any], index: int) -> str:
+def _board_table(table: LeaderboardTable, index: int) -> str:
     entries = table["entries"]
     tiers, modes, ks = _columns(entries)
     heads = [("rank", ""), ("model", "text"), ("framework", "text"), ("variant", "text")]
@@ -293,7 +305,7 @@ def _board_table(table: dict[str, Any], index: int) -> str:
     )
 
 
-def _chart(table: dict[str, Any], index: int) -> str:
+def _chart(table: LeaderboardTable, index: int) -> str:
     """pass@1 per entry: a dot at the value and a bar across its 95% CI, on a 0–100% axis."""
     entries = table["entries"]
     label_w, plot_w, row_h, top = 260, 480, 26, 28
@@ -319,13 +331,13 @@ def _chart(table: dict[str, Any], index: int) -> str:
         cy = top + row_h * row + row_h / 2
         p = e["pass@1"]
         parts.append(f'<text x="{label_w - 8}" y="{cy + 4}" text-anchor="end">{_e(e["id"])}</text>')
-        if p.get("ci95"):
+        if p["ci95"]:
             lo, hi = p["ci95"]
             parts.append(
                 f'<line class="ci" x1="{x(lo)}" y1="{cy}" x2="{x(hi)}" y2="{cy}" '
                 f'stroke="#4c72b0" stroke-width="3"/>'
             )
-        if p.get("value") is not None:
+        if p["value"] is not None:
             fill = "#4c72b0" if e["complete"] else "#c44e52"
             parts.append(
                 f'<circle cx="{x(p["value"])}" cy="{cy}" r="5" fill="{fill}">'
@@ -336,7 +348,7 @@ def _chart(table: dict[str, Any], index: int) -> str:
     return "".join(parts)
 
 
-def _comparisons(table: dict[str, Any], index: int) -> str:
+def _comparisons(table: LeaderboardTable, index: int) -> str:
     if not table["comparisons"]:
         return ""
     heads = ["A", "B", "tasks", "A − B (points)", "95% CI", "verdict", "tasks needed"]
@@ -344,7 +356,7 @@ def _comparisons(table: dict[str, Any], index: int) -> str:
     for c in table["comparisons"]:
         d = c["difference"]
         ci = "—"
-        if d.get("ci95"):
+        if d["ci95"]:
             ci = f"{_signed_points(d['ci95'][0])} – {_signed_points(d['ci95'][1])}"
         verdict_cls = "text ahead" if c["verdict"].endswith(" ahead") else "text"
         rows.append(
@@ -353,7 +365,7 @@ def _comparisons(table: dict[str, Any], index: int) -> str:
             + _td(c["b"], c["b"], cls="text")
             + _td(str(c["n_tasks"]), c["n_tasks"])
             + _td(_signed_points(d["value"]), d["value"])
-            + _td(ci, None if not d.get("ci95") else d["ci95"][0])
+            + _td(ci, None if not d["ci95"] else d["ci95"][0])
             + _td(c["verdict"], c["verdict"], cls=verdict_cls)
             + _td(_text_count(c["tasks_to_separate"]), c["tasks_to_separate"])
             + "</tr>"
@@ -366,7 +378,7 @@ def _comparisons(table: dict[str, Any], index: int) -> str:
     )
 
 
-def render_html(board: dict[str, Any]) -> str:
+def render_html(board: Leaderboard) -> str:
     sections = []
     current = None
     for index, table in enumerate(board["tables"]):

@@ -26,6 +26,7 @@ from smoldataenvs_tasks.results.runs import (
     grader_version_of,
     tables_key,
 )
+from smoldataenvs_tasks.results.schema import Filters, ProtocolSettings, Sampling
 from smoldataenvs_tasks.scorers.verdict import (
     DEFAULT_PROFILE,
     GRADER_PROFILES,
@@ -343,7 +344,7 @@ class _MetaReader:
         return list(value)
 
 
-def _filters(filters: dict[str, Any], name: str) -> dict[str, list[str] | None]:
+def _filters(filters: dict[str, Any], name: str) -> Filters:
     for key in FILTER_NAMES:
         value = filters.get(key)
         if value is not None and not isinstance(value, str | list):
@@ -393,7 +394,7 @@ def _present(config: Any, names: tuple[str, ...]) -> dict[str, Any] | None:
     return found or None
 
 
-def _settings(header: Any, fields: _MetaReader, variant: str) -> dict[str, Any]:
+def _settings(header: Any, fields: _MetaReader, variant: str) -> ProtocolSettings:
     """The run's protocol (results/protocol.py) from what the log recorded: the plan's
     generate config is what the run used (the task's own, with --max-tokens, --temperature
     and the rest of the command line applied), the eval config its sample limits."""
@@ -438,7 +439,7 @@ def _settings(header: Any, fields: _MetaReader, variant: str) -> dict[str, Any]:
     )
 
 
-def _sampling(header: Any) -> dict[str, Any]:
+def _sampling(header: Any) -> Sampling:
     temperature = header.plan.config.temperature if header.plan else None
     reducers = sorted(
         {

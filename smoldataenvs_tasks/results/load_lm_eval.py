@@ -16,7 +16,7 @@ import datetime as _dt
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, SAMPLE_SPLIT
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
@@ -30,6 +30,7 @@ from smoldataenvs_tasks.results.runs import (
     grader_version_of,
     tables_key,
 )
+from smoldataenvs_tasks.results.schema import Filters, ProtocolSettings
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict, versioned
 
 _LM_EVAL_TASK_PREFIX = "smoldataenvs_program_"
@@ -354,7 +355,7 @@ def _settings(
     where: str,
     repeats: int,
     sandbox: str | None,
-) -> dict[str, Any]:
+) -> ProtocolSettings:
     """The run's protocol (results/protocol.py) from lm-eval's own record of it: the task
     config as run (--gen_kwargs and --num_fewshot applied) and the results file's chat
     template and system instruction."""
@@ -415,13 +416,19 @@ def _limit(value: Any, where: str) -> int | float | None:
     return number
 
 
+class _CoverageFields(TypedDict):
+    split_tasks: int | None
+    filters: Filters
+    n_selected: int | None
+
+
 def _coverage_fields(
     doc: dict[str, Any],
     verdict_rows: list[dict[str, Any]] | None,
     meta: dict[str, Any],
     results: dict[str, Any],
     task_name: str,
-) -> dict[str, Any]:
+) -> _CoverageFields:
     """The split's size and the filters the loader stamped on every doc (and the console script
     on every verdict); lm-eval's own count of the docs the filters kept."""
     stamped = verdict_rows[0] if verdict_rows else {}

@@ -32,33 +32,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
+from smoldataenvs_tasks.results.schema import ProtocolSettings, field_names
 
-SETTING_KEYS = (
-    "framework",
-    "variant",
-    "protocol",
-    "num_fewshot",
-    "max_tokens",
-    "temperature",
-    "top_p",
-    "top_k",
-    "stop",
-    "do_sample",
-    "pass_k",
-    "program_timeout_s",
-    "max_turns",
-    "tools",
-    "tool_timeout_s",
-    "chat_template",
-    "system_prompt",
-    "sample_limits",
-    "generation_extra",
-    "model_options",
-    "sandbox",
-)
+# Every setting, in submission.json's order (schema.ProtocolSettings declares them).
+SETTING_KEYS = field_names(ProtocolSettings)
 # Settings that name what was run rather than how: never a deviation. `model_options` (a
 # reasoning effort, a seed) configure the model under test, as its name does.
 _IDENTITY = ("framework", "variant", "protocol", "model_options")
@@ -74,7 +54,7 @@ ISOLATING_SANDBOXES = ("bwrap", "docker", "docker-compose", "docker-remote", "k8
 SYSTEM_PROMPT_CHARS = 200
 
 
-def task_defaults(settings: Mapping[str, Any]) -> dict[str, Any]:
+def task_defaults(settings: Mapping[str, object]) -> dict[str, object]:
     """The value each setting has when the task runs as documented, for this run's framework,
     variant and number of attempts (pass_k samples at 0.8 by design)."""
     agentic = settings.get("variant") == "agentic"
@@ -127,7 +107,7 @@ def _shown(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def deviations(settings: Mapping[str, Any]) -> list[str]:
+def deviations(settings: Mapping[str, object]) -> list[str]:
     """Every setting that differs from the task's defaults, as 'name: value (default X)', in
     SETTING_KEYS order; [] for a run as documented."""
     defaults = task_defaults(settings)
@@ -156,16 +136,16 @@ def deviations(settings: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def signature(settings: Mapping[str, Any]) -> str:
+def signature(settings: Mapping[str, object]) -> str:
     """One string for identical settings (canonical JSON): runs pool only when it is equal."""
     return json.dumps(
         {key: settings.get(key) for key in SETTING_KEYS}, sort_keys=True, separators=(",", ":")
     )
 
 
-def normal_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings with every key present, in SETTING_KEYS order."""
-    return {key: settings.get(key) for key in SETTING_KEYS}
+def normal_settings(settings: Mapping[str, object]) -> ProtocolSettings:
+    """The settings with every key present (None when not given), in SETTING_KEYS order."""
+    return cast(ProtocolSettings, {key: settings.get(key) for key in SETTING_KEYS})
 
 
 def clipped(text: Any) -> str | None:

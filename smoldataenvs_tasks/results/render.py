@@ -8,9 +8,9 @@ files cannot disagree).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from smoldataenvs_tasks.results.coverage import coverage_phrase
+from smoldataenvs_tasks.results.schema import EstimateEntry, Sampling, Submission
 
 _MAX_TASK_ROWS = 50
 _MAX_LISTED_IDS = 10
@@ -20,10 +20,10 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
-def _estimate_cells(entry: dict[str, Any]) -> list[str]:
-    ci = entry.get("ci95")
+def _estimate_cells(entry: EstimateEntry) -> list[str]:
+    ci = entry["ci95"]
     interval = "—" if not ci else f"{_pct(ci[0])} – {_pct(ci[1])}"
-    return [_pct(entry.get("value")), interval, str(entry.get("n_tasks", 0))]
+    return [_pct(entry["value"]), interval, str(entry["n_tasks"])]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -32,7 +32,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if value is None:
         return "—"
     if isinstance(value, list):
@@ -40,7 +40,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def render_markdown(sub: dict[str, Any]) -> str:
+def render_markdown(sub: Submission) -> str:
     """The submission as tables a person reads in ten seconds."""
     coverage = sub["coverage"]
     partial = "" if coverage["complete"] else " (PARTIAL RUN)"
@@ -49,7 +49,7 @@ def render_markdown(sub: dict[str, Any]) -> str:
         out += [f"> **{coverage_phrase(coverage)}.** This is not a score on the split.", ""]
     pass1 = sub["pass@1"]
     headline = f"**pass@1 {_pct(pass1['value'])}**"
-    if pass1.get("ci95"):
+    if pass1["ci95"]:
         headline += f" (95% CI {_pct(pass1['ci95'][0])} – {_pct(pass1['ci95'][1])})"
     headline += f" over {sub['n_countable']} countable of {sub['n_tasks']} tasks"
     if coverage["split_tasks"] is not None:
@@ -58,7 +58,7 @@ def render_markdown(sub: dict[str, Any]) -> str:
         f"; left ungraded by the run (counted as 0): {sub['n_left_ungraded']}"
         f"; graded only: {_pct(sub['pass@1_graded']['value'])} over {sub['n_graded']}"
     )
-    seeds = sub.get("seeds")
+    seeds = sub["seeds"]
     if seeds:
         s = seeds["pass@1"]
         se = "—" if s["se"] is None else f"{100 * s['se']:.1f}"
@@ -91,7 +91,7 @@ def render_markdown(sub: dict[str, Any]) -> str:
         ["grader version", _text(sub["grader_version"])],
         ["sandbox", _text(sub["sandbox"])],
         ["epochs per run", _text(sub["epochs"])],
-        ["sampling", _sampling_text(sub.get("sampling") or {})],
+        ["sampling", _sampling_text(sub["sampling"])],
         ["protocol", "; ".join(sub["protocol_deviations"]) or "the task's default settings"],
         ["split parquet sha256", _text(sub["split_sha256"])],
         ["runs", str(sub["n_runs"])],
@@ -100,7 +100,7 @@ def render_markdown(sub: dict[str, Any]) -> str:
     out += ["## Setup", "", *_table(["", ""], setup), ""]
 
     rows = [["all", *_estimate_cells(pass1)]]
-    by_grader = sub.get("pass@1_by_grader") or {}
+    by_grader = sub["pass@1_by_grader"]
     if len(by_grader) > 1:  # a regraded run: the same answers under each grader profile
         rows += [[f"grader: {k}", *_estimate_cells(v)] for k, v in by_grader.items()]
     rows += [[f"tier: {k}", *_estimate_cells(v)] for k, v in sub["pass@1_by_tier"].items()]
@@ -192,7 +192,7 @@ def _ids(ids: list[str]) -> str:
     return shown + (f" and {len(ids) - _MAX_LISTED_IDS} more" if len(ids) > _MAX_LISTED_IDS else "")
 
 
-def render_diagnostics(sub: dict[str, Any]) -> list[str]:
+def render_diagnostics(sub: Submission) -> list[str]:
     """The "is this number any good" section of report.md."""
     d = sub["diagnostics"]
     n = sub["n_countable"]
@@ -218,6 +218,7 @@ def render_diagnostics(sub: dict[str, Any]) -> list[str]:
     elif sd == 0:
         out.append("- Sample size: every task scored the same, no spread to measure.")
     else:
+        separable = d["smallest_separable_gap"]  # known wherever a spread is
         needs = ", ".join(
             f"{count} for a {100 * float(gap):.0f}-point gap"
             for gap, count in d["tasks_to_separate"].items()
@@ -225,7 +226,7 @@ def render_diagnostics(sub: dict[str, Any]) -> list[str]:
         out.append(
             f"- Sample size: the per-task sd is {sd:.3f}. Separating two independent models "
             f"with this spread (80% power, 5% two-sided) takes {needs}; these {n} tasks "
-            f"separate gaps of {100 * d['smallest_separable_gap']:.1f} points or more. A paired "
+            f"separate gaps of {100 * (separable or 0.0):.1f} points or more. A paired "
             "comparison on the same tasks needs fewer (`smoldataenvs leaderboard`)."
         )
     c = d["contamination"]
@@ -248,7 +249,7 @@ def _bar_color(label: str) -> str:
     return "#999999" if label.startswith("ungraded") else "#c44e52"
 
 
-def render_png(sub: dict[str, Any], path: Path) -> Path:
+def render_png(sub: Submission, path: Path) -> Path:
     """pass@1 by tier with 95% CI bars, beside the failure histogram (matplotlib, Agg)."""
     import matplotlib
 
@@ -262,11 +263,11 @@ def render_png(sub: dict[str, Any], path: Path) -> Path:
     names = [name for name, _ in groups]
     values = [100 * (entry["value"] or 0.0) for _, entry in groups]
     lows = [
-        100 * ((entry["value"] or 0.0) - entry["ci95"][0]) if entry.get("ci95") else 0.0
+        100 * ((entry["value"] or 0.0) - entry["ci95"][0]) if entry["ci95"] else 0.0
         for _, entry in groups
     ]
     highs = [
-        100 * (entry["ci95"][1] - (entry["value"] or 0.0)) if entry.get("ci95") else 0.0
+        100 * (entry["ci95"][1] - (entry["value"] or 0.0)) if entry["ci95"] else 0.0
         for _, entry in groups
     ]
     colors = ["#4c72b0"] + ["#8fa9d6"] * (len(groups) - 1)
@@ -309,11 +310,11 @@ def render_png(sub: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def _sampling_text(sampling: dict) -> str:
-    temperature = sampling.get("temperature")
+def _sampling_text(sampling: Sampling) -> str:
+    temperature = sampling["temperature"]
     text = (
         "the model's default temperature" if temperature is None else f"temperature {temperature}"
     )
-    if sampling.get("reducers"):
+    if sampling["reducers"]:
         text += f"; Inspect epoch reducers {', '.join(sampling['reducers'])}"
     return text

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.scorers.verdict import Verdict
+
+if TYPE_CHECKING:  # schema.py imports this module (its errors derive from RunLoadError)
+    from smoldataenvs_tasks.results.schema import Filters, ProtocolSettings, Sampling
 
 
 class RunLoadError(SmolDataEnvsError, ValueError):
@@ -66,6 +69,20 @@ class TaskAttempts:
         return sum(a.verdict.reward or 0.0 for a in graded) / len(graded)
 
 
+def _no_filters() -> Filters:
+    return {"tiers": None, "reward_modes": None, "task_ids": None}
+
+
+def _default_sampling() -> Sampling:
+    return {"temperature": None, "reducers": None}
+
+
+def _default_settings() -> ProtocolSettings:
+    from smoldataenvs_tasks.results.protocol import normal_settings
+
+    return normal_settings({})
+
+
 @dataclass
 class Run:
     """One evaluation: one model, one split, one framework invocation."""
@@ -93,7 +110,7 @@ class Run:
     # own limit (Inspect --limit N or [start, end], lm-eval --limit N or a fraction), Inspect's
     # --sample-id, and whether the run finished.
     split_tasks: int | None = None
-    filters: dict[str, list[str] | None] = field(default_factory=dict)
+    filters: Filters = field(default_factory=_no_filters)
     n_selected: int | None = None
     limit: int | float | list[int] | None = None
     sample_ids: list[str] | None = None
@@ -101,10 +118,10 @@ class Run:
     # How the attempts were sampled: `temperature` (None: the model's default) and, for Inspect,
     # the epoch `reducers` the log shows (pass_at_k from -T pass_k=k); pass@k is only comparable
     # across runs that sampled alike.
-    sampling: dict[str, Any] = field(default_factory=dict)
+    sampling: Sampling = field(default_factory=_default_sampling)
     # Every setting that can change the score (results/protocol.py): runs pool only when these
     # are identical, and a leaderboard ranks apart the runs whose settings are not the defaults.
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: ProtocolSettings = field(default_factory=_default_settings)
     # sha256 of the split's parquet the rows (and golds) came from; a verifier compares it with
     # its own copy's.
     split_sha256: str | None = None
@@ -239,7 +256,9 @@ def grader_version_of(declared: Any, tasks: Iterable[TaskAttempts], where: str) 
     if declared is not None:
         seen.add(str(declared))
     if len(seen) > 1:
-        raise RunLoadError(f"{where}: verdicts from several grader versions {sorted(seen)}")
+        raise RunLoadError(
+            f"{where}: verdicts from several grader versions {sorted(seen, key=str)}"
+        )
     return next(iter(seen), None)
 
 

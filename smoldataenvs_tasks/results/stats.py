@@ -12,8 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from smoldataenvs_tasks.results.schema import EstimateEntry, SeedSpread
 
 BOOTSTRAP_SEED = 0
 BOOTSTRAP_RESAMPLES = 10_000
@@ -31,13 +35,13 @@ class Estimate:
     high: float | None
     n_tasks: int
 
-    def to_dict(self, digits: int = 6) -> dict[str, object]:
-        def r(x: float | None) -> float | None:
-            return None if x is None else round(x, digits)
+    def to_dict(self, digits: int = 6) -> EstimateEntry:
+        def r(x: float) -> float:
+            return round(x, digits)
 
         return {
-            "value": r(self.value),
-            "ci95": None if self.low is None else [r(self.low), r(self.high)],
+            "value": None if self.value is None else r(self.value),
+            "ci95": None if self.low is None or self.high is None else [r(self.low), r(self.high)],
             "n_tasks": self.n_tasks,
         }
 
@@ -109,7 +113,7 @@ class SeedSummary:
     se: float | None
     per_run: tuple[float | None, ...]
 
-    def to_dict(self, digits: int = 6) -> dict[str, object]:
+    def to_dict(self, digits: int = 6) -> SeedSpread:
         def r(x: float | None) -> float | None:
             return None if x is None else round(x, digits)
 

@@ -30,13 +30,29 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import metadata as importlib_metadata
-from typing import Any
+from typing import Any, cast
 
 from smoldataenvs_tasks._pins import KNOWN_REWARD_MODES, TIERS, reward_mode_label
 from smoldataenvs_tasks.results.coverage import combined_coverage, coverage_of
 from smoldataenvs_tasks.results.diagnostics import ALPHA, POWER, submission_diagnostics
 from smoldataenvs_tasks.results.protocol import deviations, normal_settings
 from smoldataenvs_tasks.results.runs import Run, RunLoadError, check_combinable
+from smoldataenvs_tasks.results.schema import (
+    CoverageInputs,
+    EstimateEntry,
+    Failures,
+    Header,
+    PassKEntry,
+    RunEntry,
+    RunFields,
+    RunRecord,
+    Sampling,
+    Seeds,
+    Statistics,
+    Submission,
+    TrainTables,
+    field_names,
+)
 from smoldataenvs_tasks.results.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -62,44 +78,13 @@ from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Category, profil
 # and each attempt's table_sha256, nonstandard split sizes; run ids are Inspect's task_id.
 SUBMISSION_FORMAT = "smoldataenvs-submission/3"
 
-# What was measured: recorded, never computed from the outcomes.
-HEADER_FIELDS = (
-    "format",
-    "benchmark",
-    "model",
-    "model_ids",
-    "framework",
-    "versions",
-    "report_generator",
-    "variant",
-    "protocol",
-    "split",
-    "dataset",
-    "dataset_revision",
-    "tables_manifest_digest",
-    "grader_version",
-    "grader_profile",
-    "sandbox",
-    "epochs",
-    "sampling",
-    "protocol_settings",
-    "split_sha256",
-    "train_tables",
-)
-RUN_FIELDS = (
-    "source",
-    "framework",
-    "framework_version",
-    "model",
-    "task",
-    "run_id",
-    "created",
-    "sandbox",
-    "epochs",
-)
-COVERAGE_INPUTS = ("split_tasks", "filters", "n_selected", "limit", "sample_ids", "finished")
+# What was measured (recorded, never computed from the outcomes), where each run came from, and
+# what it recorded of its coverage: the inputs of every figure, in submission.json's order.
+HEADER_FIELDS = field_names(Header)
+RUN_FIELDS = field_names(RunFields)
+COVERAGE_INPUTS = field_names(CoverageInputs)
 
-STATISTICS = {
+STATISTICS: Statistics = {
     "pass@1": (
         "mean over countable tasks (all but those whose data is ungradable) of each task's mean "
         "reward over its attempts; an attempt the run left ungraded counts as 0"
@@ -125,18 +110,18 @@ def canonical_json(data: Any) -> bytes:
     ).encode("utf-8")
 
 
-def submission_sha256(submission: dict[str, Any]) -> str:
+def submission_sha256(submission: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of the submission without its `sha256` field."""
     body = {k: v for k, v in submission.items() if k != "sha256"}
     return hashlib.sha256(canonical_json(body)).hexdigest()
 
 
-def verify_submission(submission: dict[str, Any]) -> bool:
+def verify_submission(submission: Mapping[str, Any]) -> bool:
     """True when the submission's `sha256` matches its content (nothing edited since)."""
     return submission.get("sha256") == submission_sha256(submission)
 
 
-def submission_json(submission: dict[str, Any]) -> bytes:
+def submission_json(submission: Submission) -> bytes:
     """The bytes of submission.json (the same submission always gives the same bytes)."""
     text = json.dumps(submission, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     return text.encode("utf-8")
@@ -175,7 +160,7 @@ def _by_reason(tasks: Sequence[TaskOutcomes]) -> dict[str, int]:
 
 def _estimates_by(
     tasks: Sequence[TaskOutcomes], key: Callable[[TaskOutcomes], str], order: Sequence[str]
-) -> dict[str, Any]:
+) -> dict[str, EstimateEntry]:
     groups: dict[str, list[float]] = {}
     for task in tasks:
         value = task.pass1()
@@ -184,27 +169,29 @@ def _estimates_by(
     return {name: bootstrap_ci(groups[name]).to_dict() for name in _ordered(groups, order)}
 
 
-def _pass_k(tasks: Sequence[TaskOutcomes]) -> dict[str, Any]:
+def _pass_k(tasks: Sequence[TaskOutcomes]) -> dict[str, PassKEntry]:
     counts = [(len(r), int(sum(r))) for r in (t.rewards() for t in tasks)]
     if not counts:
         return {}
-    out: dict[str, Any] = {}
+    out: dict[str, PassKEntry] = {}
     for k in pass_k_values(max(n for n, _ in counts)):
         values = [pass_at_k(n, c, k) for n, c in counts if n >= k]
-        entry = bootstrap_ci(values).to_dict()
-        entry["n_tasks_excluded"] = len(counts) - len(values)  # fewer than k graded attempts
-        out[str(k)] = entry
+        # n_tasks_excluded: the tasks with fewer than k graded attempts
+        out[str(k)] = {
+            **bootstrap_ci(values).to_dict(),
+            "n_tasks_excluded": len(counts) - len(values),
+        }
     return out
 
 
-def _by_grader(tasks: Sequence[TaskOutcomes]) -> dict[str, Any]:
+def _by_grader(tasks: Sequence[TaskOutcomes]) -> dict[str, EstimateEntry]:
     """pass@1 under each grader profile every attempt has a verdict for (a run graded under
     one profile and regraded under another has both; `smoldataenvs regrade`)."""
     attempts = [a for task in tasks for a in task.attempts]
     if not attempts:
         return {}
     profiles = [p for p in GRADER_PROFILES if all(p in a.by_grader for a in attempts)]
-    out: dict[str, Any] = {}
+    out: dict[str, EstimateEntry] = {}
     for profile in profiles:
         values = []
         for task in tasks:
@@ -217,7 +204,7 @@ def _by_grader(tasks: Sequence[TaskOutcomes]) -> dict[str, Any]:
     return out
 
 
-def _failures(tasks: Sequence[TaskOutcomes]) -> dict[str, Any]:
+def _failures(tasks: Sequence[TaskOutcomes]) -> Failures:
     by_category = Counter({category.value: 0 for category in Category})
     crashes: Counter[str] = Counter()
     limits: Counter[str] = Counter()
@@ -242,12 +229,23 @@ def _failures(tasks: Sequence[TaskOutcomes]) -> dict[str, Any]:
     }
 
 
+def _run_fields(record: RunFields) -> RunFields:
+    return {
+        "source": record["source"],
+        "framework": record["framework"],
+        "framework_version": record["framework_version"],
+        "model": record["model"],
+        "task": record["task"],
+        "run_id": record["run_id"],
+        "created": record["created"],
+        "sandbox": record["sandbox"],
+        "epochs": record["epochs"],
+    }
+
+
 def _run_entry(
-    index: int,
-    record: Mapping[str, Any],
-    tasks: Sequence[TaskOutcomes],
-    header: Mapping[str, Any],
-) -> dict[str, Any]:
+    index: int, record: RunRecord, tasks: Sequence[TaskOutcomes], header: Header
+) -> RunEntry:
     present = [t for t in tasks if t.in_run(index)]
     graded = [t for t in present if t.graded_in(index)]
     countable = [t.scored() for t in present if not t.ungradable]
@@ -256,7 +254,7 @@ def _run_entry(
     left_reasons = Counter(a.detail or "unknown" for t in present for a in t.left_ungraded(index))
     inputs = record["coverage_inputs"]
     return {
-        **{name: record[name] for name in RUN_FIELDS},
+        **_run_fields(record),
         "n_tasks": len(present),
         "n_graded": len(graded),
         "n_left_ungraded": len(left),
@@ -268,15 +266,20 @@ def _run_entry(
             framework=record["framework"],
             split=header["split"],
             revision=header["dataset_revision"],
-            **inputs,
+            split_tasks=inputs["split_tasks"],
+            filters=inputs["filters"],
+            n_selected=inputs["n_selected"],
+            limit=inputs["limit"],
+            sample_ids=inputs["sample_ids"],
+            finished=inputs["finished"],
         ),
     }
 
 
 # -- assembling --------------------------------------------------------------------------------
 def assemble(
-    header: Mapping[str, Any], run_records: Sequence[Mapping[str, Any]], tasks: list[TaskOutcomes]
-) -> dict[str, Any]:
+    header: Header, run_records: Sequence[RunRecord], tasks: list[TaskOutcomes]
+) -> Submission:
     """The submission: the header, then every figure computed from the runs' coverage records
     and the per-task outcomes, then the tasks, then the sha256."""
     n_runs = len(run_records)
@@ -288,61 +291,63 @@ def assemble(
     left = [t for t in tasks if t.left_ungraded()]
     left_reasons = Counter(a.detail or "unknown" for t in tasks for a in t.left_ungraded())
     runs = [_run_entry(i, record, tasks, header) for i, record in enumerate(run_records)]
-    seeds = None
+    seeds: Seeds | None = None
     if n_runs > 1:
         in_every_run = [t for t in scored if all(t.in_run(i) for i in range(n_runs))]
         per_run = []
         for index in range(n_runs):
-            values = [t.pass1(index) for t in in_every_run]
-            per_run.append(sum(values) / len(values) if values else None)  # type: ignore[arg-type]
+            values = [value for t in in_every_run if (value := t.pass1(index)) is not None]
+            per_run.append(sum(values) / len(values) if values else None)
         summary = mean_and_se(per_run)
         seeds = {"n_runs": n_runs, "n_tasks": len(in_every_run), "pass@1": summary.to_dict()}
 
-    submission: dict[str, Any] = {name: header[name] for name in HEADER_FIELDS}
-    submission.update(
-        {
-            "protocol_deviations": deviations(header["protocol_settings"]),
-            "coverage": combined_coverage([run["coverage"] for run in runs], len(tasks)),
-            "n_runs": n_runs,
-            "runs": runs,
-            "n_tasks": len(tasks),
-            "n_countable": len(scored),
-            "n_graded": len(graded_everywhere),
-            "n_left_ungraded": len(left),
-            "left_ungraded_by_reason": dict(sorted(left_reasons.items())),
-            "n_ungradable": len(ungradable),
-            "ungradable_by_reason": _by_reason(ungradable),
-            "pass@1": bootstrap_ci([t.pass1() for t in scored]).to_dict(),  # type: ignore[misc]
-            "pass@1_graded": bootstrap_ci(
-                [t.pass1() for t in graded_everywhere]  # type: ignore[misc]
-            ).to_dict(),
-            "pass@1_by_tier": _estimates_by(scored, lambda t: t.difficulty_tier, TIERS),
-            "pass@1_by_reward_mode": _estimates_by(
-                scored,
-                lambda t: reward_mode_label(t.reward_mode),
-                [reward_mode_label(m) for m in KNOWN_REWARD_MODES],
-            ),
-            "pass@1_by_grader": _by_grader(scored),
-            "pass@k": _pass_k(scored),
-            "seeds": seeds,
-            "failures": _failures(tasks),
-            "diagnostics": submission_diagnostics(
-                # every task for the contamination share; pass@1 over the countable, scored
-                [t.scored() if t.task_id in countable_ids else t for t in tasks],
-                countable_ids,
-                header["train_tables"],
-            ),
-            "statistics": STATISTICS,
-            "tasks": [t.to_entry(t.task_id in countable_ids) for t in tasks],
-        }
-    )
+    submission: Submission = {
+        **header,
+        "protocol_deviations": deviations(header["protocol_settings"]),
+        "coverage": combined_coverage([run["coverage"] for run in runs], len(tasks)),
+        "n_runs": n_runs,
+        "runs": runs,
+        "n_tasks": len(tasks),
+        "n_countable": len(scored),
+        "n_graded": len(graded_everywhere),
+        "n_left_ungraded": len(left),
+        "left_ungraded_by_reason": dict(sorted(left_reasons.items())),
+        "n_ungradable": len(ungradable),
+        "ungradable_by_reason": _by_reason(ungradable),
+        "pass@1": bootstrap_ci(_pass1s(scored)).to_dict(),
+        "pass@1_graded": bootstrap_ci(_pass1s(graded_everywhere)).to_dict(),
+        "pass@1_by_tier": _estimates_by(scored, lambda t: t.difficulty_tier, TIERS),
+        "pass@1_by_reward_mode": _estimates_by(
+            scored,
+            lambda t: reward_mode_label(t.reward_mode),
+            [reward_mode_label(m) for m in KNOWN_REWARD_MODES],
+        ),
+        "pass@1_by_grader": _by_grader(scored),
+        "pass@k": _pass_k(scored),
+        "seeds": seeds,
+        "failures": _failures(tasks),
+        "diagnostics": submission_diagnostics(
+            # every task for the contamination share; pass@1 over the countable, scored
+            [t.scored() if t.task_id in countable_ids else t for t in tasks],
+            countable_ids,
+            header["train_tables"],
+        ),
+        "statistics": STATISTICS,
+        "tasks": [t.to_entry(t.task_id in countable_ids) for t in tasks],
+        "sha256": None,  # its place, last; the hash covers everything else
+    }
     submission["sha256"] = submission_sha256(submission)
     return submission
 
 
+def _pass1s(tasks: Sequence[TaskOutcomes]) -> list[float]:
+    """Each task's pass@1 (tasks with no graded attempt have none)."""
+    return [value for t in tasks if (value := t.pass1()) is not None]
+
+
 def header_from_runs(
-    runs: Sequence[Run], *, model: str | None, train_tables: Mapping[str, Any]
-) -> dict[str, Any]:
+    runs: Sequence[Run], *, model: str | None, train_tables: TrainTables
+) -> Header:
     versions: dict[str, str] = {}
     for run in runs:
         versions.update({k: str(v) for k, v in run.package_versions.items()})
@@ -369,21 +374,21 @@ def header_from_runs(
         # Runs pool only with identical settings (check_combinable): the first's are all's.
         "protocol_settings": normal_settings(first.settings),
         "split_sha256": _one_or_many(run.split_sha256 for run in runs),
-        "train_tables": dict(train_tables),
+        "train_tables": train_tables.copy(),
     }
 
 
-def _sampling(runs: Sequence[Run]) -> dict[str, Any]:
+def _sampling(runs: Sequence[Run]) -> Sampling:
     """How the attempts were sampled, labelled as the frameworks name it: the temperature and
     Inspect's epoch reducers (e.g. pass_at_4 from -T pass_k=4)."""
-    reducers = sorted({r for run in runs for r in run.sampling.get("reducers") or []})
+    reducers = sorted({r for run in runs for r in run.sampling["reducers"] or []})
     return {
-        "temperature": _one_or_many(run.sampling.get("temperature") for run in runs),
+        "temperature": _one_or_many(run.sampling["temperature"] for run in runs),
         "reducers": reducers or None,
     }
 
 
-def run_record(run: Run) -> dict[str, Any]:
+def run_record(run: Run) -> RunRecord:
     """What a submission keeps of one run: where it came from and its coverage inputs."""
     return {
         "source": run.source,
@@ -406,13 +411,35 @@ def run_record(run: Run) -> dict[str, Any]:
     }
 
 
+def run_record_of(entry: RunEntry) -> RunRecord:
+    """A submission's run entry as `run_record` made it: its fields and coverage inputs."""
+    coverage = entry["coverage"]
+    return {
+        **_run_fields(entry),
+        "coverage_inputs": {
+            "split_tasks": coverage["split_tasks"],
+            "filters": coverage["filters"],
+            "n_selected": coverage["n_selected"],
+            "limit": coverage["limit"],
+            "sample_ids": coverage["sample_ids"],
+            "finished": coverage["finished"],
+        },
+    }
+
+
+def header_of(submission: Submission) -> Header:
+    """The header of a submission: what was measured, in submission.json's order."""
+    fields = cast(Mapping[str, Any], submission)
+    return cast(Header, {name: fields[name] for name in HEADER_FIELDS})
+
+
 def build_submission(
     runs: Sequence[Run],
     *,
     model: str | None = None,
     table_in_train: Mapping[str, bool | None] | None = None,
-    train_tables: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    train_tables: TrainTables | None = None,
+) -> Submission:
     """The submission for one model on one split: one run, or several seeds of it.
 
     `model` labels the submission (`report --name`) when the frameworks spelled the model
@@ -430,23 +457,13 @@ def build_submission(
     return assemble(header, records, outcomes_from_runs(runs, table_in_train))
 
 
-def recompute(submission: Mapping[str, Any]) -> dict[str, Any]:
-    """The submission rebuilt from its own header, run records and per-task outcomes; equal to
-    the original when no figure was edited. A malformed file raises RunLoadError."""
-    try:
-        header = {name: submission[name] for name in HEADER_FIELDS}
-        records = []
-        for run in submission["runs"]:
-            coverage = run["coverage"]
-            records.append(
-                {
-                    **{name: run[name] for name in RUN_FIELDS},
-                    "coverage_inputs": {name: coverage[name] for name in COVERAGE_INPUTS},
-                }
-            )
-        tasks = outcomes_from_entries(submission["tasks"])
-    except (KeyError, TypeError) as exc:
-        raise RunLoadError(f"not a {SUBMISSION_FORMAT} submission: missing {exc}") from None
+def recompute(submission: Submission) -> Submission:
+    """The submission rebuilt from its own header, run records and per-task outcomes (it must
+    be shape-checked: `schema.check_submission`); equal to the original when no figure was
+    edited. Outcomes that are not verdicts, or name a run the submission lacks, raise
+    RunLoadError."""
+    records = [run_record_of(run) for run in submission["runs"]]
+    tasks = outcomes_from_entries(submission["tasks"])
     for task in tasks:
         for attempt in task.attempts:
             if not 0 <= attempt.run < len(records):
@@ -454,4 +471,4 @@ def recompute(submission: Mapping[str, Any]) -> dict[str, Any]:
                     f"task {task.task_id}: an attempt of run {attempt.run}, but the submission "
                     f"lists {len(records)} run(s)"
                 )
-    return assemble(header, records, tasks)
+    return assemble(header_of(submission), records, tasks)

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from smoldataenvs_tasks.results.runs import Run, RunLoadError
+from smoldataenvs_tasks.results.schema import AttemptEntry, TaskEntry
 from smoldataenvs_tasks.scorers.verdict import DATASET_DEFECTS, GRADER_PROFILES, Category
 
 PREDICTION_CHARS = 200
@@ -47,7 +47,7 @@ class AttemptOutcome:
         """Ungraded because of the data itself (a table, a row), which a verifier can confirm."""
         return self.reward is None and self.detail in DATASET_DEFECT_NAMES
 
-    def to_entry(self) -> dict[str, Any]:
+    def to_entry(self) -> AttemptEntry:
         return {
             "run": self.run,
             "epoch": self.epoch,
@@ -118,7 +118,7 @@ class TaskOutcomes:
         ]
         return replace(self, attempts=attempts)
 
-    def to_entry(self, countable: bool) -> dict[str, Any]:
+    def to_entry(self, countable: bool) -> TaskEntry:
         rewards = self.rewards()
         graded = self.pass1()
         headline = self.scored().pass1() if countable else None
@@ -194,37 +194,35 @@ def outcomes_from_runs(
 _CATEGORIES = {c.value for c in Category}
 
 
-def outcomes_from_entries(entries: Sequence[Mapping[str, Any]]) -> list[TaskOutcomes]:
-    """A submission's `tasks` list read back; a malformed entry is a RunLoadError naming it."""
+def outcomes_from_entries(entries: Sequence[TaskEntry]) -> list[TaskOutcomes]:
+    """A submission's `tasks` list read back (shape-checked: `schema.check_submission`); an
+    attempt that is not a verdict is a RunLoadError naming it."""
     tasks: list[TaskOutcomes] = []
     for number, entry in enumerate(entries):
-        try:
-            attempts = [
-                AttemptOutcome(
-                    run=int(a["run"]),
-                    epoch=int(a["epoch"]),
-                    reward=None if a["reward"] is None else float(a["reward"]),
-                    category=str(a["category"]),
-                    detail=a.get("detail"),
-                    method=str(a.get("method")),
-                    prediction=a.get("prediction"),
-                    by_grader={
-                        str(profile): None if reward is None else float(reward)
-                        for profile, reward in (a.get("by_grader") or {}).items()
-                    },
-                    table_sha256=a.get("table_sha256"),
-                )
-                for a in entry["attempts"]
-            ]
-            task = TaskOutcomes(
-                task_id=str(entry["task_id"]),
-                difficulty_tier=str(entry.get("difficulty_tier") or "unknown"),
-                reward_mode=str(entry.get("reward_mode") or ""),
-                table_in_train=entry.get("table_in_train"),
-                attempts=attempts,
+        attempts = [
+            AttemptOutcome(
+                run=a["run"],
+                epoch=a["epoch"],
+                reward=None if a["reward"] is None else float(a["reward"]),
+                category=a["category"],
+                detail=a["detail"],
+                method=a["method"],
+                prediction=a["prediction"],
+                by_grader={
+                    profile: None if reward is None else float(reward)
+                    for profile, reward in a["by_grader"].items()
+                },
+                table_sha256=a["table_sha256"],
             )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RunLoadError(f"tasks[{number}]: not a task entry ({exc!r})") from None
+            for a in entry["attempts"]
+        ]
+        task = TaskOutcomes(
+            task_id=entry["task_id"],
+            difficulty_tier=entry["difficulty_tier"] or "unknown",
+            reward_mode=entry["reward_mode"],
+            table_in_train=entry["table_in_train"],
+            attempts=attempts,
+        )
         if not attempts:
             raise RunLoadError(f"tasks[{number}] ({task.task_id}): a task with no attempt")
         for attempt in attempts:

@@ -33,27 +33,30 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, pinned_revision
 from smoldataenvs_tasks.results.checks import FAIL, FLAG, NOTE, OK, SKIP, Check
 from smoldataenvs_tasks.results.coverage import coverage_phrase
 from smoldataenvs_tasks.results.runs import Run, RunLoadError
 from smoldataenvs_tasks.results.schema import (
+    Header,
+    Submission,
     SubmissionFormatError,
     check_submission,
+    field_names,
     parse_json,
 )
 from smoldataenvs_tasks.results.submission import (
-    COVERAGE_INPUTS,
-    RUN_FIELDS,
     SUBMISSION_FORMAT,
     header_from_runs,
+    header_of,
     recompute,
     run_record,
+    run_record_of,
     submission_sha256,
 )
 from smoldataenvs_tasks.results.task_outcomes import (
@@ -71,29 +74,39 @@ from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION
 # Checks that say whether the file is what it claims; the others compare it with this package.
 INTEGRITY_CHECKS = ("format", "sha256", "figures", "runs", "data", "logs", "regrade")
 _MAX_DIFFS = 12
-# Header fields a set of logs determines (the model label, generator and train lookup are not).
-_LOG_HEADER_FIELDS = (
-    "model_ids",
-    "framework",
-    "versions",
-    "variant",
-    "protocol",
-    "split",
-    "dataset",
-    "dataset_revision",
-    "tables_manifest_digest",
-    "grader_version",
-    "sandbox",
-    "epochs",
-    "protocol_settings",
-    "split_sha256",
+# Header fields the logs are not compared on: the model label (`report --name`), the format, the
+# package that wrote the report and what this machine knew of train are not the logs'; the
+# grader profile and the sampling repeat grader_version and protocol_settings, compared there.
+_NOT_FROM_LOGS = (
+    "format",
+    "benchmark",
+    "model",
+    "report_generator",
+    "grader_profile",
+    "sampling",
+    "train_tables",
 )
+_LOG_HEADER_FIELDS = tuple(name for name in field_names(Header) if name not in _NOT_FROM_LOGS)
+
+
+# -- the JSON of `verify --json` -----------------------------------------------------------------
+class CheckResult(TypedDict):
+    name: str
+    status: str  # ok, fail, skip, flag, note
+    detail: str
+
+
+class VerificationResult(TypedDict):
+    source: str
+    ok: bool
+    verified: bool
+    checks: list[CheckResult]
 
 
 @dataclass
 class Verification:
     source: str
-    submission: dict[str, Any] | None
+    submission: Submission | None
     checks: list[Check] = field(default_factory=list)
 
     @property
@@ -118,7 +131,7 @@ class Verification:
     def failures(self, names: Sequence[str] | None = None) -> list[Check]:
         return [c for c in self.checks if c.status == FAIL and (names is None or c.name in names)]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> VerificationResult:
         return {
             "source": self.source,
             "ok": self.ok,
@@ -129,7 +142,7 @@ class Verification:
         }
 
 
-def read_submission(path: str | Path) -> dict[str, Any]:
+def read_submission(path: str | Path) -> Submission:
     """A submission.json read and checked for shape; SubmissionFormatError (one line naming the
     field) when it is not one."""
     path = Path(path)
@@ -146,10 +159,9 @@ def read_submission(path: str | Path) -> dict[str, Any]:
             "(re-run `smoldataenvs report` with this package)"
         )
     try:
-        check_submission(data)
+        return check_submission(data)
     except SubmissionFormatError as exc:
         raise SubmissionFormatError(f"{path}: {exc}") from None
-    return data
 
 
 # -- field-by-field differences ----------------------------------------------------------------
@@ -195,7 +207,7 @@ def json_round_trip(value: Any) -> Any:
 
 
 # -- the checks --------------------------------------------------------------------------------
-def _check_figures(sub: dict[str, Any], rebuilt: dict[str, Any]) -> Check:
+def _check_figures(sub: Submission, rebuilt: Submission) -> Check:
     body = {k: v for k, v in sub.items() if k != "sha256"}
     diffs = differences(body, {k: v for k, v in rebuilt.items() if k != "sha256"})
     if diffs:
@@ -208,8 +220,8 @@ def _check_figures(sub: dict[str, Any], rebuilt: dict[str, Any]) -> Check:
     )
 
 
-def _check_runs(sub: dict[str, Any]) -> Check:
-    seen: dict[Any, str] = {}
+def _check_runs(sub: Submission) -> Check:
+    seen: dict[tuple[str, str | None], str] = {}
     for run in sub["runs"]:
         key = (run["framework"], run["run_id"])
         if run["run_id"] is not None and key in seen:
@@ -223,9 +235,9 @@ def _check_runs(sub: dict[str, Any]) -> Check:
     return Check("runs", OK, f"{len(sub['runs'])} distinct run id(s)")
 
 
-def _check_pins(sub: dict[str, Any], data: VerifierData | None) -> list[Check]:
+def _check_pins(sub: Submission, data: VerifierData | None) -> list[Check]:
     checks = []
-    grader = sub.get("grader_version")
+    grader = sub["grader_version"]
     # The rules' version must be this package's; the profile after "+" is the run's choice.
     if str(grader).split("+", 1)[0] == GRADER_VERSION:
         checks.append(Check("grader_version", OK, f"{grader} is this package's grader"))
@@ -237,12 +249,10 @@ def _check_pins(sub: dict[str, Any], data: VerifierData | None) -> list[Check]:
                 f"measured with grader {grader}, this package's is {GRADER_VERSION}",
             )
         )
-    split, revision = str(sub["split"]), sub.get("dataset_revision")
+    split, revision = sub["split"], sub["dataset_revision"]
     pinned = pinned_revision(split)
-    if sub.get("dataset") != DATASET_REPO_ID:
-        checks.append(
-            Check("dataset", FAIL, f"dataset {sub.get('dataset')}, not {DATASET_REPO_ID}")
-        )
+    if sub["dataset"] != DATASET_REPO_ID:
+        checks.append(Check("dataset", FAIL, f"dataset {sub['dataset']}, not {DATASET_REPO_ID}"))
     if revision == pinned:
         checks.append(Check("dataset_revision", OK, f"{revision} is the pin for split {split}"))
     else:
@@ -257,9 +267,9 @@ def _check_pins(sub: dict[str, Any], data: VerifierData | None) -> list[Check]:
     return checks
 
 
-def _check_split_size(rebuilt: dict[str, Any]) -> Check:
+def _check_split_size(rebuilt: Submission) -> Check:
     coverage = rebuilt["coverage"]
-    if coverage.get("nonstandard"):
+    if coverage["nonstandard"]:
         reasons = [r for r in coverage["reasons"] if "nonstandard" in r]
         return Check("split_size", FLAG, "; ".join(reasons) or "nonstandard split size")
     return Check(
@@ -267,7 +277,7 @@ def _check_split_size(rebuilt: dict[str, Any]) -> Check:
     )
 
 
-def _check_protocol(rebuilt: dict[str, Any]) -> Check:
+def _check_protocol(rebuilt: Submission) -> Check:
     found = rebuilt["protocol_deviations"]
     if found:
         return Check(
@@ -277,13 +287,12 @@ def _check_protocol(rebuilt: dict[str, Any]) -> Check:
     return Check(
         "protocol",
         OK,
-        f"the task's default settings ({settings.get('framework')}, sandbox "
-        f"{settings.get('sandbox')})",
+        f"the task's default settings ({settings['framework']}, sandbox {settings['sandbox']})",
     )
 
 
 def _check_logs(
-    sub: dict[str, Any], runs: Sequence[Run], where: str, *, required: bool
+    sub: Submission, runs: Sequence[Run], where: str, *, required: bool
 ) -> tuple[Check, list[Run]]:
     by_id: dict[tuple[str, str | None], Run] = {(run.framework, run.run_id): run for run in runs}
     matched: list[Run] = []
@@ -308,15 +317,19 @@ def _check_logs(
             [],
         )
     diffs: list[str] = []
-    header = header_from_runs(matched, model=sub["model"], train_tables=sub["train_tables"])
+    recorded: Mapping[str, object] = header_of(sub)
+    logged = json_round_trip(
+        header_from_runs(matched, model=sub["model"], train_tables=sub["train_tables"])
+    )
     for name in _LOG_HEADER_FIELDS:
-        diffs += differences(sub[name], json_round_trip(header[name]), name)
+        diffs += differences(recorded[name], logged[name], name)
     for index, (entry, run) in enumerate(zip(sub["runs"], matched, strict=True)):
-        record = run_record(run)
-        recorded = {name: entry[name] for name in RUN_FIELDS}
-        recorded["coverage_inputs"] = {name: entry["coverage"][name] for name in COVERAGE_INPUTS}
-        diffs += differences(json_round_trip(recorded), json_round_trip(record), f"runs[{index}]")
-    flags = {t["task_id"]: t.get("table_in_train") for t in sub["tasks"]}
+        diffs += differences(
+            json_round_trip(run_record_of(entry)),
+            json_round_trip(run_record(run)),
+            f"runs[{index}]",
+        )
+    flags = {t["task_id"]: t["table_in_train"] for t in sub["tasks"]}
     from_logs = {t.task_id: t.to_entry(False) for t in outcomes_from_runs(matched, flags)}
     from_file = {t.task_id: t.to_entry(False) for t in outcomes_from_entries(sub["tasks"])}
     diffs += differences(from_file, json_round_trip(from_logs), "tasks")
@@ -369,10 +382,10 @@ class Verifier:
                 self._data[split] = str(exc)
         return self._data[split]
 
-    def verify(self, sub: dict[str, Any], *, source: str = "submission") -> Verification:
+    def verify(self, sub: Submission, *, source: str = "submission") -> Verification:
         """Every check of one submission already read (and shape-checked) from `source`."""
         result = Verification(source, sub)
-        if sub.get("sha256") == submission_sha256(sub):
+        if sub["sha256"] == submission_sha256(sub):
             result.checks.append(Check("sha256", OK, "matches the content"))
         else:
             result.checks.append(
@@ -389,7 +402,7 @@ class Verifier:
             return result
         result.checks.append(_check_figures(sub, rebuilt))
         result.checks.append(_check_runs(sub))
-        data = self.data(str(sub["split"]))
+        data = self.data(sub["split"])
         found = data if isinstance(data, VerifierData) else None
         result.checks += _check_pins(sub, found)
         result.checks.append(_check_split_size(rebuilt))

@@ -9,11 +9,12 @@ read the maintainer's data, the one thing a submitter does not control.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from smoldataenvs_tasks.results.checks import FAIL, NOTE, OK, SKIP, Check
 from smoldataenvs_tasks.results.runs import Run
+from smoldataenvs_tasks.results.schema import Submission
 from smoldataenvs_tasks.results.task_outcomes import (
     TaskOutcomes,
     outcomes_from_entries,
@@ -22,16 +23,19 @@ from smoldataenvs_tasks.results.task_outcomes import (
 from smoldataenvs_tasks.results.verifier_data import VerifierData
 from smoldataenvs_tasks.scorers.verdict import Verdict
 
+if TYPE_CHECKING:
+    from smoldataenvs_tasks.data.rows import TaskRecord
+
 # Sandbox kinds whose stager fetches the tables inside the sandbox: the harness never sees their
 # bytes, so their runs record no table digests (docs/cluster.md).
 REMOTE_STAGING_KINDS = ("docker-remote", "k8s")
 
 
-def check_manifest_digest(sub: dict[str, Any], data: VerifierData | None) -> Check:
+def check_manifest_digest(sub: Submission, data: VerifierData | None) -> Check:
     from smoldataenvs_tasks.data.source import filter_tasks
     from smoldataenvs_tasks.data.tables import tables_manifest_digest
 
-    recorded = sub.get("tables_manifest_digest")
+    recorded = sub["tables_manifest_digest"]
     recorded_set = set(recorded) if isinstance(recorded, list) else {recorded}
     if data is None:
         return Check(
@@ -45,7 +49,10 @@ def check_manifest_digest(sub: dict[str, Any], data: VerifierData | None) -> Che
         filters = run["coverage"]["filters"]
         try:
             kept = filter_tasks(
-                list(data.records.values()), **{k: v for k, v in filters.items() if v}
+                list(data.records.values()),
+                tiers=filters["tiers"],
+                reward_modes=filters["reward_modes"],
+                task_ids=filters["task_ids"],
             )
         except ValueError as exc:
             return Check("tables_manifest_digest", FAIL, f"the runs' filters: {exc}")
@@ -71,7 +78,7 @@ def check_manifest_digest(sub: dict[str, Any], data: VerifierData | None) -> Che
     )
 
 
-def check_data(sub: dict[str, Any], data: VerifierData) -> Check:
+def check_data(sub: Submission, data: VerifierData) -> Check:
     """The submission against the verifier's own data (see the module docstring)."""
     pinned = data.pinned_rows
     if pinned is not None and data.n_rows != pinned:
@@ -81,7 +88,7 @@ def check_data(sub: dict[str, Any], data: VerifierData) -> Check:
             f"the verifier's copy ({data.where}) has {data.n_rows} rows of {data.split}, not the "
             f"pinned {pinned}: verify against the real split",
         )
-    recorded = sub.get("split_sha256")
+    recorded = sub["split_sha256"]
     recorded_set = set(recorded) if isinstance(recorded, list) else {recorded}
     if recorded_set != {data.split_sha256}:
         return Check(
@@ -92,7 +99,7 @@ def check_data(sub: dict[str, Any], data: VerifierData) -> Check:
         )
     n_tables = n_ungradable = 0
     remote = {
-        index for index, run in enumerate(sub["runs"]) if run.get("sandbox") in REMOTE_STAGING_KINDS
+        index for index, run in enumerate(sub["runs"]) if run["sandbox"] in REMOTE_STAGING_KINDS
     }
     for task in outcomes_from_entries(sub["tasks"]):
         if task.task_id not in data.records:
@@ -122,7 +129,7 @@ def check_data(sub: dict[str, Any], data: VerifierData) -> Check:
     )
 
 
-def _shown(value: Any) -> str:
+def _shown(value: str | list[str] | None) -> str:
     if isinstance(value, str):
         return value[:12] + "…"
     return json.dumps(value)[:80]
@@ -170,13 +177,13 @@ def _task_against_data(
     return None, compared
 
 
-def _digest_text(digests: Any) -> str:
+def _digest_text(digests: Mapping[str, str] | None) -> str:
     if not digests:
         return "none"
     return ", ".join(f"{name} {sha[:12]}…" for name, sha in sorted(digests.items()))
 
 
-def rederived_reward(verdict: Verdict, gold: Any) -> float | None:
+def rederived_reward(verdict: Verdict, gold: TaskRecord) -> float | None:
     """The reward this package's grader gives the answer a verdict recorded, with `gold` (a
     TaskRecord: its answer, reward mode and tolerances); None when the verdict is ungraded
     (nothing to re-grade: a dataset defect is checked against the data, any other reason
