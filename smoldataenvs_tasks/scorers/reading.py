@@ -48,6 +48,7 @@ __all__ = [
     "read",
     "read_item",
     "read_words",
+    "remember",
     "remembered",
 ]
 
@@ -669,10 +670,15 @@ def read(text: str) -> Reading:
     if cached is not None:
         return cached
     reading = _read(text, whole=True)
+    remember(text, reading)
+    return reading
+
+
+def remember(text: str, reading: Reading) -> None:
+    """Keep `reading` as `read(text)`'s (for a reading made another way, e.g. `read_words`)."""
     if len(_cache) >= _CACHE_MAX:
         _cache.clear()
     _cache[text] = reading
-    return reading
 
 
 def read_item(text: str) -> Reading:

@@ -55,6 +55,7 @@ from smoldataenvs_tasks.scorers.reading import (
     read,
     read_item,
     read_words,
+    remember,
     remembered,
 )
 
@@ -147,13 +148,17 @@ def plain_words_refusal(
     gold is one plain number and the candidate's lowercased words. A candidate of plain words
     and numbers (the usual shape of an answer, and of a hedge in words) is read from its words,
     and a plain gold not at all."""
-    cand_reading = read_words(candidate, words)
+    stripped = candidate.strip()
+    cand_reading = remembered.get(stripped)
     if cand_reading is None:
-        return numeric_refusal(gold, candidate.strip(), False, rel, abs_)
-    if gold_plain:
-        # The rung found the candidate's first number close to the gold's, and a plain gold
-        # has no word, unit, comparison or magnitude for a candidate to miss.
-        return _HEDGE if type(cand_reading) is Multi else _ACCEPTED
+        cand_reading = read_words(candidate, words)
+        if cand_reading is None:
+            return numeric_refusal(gold, stripped, False, rel, abs_)
+        remember(stripped, cand_reading)
+        if gold_plain:
+            # The rung found the candidate's first number close to the gold's, and neither a
+            # plain gold nor these words hold a label, unit, comparison or magnitude.
+            return _HEDGE if type(cand_reading) is Multi else _ACCEPTED
     gold_reading = remembered.get(gold)
     if gold_reading is None:
         gold_reading = read(gold)
