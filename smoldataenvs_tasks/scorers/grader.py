@@ -175,9 +175,12 @@ def grade(
                     return accepted
                 gold_stripped = info[_STRIPPED]
                 if accepted is _NUMERIC:
-                    gold_plain = (
-                        len(gold_words) == 1 and _PLAIN_NUMBER.fullmatch(gold_words[0]) is not None
-                    )
+                    gold_plain = info[_PLAIN]
+                    if gold_plain is None:
+                        gold_plain = info[_PLAIN] = (
+                            len(gold_words) == 1
+                            and _PLAIN_NUMBER.fullmatch(gold_words[0]) is not None
+                        )
                     if (
                         gold_plain
                         and len(cand_words) == 1
@@ -185,7 +188,7 @@ def grade(
                     ):
                         return accepted  # two plain numbers: nothing for a strict rule
                     refused, settled = strict.plain_words_refusal(
-                        gold_stripped, gold_plain, candidate, cand_words, rel, abs_
+                        gold_stripped, g if gold_plain else None, candidate, cand_words, rel, abs_
                     )
                     if refused is None:
                         return accepted
@@ -215,13 +218,14 @@ def grade(
 
 
 # What the ladder needs of a gold past the exact rung, remembered per gold string (RL grades
-# many candidates against one gold): [words, stripped, clean (None until asked), first number].
-_STRIPPED, _CLEAN, _G = 1, 2, 3
+# many candidates against one gold): [words, stripped, clean, first number, plain]; clean and
+# plain are None until asked.
+_STRIPPED, _CLEAN, _G, _PLAIN = 1, 2, 3, 4
 
 
 def _read_gold(gold: str, words: list[str]) -> list:
     found = _FIRST_NUMBER.search(gold.replace(",", "") if "," in gold else gold)
-    info = [words, gold.strip(), None, float(found.group()) if found is not None else None]
+    info = [words, gold.strip(), None, float(found.group()) if found is not None else None, None]
     if len(gold) <= _MEMO_MAX_KEY_CHARS:
         if len(_golds) >= _MEMO_MAX_ENTRIES:
             _golds.clear()
@@ -335,11 +339,14 @@ def _list_items(side: str) -> list[tuple[str, str, str, float | None]]:
     """(lowercased, item, normalised, first number) per comma-separated item; sorted on the
     first, as upstream sorts items with `key=str.lower`."""
     items = []
+    search = _FIRST_NUMBER.search
     for part in side.split(","):
         item = part.strip()
         if item:
             lowered = item.lower()
-            items.append((lowered, item, " ".join(lowered.split()), _first_number(item)))
+            found = search(item)  # no comma left to remove in an item
+            number = float(found.group()) if found is not None else None
+            items.append((lowered, item, " ".join(lowered.split()), number))
     return items
 
 

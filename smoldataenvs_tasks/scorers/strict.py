@@ -142,12 +142,17 @@ _ACCEPTED = (None, False)
 
 
 def plain_words_refusal(
-    gold: str, gold_plain: bool, candidate: str, words: list[str], rel: float, abs_: float
+    gold: str,
+    gold_plain: float | None,
+    candidate: str,
+    words: list[str],
+    rel: float,
+    abs_: float,
 ) -> tuple[str | None, bool]:
-    """`numeric_refusal` for a pair the numeric rung accepted (not by ×100), given whether the
-    gold is one plain number and the candidate's lowercased words. A candidate of plain words
-    and numbers (the usual shape of an answer, and of a hedge in words) is read from its words,
-    and a plain gold not at all."""
+    """`numeric_refusal` for a pair the numeric rung accepted (not by ×100), given the gold's
+    value when the gold is one plain number (else None) and the candidate's lowercased words.
+    A candidate of plain words and numbers (the usual shape of an answer, and of a hedge in
+    words) is read from its words, and a plain gold not at all."""
     stripped = candidate.strip()
     cand_reading = remembered.get(stripped)
     if cand_reading is None:
@@ -155,10 +160,17 @@ def plain_words_refusal(
         if cand_reading is None:
             return numeric_refusal(gold, stripped, False, rel, abs_)
         remember(stripped, cand_reading)
-        if gold_plain:
-            # The rung found the candidate's first number close to the gold's, and neither a
-            # plain gold nor these words hold a label, unit, comparison or magnitude.
-            return _HEDGE if type(cand_reading) is Multi else _ACCEPTED
+    if gold_plain is not None:
+        # A plain gold has no word, unit, comparison or magnitude for a candidate to miss.
+        kind = type(cand_reading)
+        if kind is Multi:
+            return _HEDGE
+        if (
+            kind is Value
+            and not cand_reading.comparison
+            and _close(gold_plain, cand_reading.number, rel, abs_)
+        ):
+            return _ACCEPTED
     gold_reading = remembered.get(gold)
     if gold_reading is None:
         gold_reading = read(gold)

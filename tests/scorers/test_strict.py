@@ -441,8 +441,9 @@ def test_plain_words_quick_path_refuses_exactly_as_the_full_reading(gold, before
     candidate = " ".join([*before, number, *after])
     assume(grader._first_number(candidate) == grader._first_number(gold))
     gold_words = gold.lower().split()
-    gold_plain = len(gold_words) == 1 and grader._PLAIN_NUMBER.fullmatch(gold_words[0])
+    plain = len(gold_words) == 1 and grader._PLAIN_NUMBER.fullmatch(gold_words[0])
+    gold_value = grader._first_number(gold) if plain else None
     quick = strict.plain_words_refusal(
-        gold, bool(gold_plain), candidate, candidate.lower().split(), tol[1], tol[0]
+        gold, gold_value, candidate, candidate.lower().split(), tol[1], tol[0]
     )
     assert quick == strict.numeric_refusal(gold, candidate.strip(), False, tol[1], tol[0])
