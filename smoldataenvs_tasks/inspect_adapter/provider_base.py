@@ -90,7 +90,7 @@ def config_of(
     raise ValueError(f"the {provider} sandbox takes a {model.__name__}, not {config!r}")
 
 
-def unavailable(provider: str, error: base.SandboxUnavailable) -> RuntimeError:
+def unavailable(provider: str, error: base.SandboxUnavailable) -> PrerequisiteError:
     """The error Inspect prints as one line: this sandbox cannot run on this machine."""
     return PrerequisiteError(f"The {provider} sandbox cannot run here: {error}")
 

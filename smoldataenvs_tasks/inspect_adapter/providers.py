@@ -63,7 +63,8 @@ def is_provider(environment: object, provider: type) -> bool:
     """Whether `environment` (Inspect's recording proxy or the environment itself) is of
     `provider`."""
     try:
-        environment.as_type(provider)  # type: ignore[attr-defined]  (sees through the proxy)
+        # as_type sees through Inspect's recording proxy to the environment it wraps.
+        environment.as_type(provider)  # type: ignore[attr-defined]
     except (TypeError, AttributeError):
         return False
     return True

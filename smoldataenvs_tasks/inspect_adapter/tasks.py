@@ -219,7 +219,7 @@ def _create_task(
 
     solver: Solver | Any
     # pass@k needs k different replies: sampled, as lm-eval's _pass4 tasks sample them.
-    sampling = {"temperature": PASS_K_TEMPERATURE} if pass_k > 1 else {}
+    sampling: dict[str, Any] = {"temperature": PASS_K_TEMPERATURE} if pass_k > 1 else {}
     config = GenerateConfig(**sampling)
     if variant == "program":
         solver = [system_message(PROGRAM_SYSTEM_PROMPT), generate()]
