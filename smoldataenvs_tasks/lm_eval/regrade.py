@@ -12,12 +12,11 @@ the recorded revision. lm-eval's own files are copied unchanged.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from smoldataenvs_tasks.data.cache import atomic_write_bytes
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.scorers.decide import regrade_verdict
 from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Verdict
@@ -151,10 +150,7 @@ def regrade_lm_eval_output(path: str | Path, profile: str, out: str | Path) -> l
     written = []
     for relative, rows in regraded.items():
         destination = target / relative
-        handle, temp = tempfile.mkstemp(dir=destination.parent, suffix=".part")
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            for row in rows:
-                stream.write(json.dumps(row, sort_keys=True) + "\n")
-        os.replace(temp, destination)
+        text = "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)
+        atomic_write_bytes(destination, text.encode("utf-8"))
         written.append(destination)
     return written

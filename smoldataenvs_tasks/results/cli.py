@@ -25,7 +25,6 @@ leaderboard, render, compare); this module is the command-line glue.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,22 +32,11 @@ from typing import TYPE_CHECKING
 
 import click
 
+from smoldataenvs_tasks.data.cache import atomic_write_bytes
 from smoldataenvs_tasks.results.runs import IncompatibleRunsError, Run, RunLoadError
 
 if TYPE_CHECKING:
     from smoldataenvs_tasks.results.schema import EstimateEntry, Submission
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 class BadInput(click.ClickException):
@@ -80,11 +68,12 @@ def write_report(submission: Submission, out: Path) -> None:
     from smoldataenvs_tasks.results.submission import submission_json
 
     out.mkdir(parents=True, exist_ok=True)
-    _write_atomically(out / "submission.json", submission_json(submission))
-    _write_atomically(out / "report.md", render_markdown(submission).encode("utf-8"))
+    # Atomic, and readable by others (0644): a report is meant to be shared.
+    atomic_write_bytes(out / "submission.json", submission_json(submission))
+    atomic_write_bytes(out / "report.md", render_markdown(submission).encode("utf-8"))
     with tempfile.TemporaryDirectory(dir=out) as scratch:
         png = render_png(submission, Path(scratch) / "report.png")
-        os.replace(png, out / "report.png")
+        atomic_write_bytes(out / "report.png", png.read_bytes())
 
 
 def _counts(by_reason: Mapping[str, int]) -> str:
@@ -227,6 +216,9 @@ def report_command(
             click.echo(f"wrote {folder / file_name}")
 
 
+# The files `leaderboard` writes, in the order it names them.
+LEADERBOARD_FORMATS = ("md", "html", "json")
+
 _MIRROR_HELP = (
     "The verifier's own copy of the data (`smoldataenvs mirror`): golds and tables come from "
     "here, never from the submission or its logs. Default: SMOLDATAENVS_MIRROR, else the local "
@@ -302,14 +294,23 @@ def verify_command(
     is_flag=True,
     help="Refuse submissions without logs instead of listing them as unverified.",
 )
+@click.option(
+    "--format",
+    "formats",
+    multiple=True,
+    type=click.Choice(LEADERBOARD_FORMATS),
+    help="Which files to write: md, html or json (repeatable; default: all three).",
+)
 def leaderboard_command(
     submissions: tuple[str, ...],
     out: str,
     logs: tuple[str, ...],
     mirror: str | None,
     verified_only: bool,
+    formats: tuple[str, ...],
 ) -> None:
-    """Verify SUBMISSIONS and write leaderboard.md, leaderboard.html and leaderboard.json.
+    """Verify SUBMISSIONS and write leaderboard.md, leaderboard.html and leaderboard.json (or
+    the --format ones).
 
     Only submissions verified against their logs (--logs: every answer re-graded) and this
     machine's data are ranked; those without logs are listed apart as unverified. Runs whose
@@ -352,12 +353,18 @@ def leaderboard_command(
             "refusing submissions that do not verify:\n  " + "\n  ".join(refused)
         )
     board = build_leaderboard(entries)
+    renderers = {
+        "md": render_markdown,
+        "html": render_html,
+        "json": lambda board: (
+            json.dumps(board, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        ),
+    }
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(board, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    _write_atomically(folder / "leaderboard.json", text.encode("utf-8"))
-    _write_atomically(folder / "leaderboard.md", render_markdown(board).encode("utf-8"))
-    _write_atomically(folder / "leaderboard.html", render_html(board).encode("utf-8"))
+    chosen = [name for name in LEADERBOARD_FORMATS if name in formats or not formats]
+    for name in chosen:
+        atomic_write_bytes(folder / f"leaderboard.{name}", renderers[name](board).encode("utf-8"))
     for table in board["tables"]:
         ranking = ", ".join(
             ("" if e["rank"] is None else f"{e['rank']}. ")
@@ -366,8 +373,8 @@ def leaderboard_command(
             for e in table["entries"]
         )
         click.echo(f"{table['title']}: {ranking}")
-    for name in ("leaderboard.md", "leaderboard.html", "leaderboard.json"):
-        click.echo(f"wrote {folder / name}")
+    for name in chosen:
+        click.echo(f"wrote {folder / f'leaderboard.{name}'}")
 
 
 def _single_run(path: str) -> Run:

@@ -14,7 +14,9 @@ maintainer's own data is ranked. Tables come in three sections, never interleave
 Within a section, submissions share a table only when they measure the same thing: split,
 dataset revision, grader, variant and protocol (the settings that differ from the defaults) and
 split size (`table_key`). Every pair of a table is compared on the tasks both counted with a
-paired bootstrap over tasks (seed 0, 10,000 resamples) of the per-task pass@1 differences. Every
+paired bootstrap over tasks (seed 0, 10,000 resamples) of the per-task pass@1 differences, and
+an entry's rank is 1 + the number of entries ahead of it (their paired CI excludes 0), so
+entries the comparisons do not separate share a rank: 1, 1, 3. Every
 figure comes from the submissions alone, and the output does not depend on the order they are
 given in (they are sorted by sha256 first).
 
@@ -83,7 +85,9 @@ LeaderboardEntry = TypedDict(
         "epochs": int | list[int] | None,
         "file": str,
         "sha256": str,
-        "rank": int | None,  # 1-based; None: unranked (unverified)
+        # 1 + the entries ahead of it (their paired CI excludes 0): entries no comparison
+        # separates share a rank (1, 1, 3); None: not ranked (unverified)
+        "rank": int | None,
     },
 )
 
@@ -304,12 +308,11 @@ def compare_pair(
     values_b = [b[t].pass1() or 0.0 for t in common]
     diffs = [x - y for x, y in zip(values_a, values_b, strict=True)]
     estimate = bootstrap_ci(diffs)
+    ahead = _ahead(estimate.to_dict())
     if estimate.value is None:
         verdict = "no task counted by both"
-    elif estimate.low is not None and estimate.low > 0:
-        verdict = f"{a_id} ahead"
-    elif estimate.high is not None and estimate.high < 0:
-        verdict = f"{b_id} ahead"
+    elif ahead:
+        verdict = f"{a_id if ahead == 1 else b_id} ahead"
     else:
         verdict = NOT_SEPARATED
     sd = spread(diffs)
@@ -328,6 +331,29 @@ def compare_pair(
             None if estimate.value is None else tasks_to_separate(sd, estimate.value)
         ),
     }
+
+
+def _ahead(difference: EstimateEntry) -> int:
+    """1 when A is ahead of B (the paired CI of A − B lies above 0), -1 when B is, else 0."""
+    if not difference["ci95"]:
+        return 0
+    low, high = difference["ci95"]
+    return 1 if low > 0 else -1 if high < 0 else 0
+
+
+def _ranks(n_entries: int, comparisons: Sequence[Comparison]) -> list[int]:
+    """Each entry's rank: 1 + the number of entries ahead of it. Entries no comparison
+    separates share a rank (1, 1, 3), and a rank never claims more than the pairs show.
+    `comparisons` are the pairs (i, j), i < j, in `combinations` order."""
+    behind = [0] * n_entries
+    pairs = combinations(range(n_entries), 2)
+    for (i, j), comparison in zip(pairs, comparisons, strict=True):
+        ahead = _ahead(comparison["difference"])
+        if ahead == 1:
+            behind[j] += 1
+        elif ahead == -1:
+            behind[i] += 1
+    return [1 + count for count in behind]
 
 
 def _table_diagnostics(
@@ -398,6 +424,16 @@ def _section_title(key: TableKey) -> str:
     return title
 
 
+def _pairs(
+    entries: Sequence[LeaderboardEntry], tasks: Sequence[dict[str, TaskOutcomes]]
+) -> list[Comparison]:
+    """Every pair of a table, each entry against the ones below it."""
+    return [
+        compare_pair(entries[i]["id"], tasks[i], entries[j]["id"], tasks[j])
+        for i, j in combinations(range(len(entries)), 2)
+    ]
+
+
 def build_leaderboard(
     submissions: Sequence[tuple[str, Submission, Standing]],
 ) -> Leaderboard:
@@ -429,13 +465,21 @@ def build_leaderboard(
         )
         entries = [entries[i] for i in order]
         subs = [members[i][1] for i in order]
-        for rank, entry in enumerate(entries, start=1):
-            entry["rank"] = None if section == UNVERIFIED else rank
         tasks = [_by_task(sub) for sub in subs]
-        comparisons = [
-            compare_pair(entries[i]["id"], tasks[i], entries[j]["id"], tasks[j])
-            for i, j in combinations(range(len(entries)), 2)
-        ]
+        comparisons = _pairs(entries, tasks)
+        if section != UNVERIFIED:
+            ranks = _ranks(len(entries), comparisons)
+            if ranks != sorted(ranks):
+                # An entry below another by pass@1 that fewer entries are ahead of: list it by
+                # its rank, and compare the pairs again in that order (A the upper row).
+                by_rank = sorted(range(len(entries)), key=lambda i: ranks[i])
+                entries = [entries[i] for i in by_rank]
+                subs = [subs[i] for i in by_rank]
+                tasks = [tasks[i] for i in by_rank]
+                ranks = [ranks[i] for i in by_rank]
+                comparisons = _pairs(entries, tasks)
+            for entry, rank in zip(entries, ranks, strict=True):
+                entry["rank"] = rank
         tables.append(
             {
                 "section": section,

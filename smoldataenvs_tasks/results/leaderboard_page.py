@@ -178,20 +178,26 @@ def _diagnostic_lines(table: LeaderboardTable) -> list[str]:
 
 
 # -- HTML --------------------------------------------------------------------------------------
+# Readable at 1280 px wide (tests/report/test_leaderboard_browser.py measures it): headers and
+# model names wrap, a CI sits under its value, and the per-reward-mode columns have a table of
+# their own, so the counts and "graded only" stay in view.
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 84rem; color: #222;
        padding: 0 1rem; }
 table { border-collapse: collapse; margin: .6rem 0 1.2rem; }
 .scroll { overflow-x: auto; }
-th, td { border-bottom: 1px solid #ddd; padding: .3rem .55rem; text-align: right;
+th, td { border-bottom: 1px solid #ddd; padding: .3rem .35rem; text-align: right;
          white-space: nowrap; }
-th { background: #f4f4f4; cursor: pointer; user-select: none; }
+th { background: #f4f4f4; cursor: pointer; user-select: none; white-space: normal;
+     vertical-align: bottom; max-width: 5.5rem; }
 th[aria-sort=ascending]::after { content: " ▲"; }
 th[aria-sort=descending]::after { content: " ▼"; }
 td.text, th.text { text-align: left; }
-.ci { color: #666; font-size: 12px; }
-.badge { display: inline-block; margin-left: .4rem; padding: 0 .35rem; border-radius: 3px;
-         font-size: 11px; background: #c44e52; color: #fff; }
+td.model, td.wrap { white-space: normal; min-width: 9rem; max-width: 19rem;
+                    overflow-wrap: anywhere; }
+.ci { display: block; color: #666; font-size: 12px; }
+.badge { display: inline-block; margin-right: .3rem; padding: 0 .35rem; border-radius: 3px;
+         font-size: 11px; background: #c44e52; color: #fff; white-space: nowrap; }
 .badge.pins { background: #8c6d31; }
 .badge.unverified { background: #555; }
 .badge.settings, .badge.nonstandard { background: #8172b3; }
@@ -249,53 +255,59 @@ def _estimate_td(
     entry: EstimateEntry | PassKValue | None, *, with_ci: bool = False, cls: str = ""
 ) -> str:
     value = _value(entry)
-    extra = f' <span class="ci">({_e(_interval(entry))})</span>' if with_ci and entry else ""
+    extra = f' <span class="ci">{_e(_interval(entry))}</span>' if with_ci and entry else ""
     return _td(_pct(value), value, cls=cls, extra=extra)
 
 
+def _badges(e: LeaderboardEntry) -> str:
+    badges = []
+    if not e["verified"]:
+        badges.append(
+            '<span class="badge unverified" title="no logs: not re-graded">unverified</span>'
+        )
+    if not e["complete"]:
+        badges.append(f'<span class="badge partial" title="{_e(e["coverage"])}">partial</span>')
+    if e["nonstandard"]:
+        badges.append('<span class="badge nonstandard">nonstandard</span>')
+    if e["settings"]:
+        shown = "; ".join(e["settings"])
+        badges.append(f'<span class="badge settings" title="{_e(shown)}">settings</span>')
+    if e["pins"] != "ok":
+        badges.append(f'<span class="badge pins" title="{_e(e["pins"])}">pins</span>')
+    return "".join(f" {badge}" for badge in badges)
+
+
+def _model_td(e: LeaderboardEntry) -> str:
+    name = f'<span class="name">{_e(e["id"])}</span>'
+    return f'<td class="text model" data-sort="{_e(e["id"])}">{name}{_badges(e)}</td>'
+
+
 def _board_table(table: LeaderboardTable, index: int) -> str:
+    """The ranking: what a reader compares first (pass@1 and what it counts) next to the model,
+    then by tier and pass@k, then how it was run. The split, variant and grader are the table's
+    (its title names them), so they take no column here."""
     entries = table["entries"]
-    tiers, modes, ks = _columns(entries)
-    heads = [("rank", ""), ("model", "text"), ("framework", "text"), ("variant", "text")]
-    heads += [("split", "text"), ("pass@1 (95% CI)", "")]
-    heads += [(f"pass@1 {t}", "") for t in tiers] + [(f"mode {m}", "") for m in modes]
-    heads += [(f"pass@{k}", "") for k in ks]
+    tiers, _, ks = _columns(entries)
+    heads = [("rank", ""), ("model", "text"), ("pass@1 (95% CI)", "")]
     heads += [("tasks", ""), ("left ungraded", ""), ("ungradable", ""), ("graded only", "")]
-    heads += [("grader", "text"), ("date", "text")]
+    heads += [(f"pass@1 {t}", "") for t in tiers] + [(f"pass@{k}", "") for k in ks]
+    heads += [("framework", "text"), ("date", "text")]
     head_html = "".join(_th(h, c) for h, c in heads)
     rows = []
     for e in entries:
-        badges = ""
-        if not e["verified"]:
-            badges += (
-                '<span class="badge unverified" title="no logs: not re-graded">unverified</span>'
-            )
-        if not e["complete"]:
-            badges += f'<span class="badge partial" title="{_e(e["coverage"])}">partial</span>'
-        if e["nonstandard"]:
-            badges += '<span class="badge nonstandard">nonstandard</span>'
-        if e["settings"]:
-            shown = "; ".join(e["settings"])
-            badges += f'<span class="badge settings" title="{_e(shown)}">settings</span>'
-        if e["pins"] != "ok":
-            badges += f'<span class="badge pins" title="{_e(e["pins"])}">pins</span>'
         cells = [
             _td(_rank(e), e["rank"]),
-            _td(e["id"], e["id"], cls="text model", extra=badges),
-            _td(e["framework"], e["framework"], cls="text"),
-            _td(e["variant"], e["variant"], cls="text"),
-            _td(e["split"], e["split"], cls="text"),
+            _model_td(e),
             _estimate_td(e["pass@1"], with_ci=True, cls="pass1"),
-        ]
-        cells += [_estimate_td(e["pass@1_by_tier"].get(t)) for t in tiers]
-        cells += [_estimate_td(e["pass@1_by_reward_mode"].get(m)) for m in modes]
-        cells += [_estimate_td(e["pass@k"].get(k)) for k in ks]
-        cells += [
             _td(str(e["n_countable"]), e["n_countable"]),
             _td(str(e["n_left_ungraded"]), e["n_left_ungraded"]),
             _td(str(e["n_ungradable"]), e["n_ungradable"]),
             _estimate_td(e["pass@1_graded"]),
-            _td(e["grader"], e["grader"], cls="text"),
+        ]
+        cells += [_estimate_td(e["pass@1_by_tier"].get(t)) for t in tiers]
+        cells += [_estimate_td(e["pass@k"].get(k)) for k in ks]
+        cells += [
+            _td(e["framework"], e["framework"], cls="text"),
             _td(e["date"] or "—", e["date"], cls="text"),
         ]
         rows.append(f'<tr data-sha256="{_e(e["sha256"])}">' + "".join(cells) + "</tr>")
@@ -303,6 +315,34 @@ def _board_table(table: LeaderboardTable, index: int) -> str:
         f'<div class="scroll"><table class="board" id="board-{index}"><thead><tr>{head_html}'
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
+
+
+def _modes_table(table: LeaderboardTable, index: int) -> str:
+    """pass@1 per reward mode, a table of its own (eight modes would push the ranking's
+    columns off a 1280 px screen)."""
+    entries = table["entries"]
+    _, modes, _ = _columns(entries)
+    if not modes:
+        return ""
+    heads = [("rank", ""), ("model", "text")] + [(f"mode {m}", "") for m in modes]
+    rows = []
+    for e in entries:
+        cells = [_td(_rank(e), e["rank"]), _model_td(e)]
+        cells += [_estimate_td(e["pass@1_by_reward_mode"].get(m)) for m in modes]
+        rows.append(f'<tr data-sha256="{_e(e["sha256"])}">' + "".join(cells) + "</tr>")
+    head_html = "".join(_th(h, c) for h, c in heads)
+    return (
+        "<h3>pass@1 by reward mode</h3>"
+        f'<div class="scroll"><table class="board modes" id="modes-{index}"><thead><tr>'
+        f"{head_html}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _short(label: str, limit: int = 38) -> str:
+    """A chart label that fits its margin: the start and end of a long model name."""
+    if len(label) <= limit:
+        return label
+    return f"{label[: limit // 2 - 2]}…{label[-(limit // 2 + 1) :]}"
 
 
 def _chart(table: LeaderboardTable, index: int) -> str:
@@ -330,7 +370,10 @@ def _chart(table: LeaderboardTable, index: int) -> str:
     for row, e in enumerate(entries):
         cy = top + row_h * row + row_h / 2
         p = e["pass@1"]
-        parts.append(f'<text x="{label_w - 8}" y="{cy + 4}" text-anchor="end">{_e(e["id"])}</text>')
+        parts.append(
+            f'<text x="{label_w - 8}" y="{cy + 4}" text-anchor="end">{_e(_short(e["id"]))}'
+            f"<title>{_e(e['id'])}</title></text>"
+        )
         if p["ci95"]:
             lo, hi = p["ci95"]
             parts.append(
@@ -351,18 +394,19 @@ def _chart(table: LeaderboardTable, index: int) -> str:
 def _comparisons(table: LeaderboardTable, index: int) -> str:
     if not table["comparisons"]:
         return ""
-    heads = ["A", "B", "tasks", "A − B (points)", "95% CI", "verdict", "tasks needed"]
+    heads = [("A", "text"), ("B", "text"), ("tasks", ""), ("A − B (points)", ""), ("95% CI", "")]
+    heads += [("verdict", "text"), ("tasks needed", "")]
     rows = []
     for c in table["comparisons"]:
         d = c["difference"]
         ci = "—"
         if d["ci95"]:
             ci = f"{_signed_points(d['ci95'][0])} – {_signed_points(d['ci95'][1])}"
-        verdict_cls = "text ahead" if c["verdict"].endswith(" ahead") else "text"
+        verdict_cls = "text wrap ahead" if c["verdict"].endswith(" ahead") else "text wrap"
         rows.append(
             "<tr>"
-            + _td(c["a"], c["a"], cls="text")
-            + _td(c["b"], c["b"], cls="text")
+            + _td(c["a"], c["a"], cls="text wrap")
+            + _td(c["b"], c["b"], cls="text wrap")
             + _td(str(c["n_tasks"]), c["n_tasks"])
             + _td(_signed_points(d["value"]), d["value"])
             + _td(ci, None if not d["ci95"] else d["ci95"][0])
@@ -370,11 +414,11 @@ def _comparisons(table: LeaderboardTable, index: int) -> str:
             + _td(_text_count(c["tasks_to_separate"]), c["tasks_to_separate"])
             + "</tr>"
         )
-    head_html = "".join(_th(h) for h in heads)
+    head_html = "".join(_th(h, c) for h, c in heads)
     return (
         "<h3>Pairwise: paired bootstrap on the tasks both counted</h3>"
-        f'<table class="board pairs" id="pairs-{index}"><thead><tr>{head_html}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f'<div class="scroll"><table class="board pairs" id="pairs-{index}"><thead><tr>'
+        f"{head_html}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 
@@ -393,7 +437,8 @@ def render_html(board: Leaderboard) -> str:
             f'<section class="board-table" data-split="{_e(table["key"]["split"])}" '
             f'data-section="{_e(table["section"])}">'
             f"<h2>{_e(table['title'])}</h2>"
-            f"{_board_table(table, index)}{_chart(table, index)}{_comparisons(table, index)}"
+            f"{_board_table(table, index)}{_modes_table(table, index)}{_chart(table, index)}"
+            f"{_comparisons(table, index)}"
             f"<h3>Is this number any good?</h3><ul>{lines}</ul></section>"
         )
     stats = board["statistics"]

@@ -52,15 +52,17 @@ def synthetic_run(
     framework: str = "inspect_ai",
     created: str = "2026-11-29T10:00:00+00:00",
     source: str | None = None,
+    modes: tuple[str, ...] = MODES,
 ) -> Run:
-    """One run: task i gets one attempt per reward in `rewards[i]` (None: ungraded)."""
+    """One run: task i gets one attempt per reward in `rewards[i]` (None: ungraded), and the
+    i-th of `modes` (cycling) as its reward mode."""
     tasks = {}
     for index, attempts in enumerate(rewards):
         tid = task_id(index)
         tasks[tid] = TaskAttempts(
             tid,
             TIERS[index % len(TIERS)],
-            MODES[index % len(MODES)],
+            modes[index % len(modes)],
             [Attempt(epoch + 1, verdict(r)) for epoch, r in enumerate(attempts)],
             tables=f"owner/bucket/prefix-{index % 7}",
         )

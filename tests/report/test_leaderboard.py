@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
+from smoldataenvs_tasks.results.leaderboard import Standing, build_leaderboard
+from smoldataenvs_tasks.results.leaderboard_page import render_markdown
 from smoldataenvs_tasks.results.stats import bootstrap_ci
 from smoldataenvs_tasks.results.submission import submission_json
 from tests.report.replays import MIXED, expected_reward
@@ -184,3 +187,105 @@ def test_a_partial_submission_is_marked_in_every_output(tmp_path):
     assert "model-p **UNVERIFIED** **PARTIAL**" in md
     page = (tmp_path / "lb" / "leaderboard.html").read_text(encoding="utf-8")
     assert 'class="badge partial"' in page
+
+
+# --- ranks, formats, file modes (issue 27) ------------------------------------------------------
+
+
+def rewards_with(correct: set[int], n: int = 60) -> list[list[float | None]]:
+    return [[1.0 if i in correct else 0.0] for i in range(n)]
+
+
+def ranked(*subs: dict) -> dict:
+    """One table of verified entries (as if their logs had been re-graded)."""
+    (table,) = build_leaderboard(
+        [(f"{k}/submission.json", sub, Standing(verified=True)) for k, sub in enumerate(subs)]
+    )["tables"]
+    return table
+
+
+def test_entries_that_are_not_separated_share_a_rank():
+    # a and b differ on two tasks of 60 (not separated); c is far below both
+    a = synthetic_submission("model-a", rewards_with(set(range(40))))
+    b = synthetic_submission("model-b", rewards_with(set(range(38)) | {59}))
+    c = synthetic_submission("model-c", rewards_with(set(range(5))))
+    table = ranked(c, b, a)
+    assert [(e["model"], e["rank"]) for e in table["entries"]] == [
+        ("model-a", 1),
+        ("model-b", 1),
+        ("model-c", 3),
+    ]
+    verdicts = {(p["a"], p["b"]): p["verdict"] for p in table["comparisons"]}
+    assert verdicts[("model-a", "model-b")] == "not separated"
+    assert verdicts[("model-a", "model-c")] == "model-a ahead"
+    assert verdicts[("model-b", "model-c")] == "model-b ahead"
+
+
+def test_a_rank_is_one_plus_the_entries_ahead_of_it():
+    """Each rank counts the entries whose paired CI puts them ahead (here 1, 2, 3, 3: c and d
+    are not separated, both are behind a and b)."""
+    subs = [
+        synthetic_submission("model-a", rewards_with(set(range(45)))),
+        synthetic_submission("model-b", rewards_with(set(range(36)))),
+        synthetic_submission("model-c", rewards_with(set(range(28)))),
+        synthetic_submission("model-d", rewards_with(set(range(27)))),
+    ]
+    table = ranked(*subs)
+    entries = [e["model"] for e in table["entries"]]
+    ahead = dict.fromkeys(entries, 0)
+    for pair in table["comparisons"]:
+        if pair["verdict"] == f"{pair['a']} ahead":
+            ahead[pair["b"]] += 1
+        elif pair["verdict"] == f"{pair['b']} ahead":
+            ahead[pair["a"]] += 1
+    assert {e["model"]: e["rank"] for e in table["entries"]} == {
+        model: 1 + n for model, n in ahead.items()
+    }
+    ranks = [e["rank"] for e in table["entries"]]
+    assert ranks == sorted(ranks) and ranks[0] == 1 and len(set(ranks)) < len(ranks)
+
+
+def test_the_markdown_shows_shared_ranks():
+    a = synthetic_submission("model-a", rewards_with(set(range(40))))
+    b = synthetic_submission("model-b", rewards_with(set(range(39))))
+    md = render_markdown(
+        build_leaderboard(
+            [("a/s.json", a, Standing(verified=True)), ("b/s.json", b, Standing(verified=True))]
+        )
+    )
+    assert re.search(r"^\| 1 \| model-a\b", md, re.M) and re.search(r"^\| 1 \| model-b\b", md, re.M)
+
+
+def test_format_writes_only_the_files_asked_for(tmp_path):
+    paths = [save(synthetic_submission("model-a", A), tmp_path / "a")]
+    result = invoke(
+        "leaderboard",
+        *map(str, paths),
+        "--format",
+        "md",
+        "--format",
+        "json",
+        "--out",
+        str(tmp_path / "lb"),
+    )
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "lb").iterdir()) == [
+        "leaderboard.json",
+        "leaderboard.md",
+    ]
+    assert "leaderboard.html" not in result.output
+    result = invoke("leaderboard", *map(str, paths), "--format", "pdf", "--out", str(tmp_path))
+    assert result.exit_code == 2 and "'pdf' is not one of 'md', 'html', 'json'" in result.output
+    assert invoke("leaderboard", *map(str, paths), "--out", str(tmp_path / "all")).exit_code == 0
+    assert sorted(p.name for p in (tmp_path / "all").iterdir()) == sorted(OUTPUTS)
+    assert "md, html, json" in invoke("--help").output  # what the top-level help promises
+
+
+def test_reports_and_leaderboards_are_readable_by_others(tmp_path):
+    """Issue 27: written through mkstemp, they were 0600 (unreadable to a web server or a
+    colleague); every output file is 0644."""
+    folder = tmp_path / "a"
+    path = save(synthetic_submission("model-a", A), folder)
+    assert invoke("leaderboard", str(path), "--out", str(tmp_path / "lb")).exit_code == 0
+    for name in OUTPUTS:
+        assert stat.S_IMODE((tmp_path / "lb" / name).stat().st_mode) == 0o644, name

@@ -1,6 +1,8 @@
 """leaderboard.html in a real headless browser: Debian's chromium driven by playwright (never a
 browser build of playwright's own). The page renders, sorts when a header is clicked, shows the
-numbers of a generated set of submissions, and requests nothing from the network.
+numbers of a generated set of submissions, requests nothing from the network, and is readable at
+1280 px: every column of its widest tables is on screen (issue 27: the graded and ungraded
+columns were off it).
 
 scripts/test installs chromium (as root, with apt) when it is missing; without a browser the
 test is skipped and says why.
@@ -10,12 +12,15 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
+from smoldataenvs_tasks.results.leaderboard import Standing, build_leaderboard
+from smoldataenvs_tasks.results.leaderboard_page import render_html
 from smoldataenvs_tasks.results.submission import submission_json
 from tests.report.synthetic import synthetic_submission
 
@@ -93,24 +98,38 @@ def leaderboard_page(tmp_path_factory) -> Path:
     return root / "lb"
 
 
+def open_page(sync_playwright, chromium, profile: Path, html: Path, width: int = 1280):
+    """A context manager: the page `html` in a fresh chromium profile, `width` px wide."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def opened():
+        with sync_playwright() as playwright:
+            context = playwright.chromium.launch_persistent_context(
+                str(profile),
+                executable_path=chromium,
+                headless=True,
+                args=CHROMIUM_FLAGS,
+                viewport={"width": width, "height": 900},
+            )
+            try:
+                page = context.new_page()
+                requests: list[str] = []
+                page.on("request", lambda request: requests.append(request.url))
+                page.goto(html.as_uri())
+                page.requests = requests  # type: ignore[attr-defined]
+                yield page
+            finally:
+                context.close()
+
+    return opened()
+
+
 @pytest.fixture
 def page(chromium, sync_playwright, leaderboard_page, tmp_path):
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"),  # a fresh profile per test
-            executable_path=chromium,
-            headless=True,
-            args=CHROMIUM_FLAGS,
-        )
-        try:
-            page = context.new_page()
-            requests: list[str] = []
-            page.on("request", lambda request: requests.append(request.url))
-            page.goto((leaderboard_page / "leaderboard.html").as_uri())
-            page.requests = requests  # type: ignore[attr-defined]
-            yield page
-        finally:
-            context.close()
+    html = leaderboard_page / "leaderboard.html"
+    with open_page(sync_playwright, chromium, tmp_path / "profile", html) as page:
+        yield page
 
 
 def column(page, table: str, css: str) -> list[str]:
@@ -118,13 +137,13 @@ def column(page, table: str, css: str) -> list[str]:
 
 
 def models_in_order(page, table: str = "#board-1") -> list[str]:
-    return [text.split()[0] for text in column(page, table, "td.model")]
+    return column(page, table, "td.model .name")
 
 
 def test_the_page_renders_the_numbers_of_every_submission(page, leaderboard_page):
     data = json.loads((leaderboard_page / "leaderboard.json").read_text(encoding="utf-8"))
     assert page.title() == "SmolDataEnvs leaderboard"
-    assert page.locator("table.board:not(.pairs)").count() == 2  # eval and test never mixed
+    assert page.locator("table.board:not(.pairs):not(.modes)").count() == 2  # never mixed
     test_index = [t["key"]["split"] for t in data["tables"]].index("test")
     table = f"#board-{test_index}"
     # as ranked: highest pass@1 first
@@ -168,3 +187,99 @@ def test_clicking_a_header_sorts_the_table(page, leaderboard_page):
     assert ungradable == sorted(ungradable) and sum(ungradable) == sum(
         any(r[0] is None for r in rewards) for rewards in MODELS.values()
     )
+
+
+# -- readable at 1280 px -------------------------------------------------------------------------
+SCREEN = 1280
+ALL_MODES = ("numeric", "flexible", "list", "list_csv", "exact_short", "exact_bool", "exact", "")
+LONG_NAMES = (
+    "openai-chat-completions/gpt-4.1-mini-2025-04-14",
+    "anthropic/claude-3-7-sonnet-20250219",
+    "hf/Qwen/Qwen2.5-Coder-32B-Instruct",
+    "vllm/meta-llama/Llama-3.3-70B-Instruct",
+)
+
+
+@pytest.fixture(scope="module")
+def widest_page(tmp_path_factory) -> Path:
+    """The widest tables a leaderboard makes: long model names with every badge, three tiers,
+    all eight reward modes, pass@2, pass@4 and pass@8 (eight epochs), in each section."""
+    subs = []
+    for k, model in enumerate(LONG_NAMES):
+        rewards = [[1.0 if (i * (k + 3) + e) % 5 < 3 else 0.0 for e in range(8)] for i in range(48)]
+        subs.append(synthetic_submission(model, rewards, split_tasks=250, modes=ALL_MODES))
+    standings = [
+        Standing(verified=True),
+        Standing(verified=True, pin_failures=["grader_version"], flags=["protocol: x"]),
+        Standing(verified=False),
+        Standing(verified=False),
+    ]
+    board = build_leaderboard(
+        [
+            (f"{k}/submission.json", sub, s)
+            for k, (sub, s) in enumerate(zip(subs, standings, strict=True))
+        ]
+    )
+    path = tmp_path_factory.mktemp("wide") / "leaderboard.html"
+    path.write_text(render_html(board), encoding="utf-8")
+    return path
+
+
+def right_edge(element) -> float:
+    box = element.bounding_box()
+    return box["x"] + box["width"]
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", header[16:24])
+
+
+def test_every_column_is_on_a_1280_px_screen(chromium, sync_playwright, widest_page, tmp_path):
+    with open_page(sync_playwright, chromium, tmp_path / "profile", widest_page) as page:
+        tables = page.locator("table")
+        assert tables.count() >= 7  # a board and a modes table per section, and the pairs
+        widths = {}
+        for table in tables.all():
+            heads = table.locator("thead th")
+            names = [name.replace("\n", " ") for name in heads.all_inner_texts()]
+            rights = [right_edge(head) for head in heads.all()]
+            widths[table.get_attribute("id")] = max(rights)
+            off = [name for name, right in zip(names, rights, strict=True) if right > SCREEN]
+            assert not off, f"{table.get_attribute('id')}: {off} end past {SCREEN} px ({rights})"
+        # nothing scrolls sideways: not the page, not a table's own scroller
+        assert page.evaluate("document.documentElement.scrollWidth") <= SCREEN
+        scrolled = page.evaluate(
+            "[...document.querySelectorAll('.scroll')].filter(d => d.scrollWidth > d.clientWidth)"
+            ".length"
+        )
+        assert scrolled == 0
+        shot = tmp_path / "leaderboard-1280.png"
+        page.screenshot(path=str(shot), full_page=True)
+    # a page wider than the screen makes a wider full-page screenshot
+    assert png_size(shot)[0] == SCREEN
+    print(f"right edge of each table's last column at {SCREEN} px: {widths}")
+
+
+def test_the_board_shows_the_counts_next_to_pass1(chromium, sync_playwright, widest_page, tmp_path):
+    with open_page(sync_playwright, chromium, tmp_path / "profile", widest_page) as page:
+        heads = [h.replace("\n", " ") for h in page.locator("#board-0 thead th").all_inner_texts()]
+        assert heads[:7] == [
+            "rank",
+            "model",
+            "pass@1 (95% CI)",
+            "tasks",
+            "left ungraded",
+            "ungradable",
+            "graded only",
+        ]
+        modes = page.locator("#modes-0 thead th").all_inner_texts()
+        assert len(modes) == 2 + len(ALL_MODES)
+
+
+def test_a_narrower_window_does_scroll_the_table(chromium, sync_playwright, widest_page, tmp_path):
+    """The check above can fail: at 800 px the same board does not fit."""
+    with open_page(sync_playwright, chromium, tmp_path / "p", widest_page, width=800) as page:
+        rights = [right_edge(head) for head in page.locator("#board-0 thead th").all()]
+        assert max(rights) > 800
