@@ -20,6 +20,7 @@ from smoldataenvs_tasks.results.load_inspect import (
     INSPECT_SUFFIXES,
     NotASmolDataEnvsLog,
     load_inspect_log,
+    unfinished,
 )
 from smoldataenvs_tasks.results.load_lm_eval import load_lm_eval_results
 from smoldataenvs_tasks.results.runs import IncompatibleRunsError, Run, RunLoadError, dedupe_runs
@@ -56,11 +57,20 @@ def load_runs(paths: Sequence[str | Path], *, allow_incomplete: bool = False) ->
 def load_unique_runs(
     paths: Sequence[str | Path], *, allow_incomplete: bool = False
 ) -> tuple[list[Run], list[str]]:
-    """`load_runs`, one run per run id (`runs.dedupe_runs`), and a note per input left out."""
+    """`load_runs`, one run per run id (`runs.dedupe_runs`), and a note per input left out.
+
+    A log that did not finish is refused (unless `allow_incomplete`) only when no finished
+    attempt of its run stands for it: a folder holding an `inspect eval-retry` and the
+    cancelled original it retried reads as the retry, with a note."""
     try:
-        return dedupe_runs(load_runs(paths, allow_incomplete=allow_incomplete))
+        runs, notes = dedupe_runs(load_runs(paths, allow_incomplete=True))
     except IncompatibleRunsError as exc:
         raise RunLoadError(str(exc)) from None
+    if not allow_incomplete:
+        for run in runs:
+            if not run.finished:
+                raise unfinished(run.source, run.status)
+    return runs, notes
 
 
 def _load_path(path: Path, *, allow_incomplete: bool) -> list[Run]:

@@ -64,6 +64,14 @@ def _readable(samples: Iterable[Any], name: str) -> Iterator[Any]:
         yield sample
 
 
+def unfinished(name: str, status: str) -> RunLoadError:
+    """The refusal of a log that did not finish."""
+    return RunLoadError(
+        f"{name}: the run's status is {status!r}, not 'success' (it did not finish). Finish it "
+        "with `inspect eval-retry`, or pass --allow-incomplete to report the samples it has."
+    )
+
+
 def _display_name(location: str) -> str:
     return Path(location.removeprefix("file://")).name
 
@@ -190,11 +198,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
     if meta.get("benchmark") != "SmolDataEnvs" and "grader_version" not in meta:
         raise NotASmolDataEnvsLog(f"{name}: not a SmolDataEnvs log (task {spec.task!r})")
     if header.status != "success" and not allow_incomplete:
-        raise RunLoadError(
-            f"{name}: the run's status is {header.status!r}, not 'success' (it did not finish). "
-            "Finish it with `inspect eval-retry`, or pass --allow-incomplete to report the "
-            "samples it has."
-        )
+        raise unfinished(name, header.status)
     fields = _MetaReader(meta, name)
 
     tasks: dict[str, TaskAttempts] = {}
@@ -287,6 +291,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         limit=list(limit) if isinstance(limit, tuple) else limit,
         sample_ids=[str(s) for s in sample_ids] if sample_ids else None,
         finished=header.status == "success",
+        status=str(header.status),
         sampling=_sampling(header),
         settings=_settings(header, fields, variant),
         split_sha256=fields.text("split_sha256"),

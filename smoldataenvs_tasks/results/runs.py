@@ -115,6 +115,7 @@ class Run:
     limit: int | float | list[int] | None = None
     sample_ids: list[str] | None = None
     finished: bool = True
+    status: str = "success"  # Inspect's log status (success, error, cancelled, started)
     # How the attempts were sampled: `temperature` (None: the model's default) and, for Inspect,
     # the epoch `reducers` the log shows (pass_at_k from -T pass_k=k); pass@k is only comparable
     # across runs that sampled alike.
@@ -198,8 +199,9 @@ def dedupe_runs(runs: Sequence[Run]) -> tuple[list[Run], list[str]]:
     """One run per run id, and a note for each input left out.
 
     The same log copied under another name, and a `smoldataenvs regrade` of it (`X_regraded-
-    strict.eval`), are one run: the copy holding the most grader profiles stands for it. A later
-    `inspect eval-retry` of a run (same run id, a new attempt id) supersedes it. Two inputs that
+    strict.eval`), are one run: the copy holding the most grader profiles stands for it. An
+    `inspect eval-retry` of a run (same run id, a new attempt id) supersedes it: the latest
+    attempt that finished stands for the run (the latest one when none did). Two inputs that
     claim one run id with different outcomes are refused: one of them is not what it says.
     """
     by_id: dict[tuple[str, str], list[Run]] = {}
@@ -212,13 +214,19 @@ def dedupe_runs(runs: Sequence[Run]) -> tuple[list[Run], list[str]]:
         if len(group) == 1:
             chosen[id(group[0])] = group[0]
             continue
-        latest_attempt = max(group, key=lambda r: (str(r.created or ""), r.attempt_id or ""))
+        latest_attempt = max(
+            group, key=lambda r: (r.finished, str(r.created or ""), r.attempt_id or "")
+        )
         same_attempt = [r for r in group if r.attempt_id == latest_attempt.attempt_id]
-        for older in group:
-            if older.attempt_id != latest_attempt.attempt_id:
+        for other in group:
+            if other.attempt_id != latest_attempt.attempt_id:
+                status = "" if other.finished else f" ({other.status})"
                 notes.append(
-                    f"{older.source}: superseded by its retry {latest_attempt.source} "
-                    f"(run id {run_id}); counted once"
+                    f"{other.source}{status}: superseded by {latest_attempt.source}, the latest "
+                    f"finished attempt of run id {run_id} (inspect eval-retry); counted once"
+                    if latest_attempt.finished
+                    else f"{other.source}{status}: superseded by {latest_attempt.source}, the "
+                    f"latest attempt of run id {run_id}; counted once"
                 )
         best = max(same_attempt, key=lambda r: (len(_profiles(r)), r.source))
         for other in same_attempt:

@@ -11,6 +11,7 @@ import json
 import math
 import re
 import shutil
+import stat
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -185,6 +186,13 @@ def test_editing_a_submission_breaks_its_sha256(inspect_mixed_log, tmp_path):
     assert not verify_submission(sub)
 
 
+def test_report_files_are_readable_by_others(inspect_gold_log, tmp_path):
+    """Issue 27: written through mkstemp, submission.json and report.md were 0600."""
+    report(tmp_path, inspect_gold_log)
+    for name in ("submission.json", "report.md", "report.png"):
+        assert stat.S_IMODE((tmp_path / "report" / name).stat().st_mode) == 0o644, name
+
+
 def test_report_png_is_a_valid_png(inspect_mixed_log, tmp_path):
     import matplotlib.image
     from PIL import Image
@@ -256,6 +264,44 @@ def test_unfinished_inspect_log_is_refused_unless_allowed(sandbox_kind, tmp_path
     assert task["in_pass1"] and task["pass@1"] == 0.0
     assert sub["coverage"]["complete"] is False
     assert sub["runs"][0]["coverage"]["finished"] is False
+
+
+def test_a_folder_with_an_eval_retry_and_its_failed_original_reads_as_the_retry(
+    sandbox_kind, tmp_path
+):
+    """Issue 27: `report` refused such a folder for the original's status and told the user to
+    run `inspect eval-retry`, which they had; the superseded log had to be deleted by hand."""
+    from inspect_ai import eval_retry
+
+    dropped = "sample/0002/survey.ipynb_qa_1"
+    replay = write_replay(tmp_path / "replay.jsonl", MIXED, drop=(dropped,))
+    original = run_inspect(replay, tmp_path / "logs", label="mixed", fail_on_error=True)
+    write_replay(replay, MIXED)  # the missing reply is recorded now
+    [retried] = eval_retry(str(original), log_dir=str(tmp_path / "logs"), display="none")
+    assert retried.status == "success"
+    retry_log = Path(retried.location.removeprefix("file://"))
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == sorted(
+        [original.name, retry_log.name]
+    )
+
+    result = CliRunner().invoke(
+        main, ["report", str(tmp_path / "logs"), "--out", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.output.splitlines() if line.startswith("note:")]
+    assert notes == [
+        f"note: {original.name} (error): superseded by {retry_log.name}, the latest finished "
+        f"attempt of run id {retried.eval.task_id} (inspect eval-retry); counted once"
+    ]
+    sub = json.loads((tmp_path / "r" / "submission.json").read_text(encoding="utf-8"))
+    assert [run["source"] for run in sub["runs"]] == [retry_log.name]
+    assert sub["coverage"]["complete"] and sub["n_left_ungraded"] == 0
+    graded = graded_ids(MIXED)
+    assert_estimate(sub["pass@1"], expected_pass1(MIXED, graded), len(graded))
+
+    # the original alone is still refused, as before
+    alone = CliRunner().invoke(main, ["report", str(original), "--out", str(tmp_path / "o")])
+    assert alone.exit_code != 0 and "status is 'error'" in alone.output
 
 
 # --- epochs and seeds -----------------------------------------------------------------------
