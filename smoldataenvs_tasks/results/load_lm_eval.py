@@ -273,6 +273,11 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
         meta = _mapping(config.get("metadata"), f"{name} configs.{task_name}.metadata")
         samples_file = folder / f"samples_{task_name}_{stamp}.jsonl"
         first_doc: dict[str, Any] = {}
+        if config.get("metric_list") == [{"metric": "bypass"}]:
+            raise RunLoadError(
+                f"{results_file.name}: {task_name} ran with --predict_only, so it recorded the "
+                "model's replies and no verdict; run it without --predict_only to grade them"
+            )
         if verdict_rows is not None and len(ours) == 1:
             tasks = _attempts_from_verdicts(verdict_rows, verdicts_file.name)
             if samples_file.exists():

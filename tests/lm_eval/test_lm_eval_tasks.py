@@ -179,6 +179,10 @@ def test_console_script_writes_results_and_verdicts(tmp_path):
     rows = [json.loads(line) for line in verdicts_file.read_text().splitlines()]
     assert len(rows) == 10
     assert {row["verdict"]["category"] for row in rows} == {"correct", "ungraded"}
+    # lm-eval's "over-weighted" warning, on every run, is one line of ours saying why
+    assert "over-weighted" not in result.stderr
+    [note] = [line for line in result.stderr.splitlines() if "count different docs" in line]
+    assert "INFO" in note and "[smoldataenvs_program_sample]" in note
 
 
 def test_plain_lm_eval_with_include_path_finds_the_tasks(tmp_path):
@@ -228,3 +232,60 @@ def test_parity_with_the_inspect_program_scorer(tmp_path, sandbox):
                 ours["method"],
                 ours["category"],
             ), (index, sample.id)
+
+
+def test_predict_only_runs_no_program_and_records_the_replies(tmp_path, monkeypatch):
+    """Issue 27: `--predict_only` ("only model outputs") still ran every program and wrote
+    verdicts; now nothing runs and the samples hold the replies."""
+    import smoldataenvs_tasks.pipeline
+    from smoldataenvs_tasks.lm_eval import hooks
+
+    def no_program(*args, **kwargs):
+        raise AssertionError("a program ran under --predict_only")
+
+    monkeypatch.setattr(
+        smoldataenvs_tasks.pipeline, "grade_program_replies_with_tables", no_program
+    )
+    before = len(hooks.VERDICT_LOG)
+    results = evaluate(GOLD_PROGRAM, predict_only=True)
+    assert len(hooks.VERDICT_LOG) == before
+    replies = {row["task_id"]: row["messages"][-1]["content"] for row in gold_program_rows()}
+    samples = results["samples"]["smoldataenvs_program_sample"]
+    assert len(samples) == 10
+    for sample in samples:
+        assert sample["filtered_resps"] == [replies[sample["doc"]["task_id"]]]
+    assert "pass@1,verdicts" not in results["results"]["smoldataenvs_program_sample"]
+
+
+def test_predict_only_on_the_command_line_writes_no_verdicts(tmp_path):
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [
+            str(BIN / "smoldataenvs-lm-eval"),
+            "--tasks",
+            "smoldataenvs_program_sample",
+            "--model",
+            "replay",
+            "--model_args",
+            f"path={GOLD_PROGRAM}",
+            "--confirm_run_unsafe_code",
+            "--predict_only",
+            "--output_path",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert list(out.rglob("samples_*.jsonl")) and not list(out.rglob("verdicts_*.jsonl"))
+    assert "per-doc verdicts written" not in result.stderr
+    report = subprocess.run(
+        [str(BIN / "smoldataenvs"), "report", str(out), "--out", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert report.returncode == 2
+    assert "ran with --predict_only" in report.stderr and len(report.stderr.splitlines()) == 1
