@@ -174,27 +174,28 @@ def grade(
                 if not is_strict:
                     return accepted
                 gold_stripped = info[_STRIPPED]
+                gold_plain = info[_PLAIN]
+                if gold_plain is None:
+                    gold_plain = info[_PLAIN] = (
+                        len(gold_words) == 1 and _PLAIN_NUMBER.fullmatch(gold_words[0]) is not None
+                    )
+                both_plain = (
+                    gold_plain and len(cand_words) == 1 and _PLAIN_NUMBER.fullmatch(cand_words[0])
+                )
                 if accepted is _NUMERIC:
-                    gold_plain = info[_PLAIN]
-                    if gold_plain is None:
-                        gold_plain = info[_PLAIN] = (
-                            len(gold_words) == 1
-                            and _PLAIN_NUMBER.fullmatch(gold_words[0]) is not None
-                        )
-                    if (
-                        gold_plain
-                        and len(cand_words) == 1
-                        and _PLAIN_NUMBER.fullmatch(cand_words[0])
-                    ):
+                    if both_plain:
                         return accepted  # two plain numbers: nothing for a strict rule
                     refused, settled = strict.plain_words_refusal(
                         gold_stripped, g if gold_plain else None, candidate, cand_words, rel, abs_
                     )
                     if refused is None:
                         return accepted
+                elif both_plain:
+                    # Neither is a percentage: the ×100 bridge has nothing to stand on.
+                    refused, settled = "percent_bridge", True
                 else:
                     refused, settled = strict.numeric_refusal(
-                        gold_stripped, candidate.strip(), accepted is _NUMERIC_SCALED, rel, abs_
+                        gold_stripped, candidate.strip(), True, rel, abs_
                     )
                 if refused is None:
                     return accepted
