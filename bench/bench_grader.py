@@ -26,12 +26,13 @@ What is timed, in one process pinned to one core, each contender on the same tup
 * misses that the published ladder sends to math-verify in-process (ours settle them with the
   shortcut), and math-verify itself (our worker pool against the original in-process).
 
-Each figure is the sum over chunks of ~1,000 pairs of the fastest of `--rounds` timings of that
+Each figure is the sum over chunks of 250 pairs of the fastest of `--rounds` (7) timings of that
 chunk, the contenders taking turns in a rotating order. On a shared machine another process
 only ever slows a timing, so the fastest turn is the one least disturbed, and it is disturbed
-alike for every contender. "cold": the memo and every cache of ours emptied before each chunk
-(strings still repeat inside a chunk, as a gold does across the samples of one task); "warm":
-the same chunk again, memo full (RL re-sampling).
+alike for every contender. "cold": each turn is one pass over the tuples that starts with our
+memo and every cache of ours empty (strings then repeat across pairs as a gold does across the
+samples of one task); "warm": each chunk again right after it, memo full (RL re-sampling). Every
+contender is called the same way: directly, with the row's keywords.
 
 Targets (issue 25): default >= 1.5x the original and strict >= 1.0x on the corpus.
 """
@@ -249,8 +250,8 @@ def main() -> None:
         help=f"path to the original grader.py (default: ${ENV_VAR})",
     )
     parser.add_argument("--pairs", type=int, default=10_000, help="pairs per rung set")
-    parser.add_argument("--rounds", type=int, default=5, help="turns per chunk (fastest kept)")
-    parser.add_argument("--chunk", type=int, default=1_000, help="pairs per timed chunk")
+    parser.add_argument("--rounds", type=int, default=7, help="turns per chunk (fastest kept)")
+    parser.add_argument("--chunk", type=int, default=250, help="pairs per timed chunk")
     parser.add_argument(
         "--symbolic-pairs", type=int, default=300, help="pairs for the math-verify row"
     )

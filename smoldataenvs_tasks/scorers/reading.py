@@ -12,8 +12,8 @@ through. The strict profile reads the whole side instead, once, into a `Reading`
 * `Range`: two values joined by a range word or dash (`30-40`, `30–40`, `30 to 40`);
 * `Date` (`2019-05-01`, `May 1, 2019`, `1 May 2019`, `12/13/1994`), `Period` (`Q3 2021`,
   `2021-Q3`, `3rd quarter`), `Ratio` (`3:1`, `14:30`);
-* `Expr`: one math expression (`1/2`, `\\frac{1}{2}`, `2^{10}`, `\\sqrt{49}`), which only
-  math-verify can value;
+* `Expr`: one math expression (`1/2`, `\\frac{1}{2}`, `2^{10}`, `\\sqrt{49}`); strict values
+  the simple ones (a/b, a^b, roots, a×10^b) itself and leaves the rest to math-verify;
 * `Items`: a list, in commas, semicolons, lines or a final "and" (`12, 7 and 3`);
 * `Multi`: several numbers that are none of the above (`12 or seventeen`, `17 | 12`, `12 (17)`,
   `48 ≈ 42`, two code fences): a hedge;
@@ -22,6 +22,14 @@ through. The strict profile reads the whole side instead, once, into a `Reading`
 Numbers are found by kind before they are counted: a date, a quarter or a thousands-separated
 number is one token, and spelled-out numbers (`seventeen`) count as numbers. Pure; readings are
 remembered per string, because a gold is read once per sample and a candidate often repeats.
+
+Most sides take a quick path that never runs the token pattern: a plain number, a number with
+words, a sign, a currency or a percent sign around it, a hedge of plain numbers, a comma list,
+a range, a bare date, and (`read_words`) any side of plain words and numbers. Each quick path
+must give exactly what the full reading gives; tests/scorers/test_reading.py checks that by
+property and on every corpus side. That is why this is one module of ~1,100 lines: the quick
+paths and the full reading share their private tables (special words, units, fillers, the
+token pattern) and may not drift apart.
 
     python -c "from smoldataenvs_tasks.scorers.reading import read; print(read('at least 12k'))"
 """

@@ -31,10 +31,11 @@ The rules, each with one refusal (docs/scoring.md gives one acceptance of each t
                   row's tolerances: it rounds to 6 decimals and reads "8.3e-4" as 8.3
   one_expression  math-verify reads a side that is one value or one expression (`1/2`,
                   `\\frac{1}{2}`): never numbers side by side or joined by other symbols
-                  ("1 2 3 4 5", "17 | 12", "48 ≈ 42")
+                  ("1 2 3 4 5", "17 | 12", "48 ≈ 42"); an expression strict values itself
+                  must come to the other side's value ("6387 / 4271?" is not 4271)
 
-Pure and cheap: the rules run only on pairs a rung would accept, and most pairs are two plain
-numbers, which need no reading.
+Pure and cheap: the rules run only on pairs a rung would accept; two plain numbers need no
+reading, and a side of plain words and numbers is read from its words.
 """
 
 from __future__ import annotations
