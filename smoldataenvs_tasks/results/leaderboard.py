@@ -21,6 +21,9 @@ figure comes from the submissions alone, and the output does not depend on the o
 given in (they are sorted by sha256 first).
 
     smoldataenvs leaderboard gold/submission.json mixed/submission.json --logs logs/ --out lb/
+
+One module (over 500 lines): leaderboard.json's shape is declared beside the code that fills it,
+and the tables, ranks and comparisons are built in one pass over the same sorted entries.
 """
 
 from __future__ import annotations

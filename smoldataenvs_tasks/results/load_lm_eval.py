@@ -8,6 +8,9 @@ file, the line and the field, never a traceback.
 
     python -c "from pathlib import Path; from smoldataenvs_tasks.results.load_lm_eval import \
         load_lm_eval_results; print(load_lm_eval_results(Path('out/m/results_x.json')))"
+
+One module (over 500 lines): lm-eval's results, samples and our verdicts files describe one run
+and are read and checked against each other together.
 """
 
 from __future__ import annotations

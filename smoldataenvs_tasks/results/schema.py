@@ -17,6 +17,9 @@ compares, field by field, so at load it need only be JSON (an edited figure is a
 
     from smoldataenvs_tasks.results.schema import check_submission
     sub = check_submission(json.loads(Path("submission.json").read_text()))  # a Submission
+
+One module (over 500 lines): the declarations and the check derived from them are one thing;
+apart, a shape could change without its check.
 """
 
 from __future__ import annotations
