@@ -124,10 +124,12 @@ async def read_answer_file(
         raise
     except SandboxFailure as error:
         return AnswerFile(AnswerState.BROKEN, what=str(error)[-500:])
-    try:
-        state = AnswerState(result.returncode)
-    except ValueError:
-        state = None
+    state: AnswerState | None = None
+    if result.returncode is not None:
+        try:
+            state = AnswerState(result.returncode)
+        except ValueError:
+            pass  # an exit status the reader never gives: it did not run to the end
     if state in (None, AnswerState.BROKEN) or result.timed_out or result.limit is not None:
         detail = (result.stderr or "").strip()[-500:] or f"exit status {result.returncode}"
         if result.limit is not None:
