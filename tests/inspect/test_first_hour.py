@@ -31,13 +31,36 @@ BIN = Path(sys.executable).parent
 @pytest.mark.parametrize(
     ("task", "options", "says"),
     [
-        (smoldataenvs_program, {"split": "evl"}, "unknown split 'evl': choose one of train"),
+        (smoldataenvs_program, {"split": "evl"}, "-T split=evl is not valid: choose train, test"),
         (smoldataenvs_program, {"sandbox": "dockr"}, "docker-remote, k8s, local"),
         (smoldataenvs_program, {"tiers": "hrd"}, "-T tiers=hrd is not valid: choose from easy"),
+        (
+            smoldataenvs_program,
+            {"reward_modes": "numeric,numerc"},
+            "-T reward_modes=numerc is not valid: choose from numeric, flexible, list, list_csv, "
+            "exact_short, exact_bool, exact, empty",
+        ),
         (smoldataenvs, {"tools": "python"}, "-T tools=python is not valid: choose bash"),
         (smoldataenvs, {"protocol": "sbmit"}, "-T protocol=sbmit is not valid: choose answer_file"),
         (smoldataenvs_program, {"grader": "lenient"}, "choose default, strict"),
         (smoldataenvs_program, {"pass_k": 0}, "-T pass_k=0 is not valid"),
+        (smoldataenvs_program, {"pass_k": "four"}, "-T pass_k=four is not valid: a whole number"),
+        (smoldataenvs_program, {"pass_k": 2.5}, "-T pass_k=2.5 is not valid: a whole number"),
+        (
+            smoldataenvs,
+            {"max_turns": 0},
+            "-T max_turns=0 is not valid: a whole number of assistant",
+        ),
+        (
+            smoldataenvs_program,
+            {"program_timeout": -5},
+            "-T program_timeout=-5 is not valid: a number of seconds above 0 and at most 86400",
+        ),
+        (smoldataenvs_program, {"program_timeout": "abc"}, "-T program_timeout=abc is not valid"),
+        (smoldataenvs_program, {"program_timeout": "nan"}, "-T program_timeout=nan is not valid"),
+        (smoldataenvs_program, {"program_timeout": 1e9}, "-T program_timeout=1000000000.0 is not"),
+        (smoldataenvs, {"program_timeout": 0}, "-T program_timeout=0 is not valid"),
+        (smoldataenvs, {"tool_timeout": "inf"}, "-T tool_timeout=inf is not valid: a number of"),
         (smoldataenvs_program, {"split": "test", "mirror": "/no/mirror"}, "does not exist"),
     ],
 )
@@ -47,6 +70,30 @@ def test_a_task_option_mistake_is_one_prerequisite_line(task, options, says):
     message = str(caught.value)
     assert message.startswith("smoldataenvs: ") and says in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("options", "recorded"),
+    [
+        # Inspect's -T parser hands over numbers as YAML read them; Python callers may pass text.
+        ({"program_timeout": "30"}, {"program_timeout_s": 30.0}),
+        ({"program_timeout": 7.5}, {"program_timeout_s": 7.5}),
+        ({"pass_k": "2"}, {"pass_k": 2}),
+        ({"reward_modes": "numeric,empty"}, {"n_tasks": 4}),
+    ],
+)
+def test_valid_option_values_in_every_spelling_are_taken(options, recorded):
+    task = smoldataenvs_program(split="sample", sandbox="bwrap", **options)
+    assert {key: task.metadata[key] for key in recorded} == recorded
+
+
+def test_the_options_are_checked_before_the_data_is_read(tmp_path):
+    # A Hub split may take minutes to download: a typo must not cost them. A mirror that does
+    # not exist would be the error if the data were read first.
+    with pytest.raises(PrerequisiteError, match=r"-T program_timeout=-1 is not valid"):
+        smoldataenvs_program(
+            split="test", mirror=str(tmp_path / "none"), sandbox="bwrap", program_timeout=-1
+        )
 
 
 def test_a_corrupt_mirror_manifest_is_one_line(tmp_path):
