@@ -13,17 +13,14 @@ report` shows pass@1 under both profiles; the original log is left as it was.
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
-import anyio
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
 from smoldataenvs_tasks.errors import SmolDataEnvsError
-from smoldataenvs_tasks.inspect_adapter.scoring import SCORER_METRICS, verdict_to_score
-from smoldataenvs_tasks.inspect_adapter.setup import record_of
-from smoldataenvs_tasks.scorers.decide import regrade_verdict
+from smoldataenvs_tasks.inspect_adapter._compat import package_name
+from smoldataenvs_tasks.inspect_adapter.scoring import SCORER_METRICS, regrade_recorded
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, GRADER_PROFILES, Verdict, versioned
 
 # Scoring re-runs no model, but Inspect's `score` binds one to the task context: a built-in
@@ -44,15 +41,7 @@ def verdicts_of(scores: dict[str, Score] | None) -> list[Verdict]:
     ]
 
 
-def recorded_verdict(scores: dict[str, Score] | None) -> tuple[Verdict, Score] | None:
-    """The first SmolDataEnvs verdict among a sample's scores (the one its run decided)."""
-    for score in (scores or {}).values():
-        if score.metadata and "category" in score.metadata:
-            return Verdict.from_dict(score.metadata), score
-    return None
-
-
-@scorer(metrics=SCORER_METRICS)
+@scorer(metrics=SCORER_METRICS, name=package_name("regrade_scorer"))
 def regrade_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
     """Re-grade the answer a sample's recorded verdict holds under the `grader` profile.
 
@@ -60,30 +49,13 @@ def regrade_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
     answer file, the submitted value) is graded again with the row's gold, mode and tolerances.
     A sample without a recorded verdict (it errored) stays without one: unscored, no Verdict of
     its own, so the report reads why from the sample's error (docs/reporting.md).
+
+        inspect score LOG --scorer smoldataenvs_tasks/regrade_scorer -S grader=strict \\
+            --action append
     """
 
     async def score(state: TaskState, target: Target) -> Score:
-        found = recorded_verdict(state.scores)
-        if found is None:
-            return Score.unscored(
-                reason="no recorded verdict",
-                explanation="the sample has no recorded verdict (it errored): nothing to re-grade",
-            )
-        recorded, recorded_score = found
-        record = record_of(state)
-        verdict = await anyio.to_thread.run_sync(
-            partial(
-                regrade_verdict,
-                recorded,
-                gold=record.answer,
-                reward_mode=record.reward_mode,
-                atol=record.atol,
-                rtol=record.rtol,
-                profile=grader,
-            )
-        )
-        digests = (recorded_score.metadata or {}).get("table_sha256")
-        return verdict_to_score(verdict, {"table_sha256": digests} if digests else None)
+        return await regrade_recorded(state, grader)
 
     return score
 

@@ -12,7 +12,14 @@ eval-retry` run it again.
 Metrics: accuracy (= pass@1 over graded samples) with stderr, and the same grouped by
 `difficulty_tier` and by `reward_mode`.
 
-Re-grading a finished log (`regrade_scorer`) lives in `inspect_adapter/regrade.py`.
+A sample scored where it has no sandbox is being scored again from its log (`inspect score LOG`
+re-creates the scorers the log records; nothing runs a sandbox for it): each scorer then
+re-grades the verdict the run recorded, from its recorded answer, as `regrade_scorer` does,
+instead of failing with "No sandbox environment". The scorers are registered with the package
+prefix (`smoldataenvs_tasks/program_scorer`) and under the name Inspect records in the log
+(`program_scorer`), so `inspect score LOG` finds them with no `--scorer`. Re-grading a finished
+log under another profile (`regrade_scorer`, `smoldataenvs regrade`) lives in
+`inspect_adapter/regrade.py`.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from __future__ import annotations
 from functools import partial
 
 import anyio
+from inspect_ai.event import ScoreEvent
+from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageAssistant
 from inspect_ai.scorer import (
     Metric,
@@ -34,9 +43,11 @@ from inspect_ai.scorer import (
     stderr,
 )
 from inspect_ai.solver import TaskState
+from inspect_ai.util import SandboxEnvironment
 from inspect_ai.util import sandbox as current_sandbox
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
+from smoldataenvs_tasks.inspect_adapter._compat import package_name
 from smoldataenvs_tasks.inspect_adapter.program_host import InspectSandboxHost
 from smoldataenvs_tasks.inspect_adapter.program_slots import program_gate
 from smoldataenvs_tasks.inspect_adapter.setup import (
@@ -51,11 +62,11 @@ from smoldataenvs_tasks.pipeline import (
     table_verdict,
     unscorable_verdict,
 )
-from smoldataenvs_tasks.scorers.decide import verdict_for_answer_file
+from smoldataenvs_tasks.scorers.decide import regrade_verdict, verdict_for_answer_file
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict
 
 
-@metric
+@metric(name=package_name("graded"))
 def graded() -> Metric:
     """How many samples were graded. Ungraded ones (an invalid row, a table that cannot be had)
     are left out of accuracy, so 'accuracy 1.000, graded 9' over 10 samples
@@ -109,29 +120,100 @@ def _extras(state: TaskState) -> dict:
     return {"table_sha256": digests} if digests else {}
 
 
-@scorer(metrics=SCORER_METRICS)
+def _sample_sandbox() -> SandboxEnvironment | None:
+    """The sample's sandbox; None when it has none, i.e. Inspect is scoring a finished log."""
+    try:
+        return current_sandbox()
+    except ProcessLookupError:  # Inspect's way of saying the sample has no sandbox
+        return None
+
+
+def recorded_verdict(scores: dict[str, Score] | None) -> tuple[Verdict, Score] | None:
+    """The first SmolDataEnvs verdict among a sample's scores (the one its run decided)."""
+    for score in (scores or {}).values():
+        if score.metadata and "category" in score.metadata:
+            return Verdict.from_dict(score.metadata), score
+    return None
+
+
+def _scored_verdict() -> tuple[Verdict, Score] | None:
+    """The first SmolDataEnvs verdict the sample's transcript recorded being scored.
+
+    `inspect score --action overwrite` hands the scorers a state without the sample's scores;
+    the transcript it loads from the log still holds the run's score events."""
+    return recorded_verdict(
+        {str(i): event.score for i, event in enumerate(transcript().events) if _is_score(event)}
+    )
+
+
+def _is_score(event: object) -> bool:
+    return isinstance(event, ScoreEvent) and not event.intermediate
+
+
+async def regrade_recorded(state: TaskState, grader: str) -> Score:
+    """The sample's recorded verdict re-graded under `grader` from its recorded answer: no model,
+    program or sandbox runs. A sample without one (it errored, or its run did not score it)
+    stays without a verdict: unscored, so the report reads why from the sample's error
+    (docs/reporting.md)."""
+    found = recorded_verdict(state.scores) or _scored_verdict()
+    if found is None:
+        return Score.unscored(
+            reason="no recorded verdict",
+            explanation=(
+                "the sample has no recorded verdict (it errored, or its run did not score it, "
+                "and a program runs only in the eval's sandbox): nothing to re-grade"
+            ),
+        )
+    recorded, recorded_score = found
+    record = record_of(state)
+    verdict = await anyio.to_thread.run_sync(
+        partial(
+            regrade_verdict,
+            recorded,
+            gold=record.answer,
+            reward_mode=record.reward_mode,
+            atol=record.atol,
+            rtol=record.rtol,
+            profile=grader,
+        )
+    )
+    digests = (recorded_score.metadata or {}).get("table_sha256")
+    return verdict_to_score(verdict, {"table_sha256": digests} if digests else None)
+
+
+@scorer(metrics=SCORER_METRICS, name=package_name("program_scorer"))
 def program_scorer(
-    limits: SandboxLimits = DEFAULT_LIMITS,
+    program_timeout: float = DEFAULT_LIMITS.program_timeout_s,
     max_programs: int | None = None,
     grader: str = DEFAULT_PROFILE,
+    limits: SandboxLimits | str | None = None,
 ) -> Scorer:
     """Run the reply's program in the sample's sandbox and grade its last printed line.
 
     Args:
-        limits: The sandbox contract's limits (the program's time limit among them).
+        program_timeout: Seconds the program may run (the sandbox contract's other limits hold).
         max_programs: Programs running at once in this process when the sandboxes share this
             machine (default: one per CPU, or $SMOLDATAENVS_MAX_PROGRAMS). More samples than
             that may be in flight: the others wait for a slot before their time limit starts.
         grader: The grader profile, "default" (the published grader) or "strict".
+        limits: All of the sandbox contract's limits at once, instead of `program_timeout`.
     """
+    # The task passes plain numbers: the log records a scorer's arguments and `inspect score`
+    # re-creates the scorer from them, but it records an object as its type's name. Older logs
+    # hold limits="SandboxLimits": no values, and a re-scored log runs no program anyway.
+    if not isinstance(limits, SandboxLimits):
+        limits = DEFAULT_LIMITS.with_program_timeout(program_timeout)
 
     async def score(state: TaskState, target: Target) -> Score:
+        environment = _sample_sandbox()
+        if environment is None:
+            return await regrade_recorded(state, grader)
         verdict = _table_verdict(state, grader)
         if verdict is None:
             verdict = await decide_program_reply(
                 state.output.completion if state.output else "",
                 record_of(state),
-                InspectSandboxHost(current_sandbox()),
+                InspectSandboxHost(environment),
                 limits=limits,
                 gate=program_gate(max_programs),
                 profile=grader,
@@ -158,14 +240,17 @@ async def _grade_agent_answer(state: TaskState, answer: str | None, grader: str)
     )
 
 
-@scorer(metrics=SCORER_METRICS)
+@scorer(metrics=SCORER_METRICS, name=package_name("answer_file_scorer"))
 def answer_file_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
     """Grade the whole stripped answer file the agent wrote (agentic, answer-file protocol)."""
 
     async def score(state: TaskState, target: Target) -> Score:
+        environment = _sample_sandbox()
+        if environment is None:
+            return await regrade_recorded(state, grader)
         verdict = _table_verdict(state, grader)
         if verdict is None:
-            host = InspectSandboxHost(current_sandbox())
+            host = InspectSandboxHost(environment)
             verdict = await decide_answer_file(record_of(state), host, profile=grader)
         return verdict_to_score(verdict, _extras(state))
 
@@ -187,11 +272,15 @@ def submitted_answer(state: TaskState) -> str | None:
     return None
 
 
-@scorer(metrics=SCORER_METRICS)
+@scorer(metrics=SCORER_METRICS, name=package_name("submit_scorer"))
 def submit_scorer(grader: str = DEFAULT_PROFILE) -> Scorer:
     """Grade the value the agent passed to `submit()` (agentic, submit protocol)."""
 
     async def score(state: TaskState, target: Target) -> Score:
+        # Needs no sandbox, but a finished log's sample re-grades what its run decided, as the
+        # other scorers do: a sample ungraded at setup (its table missing) stays ungraded.
+        if _sample_sandbox() is None:
+            return await regrade_recorded(state, grader)
         verdict = _table_verdict(state, grader) or await _grade_agent_answer(
             state, submitted_answer(state), grader
         )

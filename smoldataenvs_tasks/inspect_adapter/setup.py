@@ -28,6 +28,7 @@ from smoldataenvs_tasks import contract
 from smoldataenvs_tasks.data.prompts import relocate_paths
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.errors import SmolDataEnvsError
+from smoldataenvs_tasks.inspect_adapter._compat import package_name
 from smoldataenvs_tasks.inspect_adapter.providers import provider_class, runs_in, session_of
 from smoldataenvs_tasks.pipeline import prepare_tables
 from smoldataenvs_tasks.sandboxes.inputs import LINK_INPUTS_COMMAND
@@ -141,7 +142,7 @@ def _relocate_prompts(state: TaskState) -> None:
             message.content = relocate_paths(message.content, **session.prompt_paths)
 
 
-@solver
+@solver(name=package_name("prepare_sample"))
 def prepare_sample(*, sandbox_kind: str, mirror: str | None, revision: str | None) -> Solver:
     expected = kind(sandbox_kind)
     # A kind whose inputs are linked by a command checks the image in that command.

@@ -58,7 +58,7 @@ from smoldataenvs_tasks.data.source import DataSource, as_list, recorded_filters
 from smoldataenvs_tasks.data.staging import cleanup_stage_dirs, new_stage_dir
 from smoldataenvs_tasks.data.tables import tables_manifest_digest
 from smoldataenvs_tasks.errors import SmolDataEnvsError
-from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
+from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError, package_name
 from smoldataenvs_tasks.inspect_adapter.providers import sandbox_spec
 from smoldataenvs_tasks.inspect_adapter.scoring import (
     answer_file_scorer,
@@ -281,7 +281,7 @@ def _create_task(
     config = GenerateConfig(**sampling)
     if variant == "program":
         solver = [system_message(PROGRAM_SYSTEM_PROMPT), generate()]
-        scorer = program_scorer(limits=limits, grader=grader)
+        scorer = program_scorer(program_timeout=limits.program_timeout_s, grader=grader)
         config = GenerateConfig(**{"temperature": 0.0, **sampling}, max_tokens=1024)
         turn_limit = None
     else:
@@ -342,7 +342,7 @@ def _create_task(
     )
 
 
-@task
+@task(name=package_name("smoldataenvs"))
 @_one_line_errors
 def smoldataenvs(
     split: str = HEADLINE_SPLIT,
@@ -408,7 +408,7 @@ def smoldataenvs(
     )
 
 
-@task
+@task(name=package_name("smoldataenvs_program"))
 @_one_line_errors
 def smoldataenvs_program(
     split: str = HEADLINE_SPLIT,
