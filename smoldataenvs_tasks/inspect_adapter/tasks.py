@@ -1,3 +1,4 @@
+# inspect-evals-lint: ignore-file[main_file] -- the layers of docs/design.md keep everything Inspect in inspect_adapter/, so the tasks live in inspect_adapter/tasks.py; smoldataenvs_tasks/__init__.py exports them
 """SmolDataEnvs as Inspect AI tasks: an agentic variant and a single-shot program variant.
 
 SmolDataEnvs (Hugging Face dataset `FineEnvs/SmolDataEnvs`, MIT) asks questions about real Kaggle
