@@ -11,7 +11,7 @@ Each specific error also keeps the built-in base it always had (`ValueError`, `R
 `data.integrity.UnsafePathError` and `TableCorruptError`, `data.hub.HubUnavailable`, `RemoteNotFound`,
 `DownloadError` and `SizeMismatch`,
 `data.tables.ListingUnavailable`, `sandboxes.base.SandboxFailure` (and `SandboxLost`,
-`SandboxUnavailable`, `docker.RemoteStagingFailed`), `scorers.symbolic.SymbolicUnavailableError`,
+`SandboxUnavailable`), `scorers.symbolic.SymbolicUnavailableError`,
 `replay.ReplayFormatError` and `ReplayMissingError`, `inspect_adapter.setup.SandboxOverrideError`,
 `validate.BrokenEnvironment` and `ValidationInputError`, `scorers.grader.UnknownProfileError`,
 `inspect_adapter.regrade.RegradeError`, `lm_eval.regrade.LmEvalRegradeError`,

@@ -146,19 +146,23 @@ def test_lm_eval_verdicts_flipped_to_correct_with_the_prediction_untouched_fail_
 ):
     forged = shutil.copytree(lm_eval_out, tmp_path / "forged")
     (verdicts,) = forged.glob("verdicts_*.jsonl")
-    rows = [json.loads(line) for line in verdicts.read_text().splitlines() if line.strip()]
+    rows = [
+        json.loads(line)
+        for line in verdicts.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     flipped = [row["task_id"] for row in rows if row["verdict"]["category"] == "wrong_value"]
     assert flipped
     for row in rows:
         _flip(row["verdict"])
-    verdicts.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    verdicts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     (samples,) = forged.glob("samples_*.jsonl")
     lines = []
-    for line in samples.read_text().splitlines():
+    for line in samples.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         row["filtered_resps"] = [json.dumps(_flip(json.loads(v))) for v in row["filtered_resps"]]
         lines.append(json.dumps(row))
-    samples.write_text("\n".join(lines) + "\n")
+    samples.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     honest = report(tmp_path / "honest", lm_eval_out, extra=("--allow-partial",))
     sub = report(tmp_path / "r", forged, extra=("--allow-partial",))
@@ -171,10 +175,14 @@ def test_lm_eval_verdicts_flipped_to_correct_with_the_prediction_untouched_fail_
 def test_an_lm_eval_answer_edited_in_one_of_its_two_records_is_refused(lm_eval_out, tmp_path):
     forged = shutil.copytree(lm_eval_out, tmp_path / "forged")
     (verdicts,) = forged.glob("verdicts_*.jsonl")
-    rows = [json.loads(line) for line in verdicts.read_text().splitlines() if line.strip()]
+    rows = [
+        json.loads(line)
+        for line in verdicts.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     (row,) = [r for r in rows if r["verdict"]["category"] == "wrong_value"][:1]
     row["verdict"].update(prediction="7438.11", reward=1.0, category="correct", method="exact")
-    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     result = invoke("report", forged, "--out", tmp_path / "r")
     assert result.exit_code == 2
     assert f"record different verdicts for task {row['task_id']}" in result.output
@@ -238,7 +246,7 @@ def _answer_replay(path: Path, answer: str) -> Path:
         }
         for task_id in SAMPLE_IDS
     ]
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return path
 
 
@@ -542,9 +550,9 @@ def test_an_errored_sample_says_why_and_counts_as_zero(
 def test_sandbox_failure_subclasses_are_sandbox_failed_wherever_they_are_defined():
     traceback = SANDBOX_TRACEBACK.replace(
         "smoldataenvs_tasks.sandboxes.base.SandboxFailure",
-        "smoldataenvs_tasks.sandboxes.docker.remote.RemoteStagingFailed",
+        "smoldataenvs_tasks.sandboxes.base.SandboxLost",
     )
-    assert errored_reason("RemoteStagingFailed('x')", traceback) == "sandbox_failed"
+    assert errored_reason("SandboxLost('x')", traceback) == "sandbox_failed"
     # a module outside our sandboxes package is never looked up, whatever it claims
     foreign = SANDBOX_TRACEBACK.replace(
         "smoldataenvs_tasks.sandboxes.base.SandboxFailure", "evil.module.SandboxFailure"
@@ -672,12 +680,15 @@ def test_a_16_row_mirror_labelled_eval_is_nonstandard_and_never_complete(
     monkeypatch.delenv("SMOLDATAENVS_MIRROR", raising=False)
     mirror = _eval_mirror(tmp_path / "mirror", rows=16)
     fillers = [f"filler/{i:04d}.ipynb_qa_1" for i in range(6)]
-    gold_rows = [json.loads(line) for line in GOLD_PROGRAM.read_text().splitlines() if line]
+    gold_rows = [
+        json.loads(line) for line in GOLD_PROGRAM.read_text(encoding="utf-8").splitlines() if line
+    ]
     first = next(r for r in gold_rows if r["task_id"] == SAMPLE_IDS[0])
     replay = tmp_path / "replay.jsonl"
     replay.write_text(
         "".join(json.dumps(r) + "\n" for r in gold_rows)
-        + "".join(json.dumps({**first, "task_id": f}) + "\n" for f in fillers)
+        + "".join(json.dumps({**first, "task_id": f}) + "\n" for f in fillers),
+        encoding="utf-8",
     )
     log = run_inspect(replay, tmp_path / "logs", label="gold", split="eval", mirror=str(mirror))
     refused = invoke("report", log, "--out", tmp_path / "refused")
