@@ -43,7 +43,7 @@ def make_stage(root: Path) -> Path:
     stage = root / "stage"
     stage.mkdir()
     table = stage / "sales.csv"
-    table.write_text("region,amount\nnorth,10\nsouth,32\n")
+    table.write_text("region,amount\nnorth,10\nsouth,32\n", encoding="utf-8")
     table.chmod(0o444)
     return stage
 

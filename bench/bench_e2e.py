@@ -67,7 +67,9 @@ def measure(config: Config, data: BenchData, scratch: Path, index: int) -> dict[
     if config.harness == "bare":
         tasks_file = scratch / f"tasks-{config.n}.json"
         if not tasks_file.exists():
-            tasks_file.write_text(json.dumps([asdict(t) for t in data.tasks[: config.n]]))
+            tasks_file.write_text(
+                json.dumps([asdict(t) for t in data.tasks[: config.n]]), encoding="utf-8"
+            )
         spec = {
             "harness": "bare",
             "variant": config.variant,
@@ -160,7 +162,7 @@ def docker_ready() -> tuple[bool, str]:
 
 def machine() -> str:
     cpu = "?"
-    with open("/proc/cpuinfo") as handle:
+    with open("/proc/cpuinfo", encoding="utf-8") as handle:
         for line in handle:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
@@ -248,7 +250,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         },
                     },
                     indent=1,
-                )
+                ),
+                encoding="utf-8",
             )
     finally:
         if args.keep:

@@ -75,7 +75,7 @@ async def bench_kind(kind: str, stage: Path, reps: int) -> dict[str, object] | N
         with tempfile.TemporaryDirectory() as work:
             for name, code in PROGRAMS.items():
                 program = Path(work) / "solve.py"
-                program.write_text(code)
+                program.write_text(code, encoding="utf-8")
                 await run_program_outcome(session, code)  # warm the page cache
                 times, bare_times = [], []
                 # Interleaved with the bare runs, so machine load drifts affect both alike.
@@ -100,7 +100,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         stage = Path(tmp) / "stage"
         stage.mkdir()
-        (stage / "sales.csv").write_text(TABLE)
+        (stage / "sales.csv").write_text(TABLE, encoding="utf-8")
         print(
             f"median of {args.reps} runs; bare = the same program run by the locked env's "
             "python3 directly on the host, interleaved with the sandboxed runs"

@@ -85,7 +85,11 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 
 def gold_program_rows() -> list[dict]:
-    return [json.loads(line) for line in GOLD_PROGRAM.read_text().splitlines() if line.strip()]
+    return [
+        json.loads(line)
+        for line in GOLD_PROGRAM.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 def bash_call(call_id: str, command: str) -> dict:

@@ -51,7 +51,7 @@ def _bare_program(python: Path, scratch: Path, pool: Path, task: BenchTask) -> b
     run_dir = Path(tempfile.mkdtemp(dir=scratch))
     try:
         os.link(pool / task.prefix / task.table, run_dir / task.table)
-        (run_dir / "prog.py").write_text(task.program)
+        (run_dir / "prog.py").write_text(task.program, encoding="utf-8")
         done = subprocess.run(
             [str(python), "prog.py"],
             cwd=run_dir,
@@ -82,14 +82,16 @@ def _bare_agentic(python: Path, scratch: Path, pool: Path, task: BenchTask) -> b
                 capture_output=True,
                 timeout=120,
             )
-        return (workdir / "answer.txt").read_text() == task.answer
+        return (workdir / "answer.txt").read_text(encoding="utf-8") == task.answer
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def child_bare(spec: dict[str, Any]) -> dict[str, Any]:
     """The floor: the same programs (or agent commands) run bare, `workers` at a time."""
-    tasks = [BenchTask(**row) for row in json.loads(Path(spec["tasks_file"]).read_text())]
+    tasks = [
+        BenchTask(**row) for row in json.loads(Path(spec["tasks_file"]).read_text(encoding="utf-8"))
+    ]
     if spec.get("one_thread"):
         tasks = [one_thread(task) for task in tasks]
     python = sandbox_python()

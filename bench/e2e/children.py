@@ -155,18 +155,20 @@ def run_child(spec: dict[str, Any], scratch: Path) -> dict[str, Any]:
     """One harness run in a fresh interpreter; its JSON result, or an error row."""
     spec_path = Path(tempfile.mkstemp(suffix=".json", dir=scratch)[1])
     out_path = spec_path.with_suffix(".out.json")
-    spec_path.write_text(json.dumps({**spec, "out": str(out_path)}))
+    spec_path.write_text(json.dumps({**spec, "out": str(out_path)}), encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     env.pop("INSPECT_EVAL_MAX_SAMPLES", None)
     env.pop("SMOLDATAENVS_MAX_PROGRAMS", None)
     env.update(spec.get("env") or {})
     group = new_cpu_group(f"bench-e2e-{os.getpid()}-{spec_path.stem}")
     if group is not None:
-        spec_path.write_text(json.dumps({**spec, "out": str(out_path), "cpu_group": str(group)}))
+        spec_path.write_text(
+            json.dumps({**spec, "out": str(out_path), "cpu_group": str(group)}), encoding="utf-8"
+        )
 
     def join_group() -> None:  # in the child before exec: every descendant is charged there
         if group is not None:
-            (group / "cgroup.procs").write_text(str(os.getpid()))
+            (group / "cgroup.procs").write_text(str(os.getpid()), encoding="utf-8")
 
     try:
         done = subprocess.run(
@@ -182,11 +184,11 @@ def run_child(spec: dict[str, Any], scratch: Path) -> dict[str, Any]:
     if done.returncode != 0 or not out_path.exists():
         tail = (done.stderr or done.stdout).strip().splitlines()[-15:]
         return {"wall_s": None, "n": 0, "correct": 0, "status": "crashed", "error": "\n".join(tail)}
-    return json.loads(out_path.read_text())
+    return json.loads(out_path.read_text(encoding="utf-8"))
 
 
 def child_main(spec_path: str) -> None:
-    spec = json.loads(Path(spec_path).read_text())
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     runners = {"bare": child_bare, "lmeval": child_lmeval, "inspect": child_inspect}
     result = runners[spec["harness"]](spec)
-    Path(spec["out"]).write_text(json.dumps(result))
+    Path(spec["out"]).write_text(json.dumps(result), encoding="utf-8")

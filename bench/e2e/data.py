@@ -95,7 +95,7 @@ def make_tasks(pool: Path, count: int, *, rows: int = 400, seed: int = 0) -> lis
         table = "sales.csv"
         text, records = _sales_table(rng, rows)
         (pool / prefix).mkdir(parents=True, exist_ok=True)
-        (pool / prefix / table).write_text(text)
+        (pool / prefix / table).write_text(text, encoding="utf-8")
         question, answer, mode, body, atol, rtol = _question(index, table, records)
         tasks.append(
             BenchTask(
@@ -235,7 +235,7 @@ def one_thread(task: BenchTask) -> BenchTask:
 def write_program_replay(path: Path, tasks: Sequence[BenchTask]) -> Path:
     from smoldataenvs_tasks.data.prompts import PROGRAM_SYSTEM_PROMPT, program_prompt
 
-    with open(path, "w") as handle:
+    with open(path, "w", encoding="utf-8") as handle:
         for task in tasks:
             reply = (
                 f"I'll read the table and print the answer last.\n\n```python\n{task.program}```\n"
@@ -260,7 +260,7 @@ def write_replays(directory: Path, tasks: Sequence[BenchTask]) -> tuple[Path, Pa
     program_path = write_program_replay(directory / "program.jsonl", tasks)
     write_program_replay(directory / "program_1t.jsonl", [one_thread(t) for t in tasks])
     agentic_path = directory / "agentic.jsonl"
-    with open(agentic_path, "w") as agentic_file:
+    with open(agentic_path, "w", encoding="utf-8") as agentic_file:
         for task in tasks:
             messages: list[dict[str, Any]] = [
                 {"role": "system", "content": agent_system_prompt()},

@@ -18,7 +18,7 @@ def _peak_rss_mb() -> float:
 
 
 def _current_rss_mb() -> float:
-    with open("/proc/self/status") as handle:
+    with open("/proc/self/status", encoding="utf-8") as handle:
         for line in handle:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
@@ -47,8 +47,8 @@ class CpuMeter:
             return None
         try:
             if (self.group / "cpuacct.usage").exists():
-                return int((self.group / "cpuacct.usage").read_text()) / 1e9
-            for line in (self.group / "cpu.stat").read_text().splitlines():
+                return int((self.group / "cpuacct.usage").read_text(encoding="utf-8")) / 1e9
+            for line in (self.group / "cpu.stat").read_text(encoding="utf-8").splitlines():
                 if line.startswith("usage_usec "):
                     return int(line.split()[1]) / 1e6
         except (OSError, ValueError):
@@ -74,7 +74,7 @@ class MachineCpu:
 
     @staticmethod
     def _read() -> float:
-        with open("/proc/stat") as handle:
+        with open("/proc/stat", encoding="utf-8") as handle:
             fields = [int(v) for v in handle.readline().split()[1:]]
         busy = sum(fields) - fields[3] - fields[4]  # minus idle, iowait
         return busy / os.sysconf("SC_CLK_TCK")
@@ -85,7 +85,7 @@ class MachineCpu:
 
 def _own_cgroup_dir() -> Path | None:
     """A directory under which this process may create a CPU-accounting group, or None."""
-    with open("/proc/self/cgroup") as handle:
+    with open("/proc/self/cgroup", encoding="utf-8") as handle:
         lines = [line.rstrip("\n").split(":", 2) for line in handle]
     for _, controllers, path in lines:
         if "cpuacct" in controllers.split(","):

@@ -194,7 +194,7 @@ class ContentCache:
     def load_manifest(self, bucket: str, prefix: str) -> dict[str, Any] | None:
         path = self.manifest_path(bucket, prefix)
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
         except (OSError, ValueError):
@@ -471,7 +471,7 @@ def _verify(path: Path, entry: RemoteEntry) -> str | None:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 

@@ -130,7 +130,7 @@ def _parse_manifest(path_text: str, mtime_ns: int, size: int, inode: int) -> dic
     path = Path(path_text)
     root = path.parent
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SourceError(
             f"{root} is not a SmolDataEnvs mirror: it has no {MANIFEST} "

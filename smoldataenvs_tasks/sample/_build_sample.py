@@ -268,7 +268,7 @@ def build_tables(bucket_root: Path, hidden_root: Path) -> None:
     hidden = hidden_root / "sample__retail-orders"
     hidden.mkdir(parents=True, exist_ok=True)
     (hidden / "returns.csv").write_text(
-        "order_id,reason\n" + "".join(f"{o},damaged\n" for o in returned)
+        "order_id,reason\n" + "".join(f"{o},damaged\n" for o in returned), encoding="utf-8"
     )
     put("sample__city-survey", "survey_latin1.csv", _survey(rng))
     xlsx = bucket_root / "sample__quarterly-sales" / "quarterly_sales.xlsx"
@@ -666,7 +666,7 @@ def build(out: Path) -> dict[str, object]:
                 )
                 output = run_command(command, input_dir, workdir)
                 messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
-            written = (workdir / "answer.txt").read_text()
+            written = (workdir / "answer.txt").read_text(encoding="utf-8")
             if written != answer:
                 raise RuntimeError(
                     f"{task.task_id}: agentic gold wrote {written!r}, not {answer!r}"

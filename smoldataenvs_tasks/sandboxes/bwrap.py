@@ -328,7 +328,7 @@ class BwrapSession:
             self.disk_capped = disk.mount_tmpfs(path, size) and self.disk_capped
         self._etc.mkdir(exist_ok=True)
         for name, text in _SYNTHETIC_ETC.items():
-            (self._etc / name).write_text(text)
+            (self._etc / name).write_text(text, encoding="utf-8")
         self.link_inputs(sorted(os.listdir(self.stage_dir)))
         # Matplotlib's font list, built once with the environment: no program pays for it.
         font_cache = self.env_dir / "mplconfig"
@@ -725,7 +725,7 @@ def _kill_namespace_init(status: _Status, bwrap_pid: int) -> None:
         return
     pidfd = os.pidfd_open(child)
     try:
-        with open(f"/proc/{child}/stat") as handle:
+        with open(f"/proc/{child}/stat", encoding="utf-8") as handle:
             parent = int(handle.read().rsplit(")", 1)[1].split()[1])
         if parent == bwrap_pid:  # still bwrap's child, not a recycled pid
             signal.pidfd_send_signal(pidfd, signal.SIGKILL)
@@ -780,7 +780,7 @@ if __name__ == "__main__":
 
     async def _smoke() -> None:
         with tempfile.TemporaryDirectory() as stage:
-            Path(stage, "t.csv").write_text("a\n1\n2\n")
+            Path(stage, "t.csv").write_text("a\n1\n2\n", encoding="utf-8")
             session = await BwrapSession.start(Path(stage))
             try:
                 print(session.info)

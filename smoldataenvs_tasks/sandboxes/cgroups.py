@@ -71,7 +71,7 @@ class _Mount:
 
 def _mounts() -> list[_Mount]:
     mounts = []
-    with open("/proc/self/mountinfo") as handle:
+    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
         for line in handle:
             before, _, after = line.partition(" - ")
             fields, tail = before.split(), after.split()
@@ -87,7 +87,7 @@ def _mounts() -> list[_Mount]:
 def _own_cgroups() -> dict[str, str]:
     """controller-list ("" for v2) -> this process's cgroup path, from /proc/self/cgroup."""
     own = {}
-    with open("/proc/self/cgroup") as handle:
+    with open("/proc/self/cgroup", encoding="utf-8") as handle:
         for line in handle:
             _, controllers, path = line.rstrip("\n").split(":", 2)
             own[controllers] = path
@@ -105,7 +105,7 @@ def _under_mount(mount: _Mount, path: str) -> Path | None:
 def _read_int_field(path: Path, key: str) -> int:
     """A `key value` line of a flat-keyed cgroup file (0 when absent)."""
     try:
-        for line in path.read_text().splitlines():
+        for line in path.read_text(encoding="utf-8").splitlines():
             name, _, value = line.partition(" ")
             if name == key:
                 return int(value)
@@ -115,7 +115,7 @@ def _read_int_field(path: Path, key: str) -> int:
 
 
 def _write(path: Path, value: str) -> None:
-    with open(path, "w") as handle:
+    with open(path, "w", encoding="utf-8") as handle:
         handle.write(value)
 
 
@@ -157,7 +157,7 @@ class SessionCgroup:
 
     def pids(self) -> list[int]:
         try:
-            text = (self._pids_dir / "cgroup.procs").read_text()
+            text = (self._pids_dir / "cgroup.procs").read_text(encoding="utf-8")
         except FileNotFoundError:
             return []
         return [int(pid) for pid in text.split()]
@@ -252,7 +252,7 @@ def _v1_create(name: str, limits: SandboxLimits) -> SessionCgroup:
 
 def _v2_controllers(directory: Path, filename: str) -> set[str]:
     try:
-        return set((directory / filename).read_text().split())
+        return set((directory / filename).read_text(encoding="utf-8").split())
     except OSError:
         return set()
 
@@ -371,7 +371,8 @@ def reap_stale() -> list[str]:
                 if not group.is_dir() or (owner is not None and pid_alive(owner)):
                     continue
                 if owner is None and (
-                    not _OLD_NAME.fullmatch(group.name) or (group / "cgroup.procs").read_text()
+                    not _OLD_NAME.fullmatch(group.name)
+                    or (group / "cgroup.procs").read_text(encoding="utf-8")
                 ):
                     continue  # not ours, or an older version's group still in use
                 with contextlib.suppress(OSError):
@@ -384,7 +385,7 @@ def _empty_and_remove(group: Path, timeout: float = 2.0) -> None:
     """SIGKILL what is left in a dead owner's group (bwrap's --die-with-parent leaves little)."""
     deadline = time.monotonic() + timeout
     while True:
-        pids = [int(pid) for pid in (group / "cgroup.procs").read_text().split()]
+        pids = [int(pid) for pid in (group / "cgroup.procs").read_text(encoding="utf-8").split()]
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)

@@ -107,7 +107,7 @@ def unmount_all(root: Path) -> None:
 
 
 def record_owner(root: Path) -> None:
-    (root / OWNER_FILE).write_text(str(os.getpid()))
+    (root / OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
 
 
 def reap_stale(base: Path | None = None) -> list[str]:
@@ -117,7 +117,7 @@ def reap_stale(base: Path | None = None) -> list[str]:
     removed = []
     for root in base.glob(f"{SESSION_PREFIX}*"):
         try:
-            owner = int((root / OWNER_FILE).read_text())
+            owner = int((root / OWNER_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue  # not ours to judge (an older session, or one still being made)
         if pid_alive(owner):

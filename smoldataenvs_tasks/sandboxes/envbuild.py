@@ -56,7 +56,7 @@ def lock_hash(lock_text: str) -> str:
 
 def env_path(lock_file: Path = LOCK_FILE) -> Path:
     """Where the environment for this lock lives (built or not)."""
-    return cache_root() / "sandbox-env" / lock_hash(lock_file.read_text())
+    return cache_root() / "sandbox-env" / lock_hash(lock_file.read_text(encoding="utf-8"))
 
 
 def is_built(path: Path) -> bool:
@@ -122,13 +122,15 @@ def _point_scripts_at_sandbox_path(env: Path) -> None:
         head = script.read_bytes()[:512]
         if not head.startswith(build_python.encode()):
             continue
-        text = script.read_text()
-        script.write_text(text.replace(build_python, f"#!{ENV_DIR}/bin/python", 1))
+        text = script.read_text(encoding="utf-8")
+        script.write_text(
+            text.replace(build_python, f"#!{ENV_DIR}/bin/python", 1), encoding="utf-8"
+        )
 
 
 def build_env(target: Path, lock_file: Path = LOCK_FILE) -> Path:
     """Build the environment into `target` (which must not exist) atomically."""
-    lock_text = lock_file.read_text()
+    lock_text = lock_file.read_text(encoding="utf-8")
     python = find_system_python(lock_python_minor(lock_text))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".build-{target.name}-", dir=target.parent))
@@ -160,7 +162,7 @@ def build_env(target: Path, lock_file: Path = LOCK_FILE) -> Path:
         if done.returncode != 0:
             raise RuntimeError(f"building Matplotlib's font cache failed: {done.stderr[-2000:]}")
         _point_scripts_at_sandbox_path(staging)
-        (staging / _COMPLETE_MARKER).write_text(lock_hash(lock_text) + "\n")
+        (staging / _COMPLETE_MARKER).write_text(lock_hash(lock_text) + "\n", encoding="utf-8")
         os.rename(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -35,7 +35,7 @@ def test_smoke_mode_grades_every_sample_and_prints_the_ratio_tables(tmp_path):
     for heading in ("| floor", "| harness", "throughput 2 workers / 1 worker", "Targets (issue 8)"):
         assert heading in done.stdout, done.stdout
 
-    measured = json.loads(results.read_text())["measured"]
+    measured = json.loads(results.read_text(encoding="utf-8"))["measured"]
     assert set(measured) == {"bare-p-1", "bare-p-2", "insp-p-bwrap-3-1", "insp-p-bwrap-3-2"}
     for key, entry in measured.items():
         [run] = entry["runs"]

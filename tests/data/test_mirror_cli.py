@@ -62,7 +62,7 @@ def test_mirror_then_env_mirror_gives_the_same_records_and_bytes_with_the_server
 def test_the_mirror_layout_and_manifest(hub_scenario, tmp_path):
     target = tmp_path / "m"
     write_mirror(target, ["eval"])
-    manifest = json.loads((target / "manifest.json").read_text())
+    manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["revision"] == DATASET_REVISION
     assert manifest["splits"]["eval"]["path"] == "data/eval-00000-of-00001.parquet"
     assert (target / "data" / "eval-00000-of-00001.parquet").is_file()
@@ -101,9 +101,9 @@ def test_mirror_max_file_mb_leaves_tables_out_and_says_so(hub_scenario, tmp_path
 def test_mirror_refuses_to_mix_revisions_or_write_into_its_source(hub_scenario, tmp_path):
     target = tmp_path / "m"
     write_mirror(target, ["test"])
-    manifest = json.loads((target / "manifest.json").read_text())
+    manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
     manifest["revision"] = "f" * 40
-    (target / "manifest.json").write_text(json.dumps(manifest))
+    (target / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     try:
         write_mirror(target, ["eval"])
     except SourceError as exc:
@@ -120,7 +120,7 @@ def test_prefetch_cli_summary_and_the_skip_record(hub_scenario, data_env):
     assert "tasks ready: 4 of 6" in result.output
     assert "tables missing: 1 task(s)" in result.output and RETURNS in result.output
     assert "skipped by --max-file-mb 1: 1 task(s)" in result.output and BIG in result.output
-    skipped = json.loads((data_env.cache / "skipped.json").read_text())["tables"]
+    skipped = json.loads((data_env.cache / "skipped.json").read_text(encoding="utf-8"))["tables"]
     assert list(skipped) == ["testowner/kaggle-tables/acme__big/big.csv"]
     as_json = invoke(
         "prefetch", "--split", "eval", "--tier", "easy,hard", "--json", "--max-file-mb", "1"

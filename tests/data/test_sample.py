@@ -68,14 +68,14 @@ def test_exactly_one_sample_table_is_missing_and_that_task_is_ungraded(records):
     assert {k: v for k, v in errors.items() if v} == {
         MISSING: "returns.csv: not found under prefix 'sample__retail-orders'"
     }
-    manifest = json.loads((SAMPLE_DIR / "manifest.json").read_text())
+    manifest = json.loads((SAMPLE_DIR / "manifest.json").read_text(encoding="utf-8"))
     assert list(manifest["missing"]) == [MISSING]
 
 
 def test_the_sample_is_small_and_its_manifest_is_true(records):
     files = [p for p in SAMPLE_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     assert sum(p.stat().st_size for p in files) < 1_000_000
-    manifest = json.loads((SAMPLE_DIR / "manifest.json").read_text())
+    manifest = json.loads((SAMPLE_DIR / "manifest.json").read_text(encoding="utf-8"))
     from smoldataenvs_tasks.data.mirror import verify_mirror
 
     assert verify_mirror(SAMPLE_DIR) == []
@@ -176,7 +176,7 @@ def test_gold_agentic_commands_write_the_gold_answer_when_replayed(records, data
             for call in message.get("tool_calls") or []:
                 command = json.loads(call["function"]["arguments"])["command"]
                 builder.run_command(command, input_dir, workdir, python=sys.executable)
-        assert (workdir / "answer.txt").read_text() == record.answer, record.task_id
+        assert (workdir / "answer.txt").read_text(encoding="utf-8") == record.answer, record.task_id
 
 
 @pytest.mark.slow
@@ -188,6 +188,6 @@ def test_the_build_script_reproduces_the_bundled_rows(tmp_path):
     bundled = pq.read_table(SAMPLE_DIR / "data" / "sample-00000-of-00001.parquet").to_pylist()
     assert fresh == bundled
     for name in ("gold_program.jsonl", "gold_agentic.jsonl"):
-        assert (tmp_path / "replays" / name).read_text() == (
+        assert (tmp_path / "replays" / name).read_text(encoding="utf-8") == (
             SAMPLE_DIR / "replays" / name
-        ).read_text()
+        ).read_text(encoding="utf-8")

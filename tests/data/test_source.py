@@ -80,7 +80,9 @@ def test_sample_split_always_means_the_bundled_mirror(tmp_path, monkeypatch):
 def test_precedence_explicit_mirror_over_env_over_hub(tmp_path, monkeypatch):
     for name in ("explicit", "from-env"):
         (tmp_path / name / "data").mkdir(parents=True)
-        (tmp_path / name / "manifest.json").write_text(f'{{"revision": "{name}"}}')
+        (tmp_path / name / "manifest.json").write_text(
+            f'{{"revision": "{name}"}}', encoding="utf-8"
+        )
     monkeypatch.delenv("SMOLDATAENVS_MIRROR", raising=False)
     assert DataSource.resolve("eval").kind == "hub"
     monkeypatch.setenv("SMOLDATAENVS_MIRROR", str(tmp_path / "from-env"))
@@ -93,7 +95,7 @@ def test_mirror_without_manifest_or_split_is_a_clear_error(tmp_path):
     (tmp_path / "data").mkdir()
     with pytest.raises(SourceError, match=r"no manifest\.json"):
         DataSource.from_mirror(tmp_path)
-    (tmp_path / "manifest.json").write_text('{"revision": "abc"}')
+    (tmp_path / "manifest.json").write_text('{"revision": "abc"}', encoding="utf-8")
     with pytest.raises(SourceError, match="has no split 'test'"):
         DataSource.from_mirror(tmp_path).load_tasks("test")
     with pytest.raises(SourceError, match="does not exist"):
@@ -101,7 +103,7 @@ def test_mirror_without_manifest_or_split_is_a_clear_error(tmp_path):
 
 
 def test_mirror_revision_must_match_a_requested_revision(tmp_path):
-    (tmp_path / "manifest.json").write_text('{"revision": "abc"}')
+    (tmp_path / "manifest.json").write_text('{"revision": "abc"}', encoding="utf-8")
     with pytest.raises(SourceError, match="holds revision abc"):
         DataSource.resolve("eval", mirror=tmp_path, revision="def")
 

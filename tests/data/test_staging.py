@@ -108,7 +108,7 @@ def test_link_inputs_command_links_every_entry_including_odd_names(tmp_path):
     tables_dir.mkdir()
     names = ["orders.csv", "with space.csv", ".hidden.json", "-dash.csv", "über.csv"]
     for name in names:
-        (tables_dir / name).write_text(name)
+        (tables_dir / name).write_text(name, encoding="utf-8")
     result = subprocess.run(
         _host_version(LINK_INPUTS_COMMAND, tables_dir, input_dir), capture_output=True, text=True
     )
@@ -116,9 +116,9 @@ def test_link_inputs_command_links_every_entry_including_odd_names(tmp_path):
     assert sorted(p.name for p in input_dir.iterdir()) == sorted(names)
     for name in names:
         link = input_dir / name
-        assert link.is_symlink() and link.read_text() == name
+        assert link.is_symlink() and link.read_text(encoding="utf-8") == name
     # programs may write beside the tables (the input dir is writable)
-    (input_dir / "scratch.txt").write_text("ok")
+    (input_dir / "scratch.txt").write_text("ok", encoding="utf-8")
 
 
 def test_link_inputs_command_on_an_empty_stage_makes_an_empty_input_dir(tmp_path):
@@ -189,7 +189,7 @@ def test_link_inputs_script_links_exactly_the_named_tables(tmp_path):
     tables_dir, input_dir = tmp_path / "tables", tmp_path / "input"
     tables_dir.mkdir()
     for name in ("keep it.csv", "other.csv"):
-        (tables_dir / name).write_text(name)
+        (tables_dir / name).write_text(name, encoding="utf-8")
     argv = _host_version(link_inputs_script(["keep it.csv"]), tables_dir, input_dir)
     assert subprocess.run(argv).returncode == 0
     assert [p.name for p in input_dir.iterdir()] == ["keep it.csv"]
@@ -200,7 +200,7 @@ def test_cleanup_removes_old_stage_dirs_of_dead_processes_only(data_env):
     root = mine.parent
     dead = root / "20200101T000000-otherhost-p1-deadbeef"  # pid 1 lives here, not there
     dead.mkdir()
-    (dead / "x.csv").write_text("x")
+    (dead / "x.csv").write_text("x", encoding="utf-8")
     old = time.time() - 10 * 86400
     os.utime(dead, (old, old))
     os.utime(mine, (old, old))

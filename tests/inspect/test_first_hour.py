@@ -97,7 +97,7 @@ def test_the_options_are_checked_before_the_data_is_read(tmp_path):
 
 
 def test_a_corrupt_mirror_manifest_is_one_line(tmp_path):
-    (tmp_path / "manifest.json").write_text("{not json")
+    (tmp_path / "manifest.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(PrerequisiteError, match=r"cannot read .*manifest\.json"):
         smoldataenvs_program(split="test", mirror=str(tmp_path), sandbox="bwrap")
 
@@ -124,7 +124,7 @@ def test_inspects_sandbox_option_is_refused_before_anything_starts(tmp_path, fla
 
 def test_a_bad_replay_file_is_one_line_naming_it(tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text("not json\n")
+    bad.write_text("not json\n", encoding="utf-8")
     done = _cli(
         "smoldataenvs_tasks/smoldataenvs_program", "-T", "split=sample",
         "--model", "replay/x", "-M", f"path={bad}", cwd=tmp_path,
@@ -147,12 +147,16 @@ def test_offline_without_a_cache_says_what_to_run_on_a_networked_machine(tmp_pat
 
 def test_the_headline_split_is_the_default_and_lm_evals_group():
     assert HEADLINE_SPLIT == "test"
-    group = yaml.safe_load((TASKS_DIR / "smoldataenvs" / "smoldataenvs_program.yaml").read_text())
+    group = yaml.safe_load(
+        (TASKS_DIR / "smoldataenvs" / "smoldataenvs_program.yaml").read_text(encoding="utf-8")
+    )
     assert group["task"] == [f"smoldataenvs_program_{HEADLINE_SPLIT}"]
 
 
 def test_pass_k_samples_like_lm_evals_pass4_tasks(tmp_path):
-    text = (TASKS_DIR / "smoldataenvs" / "_smoldataenvs_program_pass4_common").read_text()
+    text = (TASKS_DIR / "smoldataenvs" / "_smoldataenvs_program_pass4_common").read_text(
+        encoding="utf-8"
+    )
     lm_eval_temperature = yaml.safe_load(text.replace("!function ", ""))["generation_kwargs"][
         "temperature"
     ]

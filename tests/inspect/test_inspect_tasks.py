@@ -91,7 +91,11 @@ def test_program_metrics_are_grouped_by_tier_and_reward_mode(tmp_path):
 
 
 def test_agentic_gold_in_sft_format_scores_one(tmp_path):
-    rows = [json.loads(line) for line in GOLD_AGENTIC.read_text().splitlines() if line.strip()]
+    rows = [
+        json.loads(line)
+        for line in GOLD_AGENTIC.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     commands = [
         json.loads(call["function"]["arguments"])["command"]
         for row in rows
@@ -303,7 +307,11 @@ def test_ids_with_slashes_survive_the_log_and_sample_lookup(tmp_path):
 
 def test_eval_retry_reruns_the_failed_sample(tmp_path):
     replay = tmp_path / "partial.jsonl"
-    gold = [json.loads(line) for line in GOLD_PROGRAM.read_text().splitlines() if line.strip()]
+    gold = [
+        json.loads(line)
+        for line in GOLD_PROGRAM.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     keep = [row for row in gold if row["task_id"] != REVENUE_TASK]
     write_jsonl(replay, keep)
     [log] = inspect_eval(

@@ -65,7 +65,7 @@ def _yaml(name: str) -> dict:
         pass
 
     Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
-    return yaml.load((TASKS_DIR / "smoldataenvs" / name).read_text(), Loader=Loader)
+    return yaml.load((TASKS_DIR / "smoldataenvs" / name).read_text(encoding="utf-8"), Loader=Loader)
 
 
 def test_the_groups_are_the_headline_split_and_no_tag_mixes_splits():

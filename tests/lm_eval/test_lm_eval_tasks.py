@@ -127,7 +127,9 @@ def test_pass4_variant_keeps_all_four_replies(tmp_path):
 
 
 def test_results_record_revision_and_grader_version_and_yaml_matches_code():
-    common = (TASKS_DIR / "smoldataenvs" / "_smoldataenvs_program_common").read_text()
+    common = (TASKS_DIR / "smoldataenvs" / "_smoldataenvs_program_common").read_text(
+        encoding="utf-8"
+    )
     meta = yaml.safe_load(common.replace("!function", ""))["metadata"]
     assert meta["grader_version"] == GRADER_VERSION
     assert meta["dataset_revision"] == DATASET_REVISION
@@ -173,10 +175,10 @@ def test_console_script_writes_results_and_verdicts(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     [results_file] = list((tmp_path / "out").rglob("results_*.json"))
-    data = json.loads(results_file.read_text())
+    data = json.loads(results_file.read_text(encoding="utf-8"))
     assert data["results"]["smoldataenvs_program_sample"]["pass@1,verdicts"] == 1.0
     [verdicts_file] = list((tmp_path / "out").rglob("verdicts_*.jsonl"))
-    rows = [json.loads(line) for line in verdicts_file.read_text().splitlines()]
+    rows = [json.loads(line) for line in verdicts_file.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 10
     assert {row["verdict"]["category"] for row in rows} == {"correct", "ungraded"}
     # lm-eval's "over-weighted" warning, on every run, is one line of ours saying why

@@ -135,7 +135,7 @@ def test_report_of_a_regraded_run_shows_pass1_under_both_profiles(
     assert invoke("regrade", str(inspect_default_log), "--out", str(out)).exit_code == 0
     result = invoke("report", str(out), "--out", str(tmp_path / "report"))
     assert result.exit_code == 0, result.output
-    sub = json.loads((tmp_path / "report" / "submission.json").read_text())
+    sub = json.loads((tmp_path / "report" / "submission.json").read_text(encoding="utf-8"))
     graded = [t for t in HEDGED if expected_reward(HEDGED[t]) is not None]
     default_pass1 = sum(expected_reward(HEDGED[t]) for t in graded) / len(graded)
     strict_pass1 = sum(expected_strict(t)[0] for t in graded) / len(graded)
@@ -147,7 +147,7 @@ def test_report_of_a_regraded_run_shows_pass1_under_both_profiles(
     assert by_grader["default"] == sub["pass@1"]
     assert by_grader["strict"]["value"] == pytest.approx(strict_pass1)
     assert by_grader["strict"]["n_tasks"] == len(graded)
-    markdown = (tmp_path / "report" / "report.md").read_text()
+    markdown = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
     assert "| grader: strict |" in markdown
     assert f"strict {strict_pass1:.3f}" in result.output
 
@@ -177,5 +177,5 @@ def test_lm_eval_metadata_grader_strict_and_regrade_of_its_output_folder(
     assert outcomes(regraded, "strict") == outcomes(strict_run, "strict")
     report = invoke("report", str(regraded_dir), "--out", str(tmp_path / "report"))
     assert report.exit_code == 0, report.output
-    sub = json.loads((tmp_path / "report" / "submission.json").read_text())
+    sub = json.loads((tmp_path / "report" / "submission.json").read_text(encoding="utf-8"))
     assert set(sub["pass@1_by_grader"]) == {"default", "strict"}

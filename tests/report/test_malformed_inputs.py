@@ -73,7 +73,7 @@ def save(sub: Any, path: Path, *, rehash: bool = True) -> Path:
 
 def test_deeply_nested_json_is_one_line_not_a_recursion_error(tmp_path):
     deep = tmp_path / "deep.json"
-    deep.write_text("[" * 100_000 + "]" * 100_000)
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
     for command in (["verify"], ["leaderboard", "--out", str(tmp_path / "lb")]):
         result = run(*command, str(deep))
         assert_no_traceback(result, "deep")
@@ -107,7 +107,10 @@ def test_nan_and_a_reward_of_2_name_their_field(gold_submission, tmp_path):
     result = run("verify", str(save(sub, tmp_path / "two.json")))
     assert result.exit_code == 2 and "tasks[0].attempts[0].reward" in result.output
     nan = tmp_path / "nan.json"
-    nan.write_text(gold_submission.read_text().replace('"n_tasks": 10', '"n_tasks": NaN', 1))
+    nan.write_text(
+        gold_submission.read_text(encoding="utf-8").replace('"n_tasks": 10', '"n_tasks": NaN', 1),
+        encoding="utf-8",
+    )
     result = run("verify", str(nan))
     assert result.exit_code == 2 and "NaN is not a JSON number" in result.output
 

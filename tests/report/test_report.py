@@ -458,7 +458,9 @@ def test_lm_eval_repeats_give_pass_at_k(lm_eval_pass4_dir, tmp_path):
         assert_estimate(sub["pass@k"][str(k)], expected, len(graded))
     # lm-eval's own pass@4 metric agrees
     (results_file,) = lm_eval_pass4_dir.rglob("results_*.json")
-    metrics = json.loads(results_file.read_text())["results"]["smoldataenvs_program_sample_pass4"]
+    metrics = json.loads(results_file.read_text(encoding="utf-8"))["results"][
+        "smoldataenvs_program_sample_pass4"
+    ]
     assert metrics["pass@4,verdicts"] == pytest.approx(sub["pass@k"]["4"]["value"])
     assert metrics["pass@1,verdicts"] == pytest.approx(sub["pass@1"]["value"])
     assert sub["failures"]["n_attempts"] == 4 * len(MIXED)
@@ -478,7 +480,7 @@ def test_report_of_a_directory_of_different_splits_needs_split(inspect_mixed_log
 
 def test_report_of_a_file_that_is_not_a_run_is_a_clear_error(tmp_path):
     stray = tmp_path / "notes.txt"
-    stray.write_text("hello")
+    stray.write_text("hello", encoding="utf-8")
     result = CliRunner().invoke(main, ["report", str(stray), "--out", str(tmp_path / "r")])
     assert result.exit_code != 0
     assert "not an Inspect log" in result.output

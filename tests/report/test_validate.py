@@ -108,9 +108,11 @@ def cache_without_pandas(tmp_path, monkeypatch) -> Path:
     cache = tmp_path / "cache"
     monkeypatch.setenv("SMOLDATAENVS_CACHE", str(cache))
     env = env_path()
-    python = Path(f"/usr/bin/python{lock_python_minor(LOCK_FILE.read_text())}")
+    python = Path(f"/usr/bin/python{lock_python_minor(LOCK_FILE.read_text(encoding='utf-8'))}")
     subprocess.run([str(python), "-m", "venv", "--without-pip", str(env)], check=True)
-    (env / ".smoldataenvs-env-complete").write_text("a venv without the locked libraries\n")
+    (env / ".smoldataenvs-env-complete").write_text(
+        "a venv without the locked libraries\n", encoding="utf-8"
+    )
     monkeypatch.delenv("SMOLDATAENVS_CACHE")
     return cache
 

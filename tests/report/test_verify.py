@@ -124,11 +124,11 @@ def test_other_pins_than_this_package_fail(mixed_submission, tmp_path, field, va
 
 def test_a_file_that_is_not_a_submission_is_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "bad.json"
-    bad.write_text("[1, 2]")
+    bad.write_text("[1, 2]", encoding="utf-8")
     result = invoke("verify", str(bad))
     assert result.exit_code == 2 and "not a submission" in result.output
     assert len(result.output.strip().splitlines()) == 1
     older = tmp_path / "older.json"
-    older.write_text(json.dumps({"format": "smoldataenvs-submission/2"}))
+    older.write_text(json.dumps({"format": "smoldataenvs-submission/2"}), encoding="utf-8")
     result = invoke("verify", str(older))
     assert result.exit_code == 2 and "expected 'smoldataenvs-submission/3'" in result.output

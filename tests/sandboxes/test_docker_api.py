@@ -64,9 +64,11 @@ def test_a_docker_context_keeps_the_cli(clean_engine_env: Path, monkeypatch) -> 
     monkeypatch.delenv("DOCKER_CONTEXT")
     config = Path(os.environ["DOCKER_CONFIG"])
     config.mkdir()
-    (config / "config.json").write_text(json.dumps({"currentContext": "build-box"}))
+    (config / "config.json").write_text(
+        json.dumps({"currentContext": "build-box"}), encoding="utf-8"
+    )
     assert api.local_socket() is None
-    (config / "config.json").write_text(json.dumps({"currentContext": "default"}))
+    (config / "config.json").write_text(json.dumps({"currentContext": "default"}), encoding="utf-8")
     monkeypatch.setattr(api, "DEFAULT_SOCKET", str(clean_engine_env))
     assert api.local_socket() == str(clean_engine_env)
 

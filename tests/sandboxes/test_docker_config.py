@@ -45,7 +45,7 @@ def tmpfs_sizes(service: dict[str, Any]) -> dict[str, int]:
 
 
 def load(name: str) -> dict[str, Any]:
-    return yaml.safe_load((docker_mod.RESOURCES / name).read_text())
+    return yaml.safe_load((docker_mod.RESOURCES / name).read_text(encoding="utf-8"))
 
 
 def run_flags(limits: Any) -> dict[str, list[str]]:
@@ -149,7 +149,7 @@ def test_content_tag_follows_every_file_in_the_build_context(
 def test_dockerfile_env_mirrors_the_sandbox_env() -> None:
     from smoldataenvs_tasks.contract import SANDBOX_ENV
 
-    text = (docker_mod.RESOURCES / "Dockerfile").read_text()
+    text = (docker_mod.RESOURCES / "Dockerfile").read_text(encoding="utf-8")
     env_block = text[text.index("ENV PATH=") :].split("\nUSER")[0]
     pairs = dict(re.findall(r"(\w+)=(\S+)", env_block))
     assert pairs == SANDBOX_ENV
@@ -177,7 +177,7 @@ def _render(template: str) -> str:
 
 def test_k8s_values_stage_like_the_remote_compose_file() -> None:
     values = load("values.yaml")
-    compose_text = (docker_mod.RESOURCES / "compose.remote.yaml").read_text()
+    compose_text = (docker_mod.RESOURCES / "compose.remote.yaml").read_text(encoding="utf-8")
     metadata_keys = {k.lower() for k in re.findall(r"SAMPLE_METADATA_(\w+?):-", compose_text)}
     assert metadata_keys == {"hf_bucket", "bucket_prefix", "files", "mirror_url", "table_sha256"}
     job, policy = (yaml.safe_load(_render(r)) for r in values["additionalResources"])

@@ -92,7 +92,7 @@ def test_python_and_libraries_are_the_locked_set(docker_ready: None) -> None:
     assert result.returncode == 0, result.stderr
     version, *frozen = result.stdout.splitlines()
     assert version == "(3, 11)"
-    lock = (docker_mod.RESOURCES / "requirements.lock").read_text().splitlines()
+    lock = (docker_mod.RESOURCES / "requirements.lock").read_text(encoding="utf-8").splitlines()
 
     def normalise(lines: list[str]) -> set[str]:
         return {

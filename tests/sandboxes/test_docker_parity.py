@@ -56,7 +56,9 @@ FAILURE_REPLIES = {
 
 def gold_replies() -> dict[str, str]:
     replies = {}
-    for line in (SAMPLE_DIR / "replays" / "gold_program.jsonl").read_text().splitlines():
+    for line in (
+        (SAMPLE_DIR / "replays" / "gold_program.jsonl").read_text(encoding="utf-8").splitlines()
+    ):
         row = json.loads(line)
         replies[row["task_id"]] = [m for m in row["messages"] if m["role"] == "assistant"][-1][
             "content"

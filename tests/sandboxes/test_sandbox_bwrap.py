@@ -164,7 +164,7 @@ async def test_files_map_to_the_session_dirs(bwrap_session: BwrapSession) -> Non
     await bwrap_session.write_file("/workdir/answer.txt", "42")
     await bwrap_session.write_file("/tmp/a/b/c.txt", b"\x00bytes")
     await bwrap_session.write_file("notes.txt", "relative goes to the input dir")
-    assert (bwrap_session.workdir / "answer.txt").read_text() == "42"
+    assert (bwrap_session.workdir / "answer.txt").read_text(encoding="utf-8") == "42"
     assert (bwrap_session.tmp / "a" / "b" / "c.txt").read_bytes() == b"\x00bytes"
     assert (bwrap_session.home / "input" / "notes.txt").exists()
     seen = await bwrap_session.exec(["cat", "/workdir/answer.txt", "notes.txt"], timeout=30)
@@ -209,7 +209,7 @@ async def test_symlink_swapped_in_by_a_program_is_never_followed_on_the_host(
     # A link into /tmp means the SANDBOX's /tmp, as it would for a program.
     os.symlink("/tmp/t", bwrap_session.workdir / "to-tmp")
     await bwrap_session.write_file("/workdir/to-tmp/y.txt", "in the session's tmp")
-    assert (bwrap_session.tmp / "t" / "y.txt").read_text() == "in the session's tmp"
+    assert (bwrap_session.tmp / "t" / "y.txt").read_text(encoding="utf-8") == "in the session's tmp"
     # A link to a file elsewhere in the sandbox is followed the sandbox's way.
     os.symlink("/workdir/d.old/x.txt", bwrap_session.workdir / "alias.txt")
     assert await bwrap_session.read_file("/workdir/alias.txt") == b"inside"

@@ -41,15 +41,19 @@ def _in_group(group: cgroups.SessionCgroup, code: str, python: bool = False) -> 
 
 def test_limits_are_written(group: cgroups.SessionCgroup) -> None:
     if group.mode is cgroups.Enforcement.CGROUP_V1:
-        assert (group.dirs["pids"] / "pids.max").read_text().strip() == "8"
-        memory = (group.dirs["memory"] / "memory.limit_in_bytes").read_text().strip()
+        assert (group.dirs["pids"] / "pids.max").read_text(encoding="utf-8").strip() == "8"
+        memory = (
+            (group.dirs["memory"] / "memory.limit_in_bytes").read_text(encoding="utf-8").strip()
+        )
         assert int(memory) == 256 * MiB
         if "cpu" in group.dirs:
-            assert (group.dirs["cpu"] / "cpu.cfs_quota_us").read_text().strip() == "50000"
+            assert (group.dirs["cpu"] / "cpu.cfs_quota_us").read_text(
+                encoding="utf-8"
+            ).strip() == "50000"
     else:
         unified = group.dirs["unified"]
-        assert (unified / "pids.max").read_text().strip() == "8"
-        assert int((unified / "memory.max").read_text()) == 256 * MiB
+        assert (unified / "pids.max").read_text(encoding="utf-8").strip() == "8"
+        assert int((unified / "memory.max").read_text(encoding="utf-8")) == 256 * MiB
 
 
 def test_launcher_puts_the_process_in_the_groups(group: cgroups.SessionCgroup) -> None:

@@ -17,7 +17,7 @@ from smoldataenvs_tasks.sandboxes.cli import sandbox
 
 
 def test_lock_names_its_python_minor() -> None:
-    text = envbuild.LOCK_FILE.read_text()
+    text = envbuild.LOCK_FILE.read_text(encoding="utf-8")
     assert envbuild.lock_python_minor(text) == "3.11"
     with pytest.raises(ValueError, match=r"Python 3\.N"):
         envbuild.lock_python_minor("pandas==1.0\n")
@@ -46,7 +46,7 @@ def test_built_environment_is_complete() -> None:
     assert (path / "bin" / "python3").resolve().is_relative_to("/usr")
     assert (path / "mplconfig").is_dir()
     # Console scripts name the interpreter where sandboxes see it, not the build directory.
-    pip = (path / "bin" / "pip").read_text().splitlines()[0]
+    pip = (path / "bin" / "pip").read_text(encoding="utf-8").splitlines()[0]
     assert pip.startswith("#!/opt/smoldata-env/bin/python")
 
 
@@ -55,8 +55,10 @@ def test_failed_build_leaves_nothing_behind(tmp_path: Path) -> None:
     if not Path("/usr/bin/python3.11").exists():
         pytest.skip("no Debian python3.11 here")
     lock = tmp_path / "requirements.lock"
-    lock.write_text("# Python 3.11\n--no-index\nsmoldataenvs-no-such-package==0.0.1\n")
-    target = tmp_path / "envs" / envbuild.lock_hash(lock.read_text())
+    lock.write_text(
+        "# Python 3.11\n--no-index\nsmoldataenvs-no-such-package==0.0.1\n", encoding="utf-8"
+    )
+    target = tmp_path / "envs" / envbuild.lock_hash(lock.read_text(encoding="utf-8"))
     with pytest.raises(RuntimeError, match="pip install"):
         envbuild.build_env(target, lock)
     assert not target.exists()

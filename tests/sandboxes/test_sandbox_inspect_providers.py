@@ -236,7 +236,7 @@ def test_containers_of_a_killed_eval_are_removed_by_cleanup(
     require_kind("docker")
     started = tmp_path / "started"
     script = tmp_path / "hang.py"
-    script.write_text(_HANGING_EVAL)
+    script.write_text(_HANGING_EVAL, encoding="utf-8")
     child = subprocess.Popen(
         [sys.executable, str(script), str(started), str(tmp_path / "logs")],
         stdout=subprocess.DEVNULL,

@@ -48,7 +48,7 @@ async def test_local_runs_programs_against_relocated_contract_paths(
         assert total == "42"
         assert cwd == str(session.input_dir)
         assert prefix == str(session.env_dir)  # the locked environment, not the harness's
-        assert (session.root / "workdir" / "answer.txt").read_text() == "42"
+        assert (session.root / "workdir" / "answer.txt").read_text(encoding="utf-8") == "42"
         assert await session.read_file("/workdir/answer.txt") == b"42"
     finally:
         await session.close()

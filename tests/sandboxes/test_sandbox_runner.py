@@ -164,7 +164,9 @@ async def test_sandbox_without_python_is_a_sandbox_failure(tmp_path: Path) -> No
             program_path=str(tmp_path / "solve.py"),
             cwd=str(tmp_path),
         )
-    assert (tmp_path / "solve.py").read_text() == "print(1)\n"  # written, then not runnable
+    assert (tmp_path / "solve.py").read_text(
+        encoding="utf-8"
+    ) == "print(1)\n"  # written, then not runnable
 
 
 def test_program_argv_runs_the_contract_file_under_timeout() -> None:

@@ -25,7 +25,10 @@ def test_syscall_numbers_are_the_kernels_own(machine):
     header, pattern = HEADERS[machine]
     if not header.exists():
         pytest.skip(f"no {header} here")
-    kernel = {name: int(number) for name, number in re.findall(pattern, header.read_text())}
+    kernel = {
+        name: int(number)
+        for name, number in re.findall(pattern, header.read_text(encoding="utf-8"))
+    }
     _, ours = seccomp._table(machine)
     assert {name: kernel.get(name) for name in ours} == ours
     # Every denied call this architecture has is in the table (an absent one is not a call here).

@@ -61,7 +61,7 @@ def test_base_names_found_top_level_then_by_listing(hub: FakeHub, tmp_path: Path
     assert code == 0
     assert staged(dest) == {"orders.csv": b"id,units\n1,5\n", "customers.csv": b"cid\n7\n"}
     assert all(not (p.stat().st_mode & 0o222) for p in dest.iterdir())  # read-only
-    summary = json.loads((dest / ".smoldata-staged").read_text())
+    summary = json.loads((dest / ".smoldata-staged").read_text(encoding="utf-8"))
     assert {s["path"] for s in summary["staged"]} == {"orders.csv", "extra/customers.csv"}
 
 

@@ -194,7 +194,7 @@ PROGRAMS = {
 
 def _run(tmp_path: Path, name: str, source: str) -> tuple[str, str]:
     path = tmp_path / f"{name}.py"
-    path.write_text(source)
+    path.write_text(source, encoding="utf-8")
     done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True)
     return done.stderr, str(path)
 

@@ -41,7 +41,7 @@ def _real_crash(tmp_path: Path, source: str, stdout_first: str = "") -> ProgramO
     from smoldataenvs_tasks.scorers.answers import exception_name_from_stderr, is_syntax_error
 
     path = tmp_path / "solve.py"
-    path.write_text(source)
+    path.write_text(source, encoding="utf-8")
     done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True)
     if is_syntax_error(done.stderr, program_path=str(path)):
         failure, detail = Category.SYNTAX_ERROR, None

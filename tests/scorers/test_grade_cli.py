@@ -49,7 +49,8 @@ def test_grader_strict_grades_every_row_of_a_file(tmp_path: Path) -> None:
         json.dumps({"gold": "5", "candidate": "1 2 3 4 5"})
         + "\n"
         + json.dumps({"gold": "1/2", "candidate": "0.5"})
-        + "\n"
+        + "\n",
+        encoding="utf-8",
     )
     result = _invoke("--file", str(rows), "--grader", "strict", "--json")
     lines = [json.loads(line) for line in result.output.splitlines()]
@@ -93,7 +94,8 @@ def test_file_prints_a_summary_by_method(tmp_path: Path) -> None:
                 {"gold": "1/2", "candidate": "0.5"},
             ]
         )
-        + "\n\n"
+        + "\n\n",
+        encoding="utf-8",
     )
     result = _invoke("--file", str(rows))
     assert result.exit_code == 0, result.output
@@ -105,7 +107,9 @@ def test_file_prints_a_summary_by_method(tmp_path: Path) -> None:
 
 def test_file_json_output(tmp_path: Path) -> None:
     rows = tmp_path / "rows.jsonl"
-    rows.write_text('{"gold": "a, b", "candidate": "b, a", "reward_mode": "list"}\n')
+    rows.write_text(
+        '{"gold": "a, b", "candidate": "b, a", "reward_mode": "list"}\n', encoding="utf-8"
+    )
     result = _invoke("--file", str(rows), "--json")
     lines = [json.loads(line) for line in result.output.splitlines()]
     assert lines[0] == {"line": 1, "reward": 1.0, "method": "list"}
@@ -132,7 +136,7 @@ def test_file_json_output(tmp_path: Path) -> None:
 )
 def test_bad_rows_name_their_line(tmp_path: Path, content: str, message: str) -> None:
     rows = tmp_path / "rows.jsonl"
-    rows.write_text(content)
+    rows.write_text(content, encoding="utf-8")
     result = CliRunner().invoke(main, ["grade", "--file", str(rows)])
     assert result.exit_code == 2  # bad input
     assert message in result.output
@@ -158,7 +162,7 @@ def test_bundled_examples_walk_every_rung(short_symbolic_deadline: float) -> Non
         "miss",
     ):
         assert summary.get(method, 0) >= 1, method
-    assert summary["rows"] == len(_examples_path().read_text().splitlines())
+    assert summary["rows"] == len(_examples_path().read_text(encoding="utf-8").splitlines())
 
 
 def test_console_entry_point_runs_in_a_fresh_interpreter() -> None:

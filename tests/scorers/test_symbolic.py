@@ -172,7 +172,8 @@ def test_interpreter_exits_promptly_with_a_call_in_flight(tmp_path: Path) -> Non
             time.sleep(0.5)
             print(" ".join(map(str, pool.live_pids())), flush=True)
             """
-        )
+        ),
+        encoding="utf-8",
     )
     started = time.monotonic()
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
@@ -201,7 +202,8 @@ def test_workers_die_with_a_killed_parent(tmp_path: Path) -> None:
             print(" ".join(map(str, pool.live_pids())), flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
             """
-        )
+        ),
+        encoding="utf-8",
     )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     pids = [int(p) for p in done.stdout.split()]
@@ -214,7 +216,7 @@ def test_workers_die_with_a_killed_parent(tmp_path: Path) -> None:
 
 def _alive(pid: int) -> bool:
     try:
-        with open(f"/proc/{pid}/stat") as fh:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
             state = fh.read().rsplit(")", 1)[1].split()[0]
     except (FileNotFoundError, ProcessLookupError):
         return False

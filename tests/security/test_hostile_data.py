@@ -116,10 +116,10 @@ def test_a_same_size_edit_of_a_mirror_table_is_ungraded_table_corrupt(mirror, tm
 
 def test_the_log_records_the_sha256_of_the_bytes_staged(mirror, tmp_path):
     # a manifest that vouches for sizes only: the log must still say which bytes were read
-    manifest = json.loads((mirror / "manifest.json").read_text())
+    manifest = json.loads((mirror / "manifest.json").read_text(encoding="utf-8"))
     for info in manifest["files"].values():
         info.pop("sha256")
-    (mirror / "manifest.json").write_text(json.dumps(manifest))
+    (mirror / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     path = table_path(mirror, ORDERS_PREFIX, "orders.csv")
     score = inspect_run(mirror, tmp_path, sandbox="bwrap")
     assert score.value == 1.0

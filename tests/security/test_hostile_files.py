@@ -103,7 +103,7 @@ async def test_symlinks_cannot_reach_outside_for_the_harness(
     """The program plants links; the harness then reads and writes through them."""
     marker = f"HOST-SECRET-{uuid.uuid4().hex}"
     secret = tmp_path / "host-secret.txt"
-    secret.write_text(marker)
+    secret.write_text(marker, encoding="utf-8")
     host_dir = tmp_path / "host-dir"
     host_dir.mkdir()
     plant = f"""
@@ -149,7 +149,7 @@ for name in ('secret', 'up'):
         except (OSError, ValueError):
             pass
     assert list(host_dir.iterdir()) == []
-    assert secret.read_text() == marker
+    assert secret.read_text(encoding="utf-8") == marker
 
 
 async def test_another_samples_directories_are_invisible(

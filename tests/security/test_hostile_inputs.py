@@ -75,11 +75,11 @@ def test_a_log_named_otherwise_in_a_directory_is_read_not_skipped(json_log, tmp_
     logs = tmp_path / "logs"
     logs.mkdir()
     shutil.copy(json_log, logs / "my-run.json")
-    (logs / "notes.json").write_text(json.dumps({"these": "are not a log"}))
+    (logs / "notes.json").write_text(json.dumps({"these": "are not a log"}), encoding="utf-8")
     # a one-task run: partial, which is not what this test is about
     result = invoke("report", str(logs), "--out", str(tmp_path / "r"), "--allow-partial")
     assert result.exit_code == 0, result.output
-    submission = json.loads((tmp_path / "r" / "submission.json").read_text())
+    submission = json.loads((tmp_path / "r" / "submission.json").read_text(encoding="utf-8"))
     assert submission["n_tasks"] == 1
 
 
@@ -114,7 +114,7 @@ def test_report_on_lm_eval_output_with_a_binary_verdicts_file_names_it(tmp_path)
     stamp = "2026-01-01T00-00-00.000000"
     config = {"metadata": {}, "dataset_kwargs": {"split": "sample"}}
     results = {"configs": {"smoldataenvs_program_sample": config}, "config": {"model": "x"}}
-    (out / f"results_{stamp}.json").write_text(json.dumps(results))
+    (out / f"results_{stamp}.json").write_text(json.dumps(results), encoding="utf-8")
     (out / f"verdicts_{stamp}.jsonl").write_bytes(BINARY)
     one_line_exit_2(
         invoke("report", str(tmp_path / "out"), "--out", str(tmp_path / "r")),
@@ -194,7 +194,7 @@ def test_grade_refuses_meaningless_tolerances_on_the_command_line(args, fragment
 )
 def test_grade_file_refuses_the_same_with_one_line(tmp_path, content, fragment):
     rows = tmp_path / "rows.jsonl"
-    rows.write_text(content)
+    rows.write_text(content, encoding="utf-8")
     one_line_exit_2(invoke("grade", "--file", str(rows)), fragment)
 
 

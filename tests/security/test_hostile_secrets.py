@@ -89,7 +89,7 @@ async def test_ssh_key_in_home_and_etc_shadow_are_unreadable(
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     key = home / ".ssh" / "id_rsa"
-    key.write_text(f"-----BEGIN OPENSSH PRIVATE KEY-----\n{marker}\n")
+    key.write_text(f"-----BEGIN OPENSSH PRIVATE KEY-----\n{marker}\n", encoding="utf-8")
     # The cache location must not move with HOME (it holds the built sandbox environment).
     monkeypatch.setenv("SMOLDATAENVS_CACHE", str(cache_root()))
     monkeypatch.setenv("HOME", str(home))

@@ -237,7 +237,7 @@ async def test_keyring_writes_fail_and_leave_nothing_in_the_hosts_keys(session):
     tried = json.loads(result.stdout.strip().splitlines()[-1])
     assert {"@u", "@us", "@s"} <= set(tried)
     assert tried == dict.fromkeys(tried, EPERM)
-    assert "smoldataenvs-probe" not in Path("/proc/keys").read_text()
+    assert "smoldataenvs-probe" not in Path("/proc/keys").read_text(encoding="utf-8")
 
 
 async def test_dev_shm_is_capped(session):

@@ -102,7 +102,9 @@ def gold_programs() -> dict[str, str]:
     from smoldataenvs_tasks.data.source import SAMPLE_DIR
 
     replies = {}
-    for line in (SAMPLE_DIR / "replays" / "gold_program.jsonl").read_text().splitlines():
+    for line in (
+        (SAMPLE_DIR / "replays" / "gold_program.jsonl").read_text(encoding="utf-8").splitlines()
+    ):
         row = json.loads(line)
         replies[row["task_id"]] = [m for m in row["messages"] if m["role"] == "assistant"][-1][
             "content"
