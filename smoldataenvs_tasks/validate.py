@@ -313,13 +313,16 @@ def validate_split(
         result.python = asyncio.run(probe_environment(result.sandbox))
     if not pairs:
         return result
-    options = {"sandbox": result.sandbox, "mirror": mirror, "revision": revision}
     if agentic:
         verdicts = _replay_agentic(
-            pairs, replay=replay, split=split, concurrency=concurrency, **options
-        )
+            pairs, replay=replay, split=split, concurrency=concurrency,
+            sandbox=result.sandbox, mirror=mirror, revision=revision,
+        )  # fmt: skip
     else:
-        verdicts = _replay_programs(pairs, concurrency=concurrency, **options)
+        verdicts = _replay_programs(
+            pairs, concurrency=concurrency, sandbox=result.sandbox, mirror=mirror,
+            revision=revision,
+        )  # fmt: skip
     result.results = [
         TaskResult(record.task_id, record.difficulty_tier, record.answer, verdict)
         for (record, _), verdict in zip(pairs, verdicts, strict=True)
@@ -368,6 +371,13 @@ def render_validation(result: ValidationResult) -> str:
     else:
         lines.append("PASSED" if result.passed else "FAILED: below --min-rate")
     return "\n".join(lines)
+
+
+class _BadInput(click.ClickException):
+    """Bad input to `validate`: one line, exit code 2 (as a broken environment: nothing was
+    certified)."""
+
+    exit_code = 2
 
 
 @click.command("validate")
@@ -429,9 +439,7 @@ def validate_command(
         sys.exit(2)
     except (ReplayFormatError, SourceError, ValidationInputError) as exc:
         # bad input: one line, exit code 2 (as a broken environment: nothing was certified)
-        error = click.ClickException(str(exc))
-        error.exit_code = 2
-        raise error from None
+        raise _BadInput(str(exc)) from None
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:

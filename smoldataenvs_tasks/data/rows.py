@@ -25,7 +25,7 @@ import re
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from smoldataenvs_tasks._pins import DEFAULT_HF_BUCKET, KNOWN_REWARD_MODES
 from smoldataenvs_tasks.contract import base_name_problem
@@ -303,8 +303,12 @@ class TaskRecord:
                 _text(task_id, doc.get("difficulty_tier"), "difficulty_tier", required=False) or ""
             ),
             files=_files(task_id, doc.get("files")),
-            hf_bucket=DEFAULT_HF_BUCKET if _is_missing(bucket) or bucket == "" else bucket,
-            bucket_prefix="" if _is_missing(prefix) else prefix,
+            # Whatever their type, _validate (__post_init__) refuses a path value that is no
+            # plain name.
+            hf_bucket=DEFAULT_HF_BUCKET
+            if _is_missing(bucket) or bucket == ""
+            else cast(str, bucket),
+            bucket_prefix="" if _is_missing(prefix) else cast(str, prefix),
             kaggle_dataset=_text(
                 task_id, doc.get("kaggle_dataset"), "kaggle_dataset", required=False
             ),
@@ -334,7 +338,7 @@ def record_or_invalid(doc: Mapping[str, Any], position: int) -> TaskRecord:
     except RowValidationError as exc:
         raw_id = doc.get("task_id") if isinstance(doc, Mapping) else None
         usable = isinstance(raw_id, str) and raw_id.strip() and task_id_problem(raw_id) is None
-        task_id = raw_id if usable else f"<row {position}>"
+        task_id = raw_id if usable and isinstance(raw_id, str) else f"<row {position}>"
         return TaskRecord.invalid(task_id, str(exc), doc if isinstance(doc, Mapping) else None)
 
 

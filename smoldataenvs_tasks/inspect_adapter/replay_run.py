@@ -37,7 +37,7 @@ def replay_agentic(
         split=split,
         mirror=mirror,
         revision=revision,
-        sandbox=sandbox,  # type: ignore[arg-type]
+        sandbox=sandbox,
         task_ids=list(task_ids) if task_ids is not None else None,
     )
     logs = inspect_eval(

@@ -142,7 +142,11 @@ def _scored_verdict() -> tuple[Verdict, Score] | None:
     `inspect score --action overwrite` hands the scorers a state without the sample's scores;
     the transcript it loads from the log still holds the run's score events."""
     return recorded_verdict(
-        {str(i): event.score for i, event in enumerate(transcript().events) if _is_score(event)}
+        {
+            str(i): event.score
+            for i, event in enumerate(transcript().events)
+            if isinstance(event, ScoreEvent) and _is_score(event)
+        }
     )
 
 

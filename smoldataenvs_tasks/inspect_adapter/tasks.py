@@ -134,7 +134,9 @@ def _seconds(name: str, value: object) -> float:
     `-T program_timeout=-5` used to be accepted, after which every program "crashed (exit
     125)" (the runner's `timeout` refused the duration) and scored 0."""
     try:
-        seconds = float(value) if not isinstance(value, bool) else math.nan
+        seconds = float(value) if isinstance(value, (int, float, str)) else math.nan
+        if isinstance(value, bool):
+            seconds = math.nan
     except (TypeError, ValueError):
         seconds = math.nan
     if not 0 < seconds <= MAX_TIMEOUT_S:  # NaN fails too

@@ -38,7 +38,7 @@ def _install_task_dir() -> None:
         original(self, *args, include_path=[str(TASKS_DIR), *paths], **kwargs)
 
     __init__._smoldataenvs = True  # type: ignore[attr-defined]
-    TaskManager.__init__ = __init__  # type: ignore[method-assign]
+    TaskManager.__init__ = __init__
 
 
 def _output_path(argv: list[str]) -> Path | None:

@@ -38,6 +38,7 @@ import tempfile
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from smoldataenvs_tasks.data.layout import file_entry, split_entry, write_manifest
 
@@ -714,7 +715,8 @@ def main() -> None:
     if not args.check:
         manifest = build(HERE)
         total = sum(p.stat().st_size for p in HERE.rglob("*") if p.is_file())
-        print(f"sample rebuilt: {manifest['splits']['sample']['tasks']} tasks, {total} bytes")
+        splits = cast(dict[str, dict[str, object]], manifest["splits"])
+        print(f"sample rebuilt: {splits['sample']['tasks']} tasks, {total} bytes")
         return
     import pyarrow.parquet as pq
 

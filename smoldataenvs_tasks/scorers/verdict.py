@@ -112,7 +112,7 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
-        fields = {k: data.get(k) for k in cls.__dataclass_fields__}
+        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
         fields["category"] = Category(data["category"])
         # Verdicts recorded before profiles existed were all decided by the default one.
         fields["profile"] = fields.get("profile") or profile_of_version(fields["grader_version"])

@@ -376,7 +376,7 @@ class ContainerCommands:
             keeper_died=keeper_died,
         )
 
-    async def _kill_command(self, running: Command, stderr_so_far: bytes) -> None:
+    async def _kill_command(self, running: Command, stderr_so_far: bytes | bytearray) -> None:
         """End a command the host cut off (deadline, output overflow, cancellation). Alone in
         the sandbox, every process of the sandbox user dies, background ones included. With
         other commands running, only its own process group (a command leads its own, through

@@ -95,8 +95,8 @@ def image_status() -> ImageStatus:
     tag = content_tag()
     try:
         info = docker_sync("version", "--format", "{{.Server.Version}}", timeout=30)
-    except SandboxUnavailable as err:
-        return ImageStatus(False, tag, False, False, str(err))
+    except SandboxUnavailable as unavailable:
+        return ImageStatus(False, tag, False, False, str(unavailable))
     if info.returncode != 0:
         err = engine_error(info.stderr)
         return ImageStatus(False, tag, False, False, str(err) if err else info.stderr.strip())

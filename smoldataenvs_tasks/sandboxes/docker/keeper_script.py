@@ -395,5 +395,5 @@ class Keeper:
 
 if __name__ == "__main__":
     # Defined by sandboxes/seccomp.py's INSTALL_SOURCE, which keeper.py puts before this file.
-    install_seccomp(sys.argv[1])  # noqa: F821
+    install_seccomp(sys.argv[1])  # type: ignore[name-defined]  # noqa: F821
     Keeper().run()
