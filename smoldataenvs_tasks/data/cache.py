@@ -121,10 +121,6 @@ class RemoteEntry:
     def name(self) -> str:
         return self.path.rsplit("/", 1)[-1]
 
-    @property
-    def depth(self) -> int:
-        return self.path.count("/")
-
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "size": self.size, "xet_hash": self.xet_hash}
 

@@ -241,10 +241,6 @@ def _copy_read_only(fd: int, target: Path) -> None:
         raise
 
 
-def remove_stage_dir(stage_dir: Path) -> None:
-    shutil.rmtree(stage_dir, ignore_errors=True)
-
-
 def cleanup_stage_dirs(
     cache_root_dir: Path | None = None, *, max_age_s: float = DEFAULT_MAX_AGE_S
 ) -> list[Path]:

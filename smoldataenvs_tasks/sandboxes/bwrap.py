@@ -26,9 +26,10 @@ uid. Files the harness writes for the sandbox belong to that uid, as the sandbox
 
     python -m smoldataenvs_tasks.sandboxes.bwrap      # runs a smoke test in a throwaway session
 
-One module of ~630 lines on purpose: the mount plan, each exec's bwrap invocation and the
-host-side file access (which refuses links out of the session's directories) all rest on one
-layout of the session's host directories; split apart, that invariant would live in three files.
+One module of ~800 lines on purpose: the mount plan, each exec's bwrap invocation and the
+host-side file access (which refuses links out of the session's directories, and writes as the
+sandbox's host uid) all rest on one layout of the session's host directories and one owner of
+them; split apart, that invariant would live in three files.
 """
 
 from __future__ import annotations

@@ -202,12 +202,6 @@ LOADER = (
 )
 
 
-def loader_argv(command: list[str], machine: str | None = None) -> list[str]:
-    """`command` run under the filter by a stdlib Python (`python3 -I -S`: nothing of the
-    sandbox's writable places or environment is imported); `command[0]` is an absolute path."""
-    return ["python3", "-I", "-S", "-c", LOADER, filter_program(machine).hex(), *command]
-
-
 if __name__ == "__main__":
     program = filter_program()
     print(f"{platform.machine()}: {len(program) // 8} instructions; refuses {', '.join(DENIED)}")
