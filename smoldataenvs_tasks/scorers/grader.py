@@ -327,9 +327,11 @@ def _lists_match(
     accepted, kept = _items_match(gold_items, cand_items, rel, abs_, is_strict)
     if kept or (accepted and not is_strict):
         return True, kept
-    accepted_sorted, kept = _items_match(
-        sorted(gold_items, key=_LOWERED), sorted(cand_items, key=_LOWERED), rel, abs_, is_strict
-    )
+    gold_sorted = sorted(gold_items, key=_LOWERED)
+    cand_sorted = sorted(cand_items, key=_LOWERED)
+    if gold_sorted == gold_items and cand_sorted == cand_items:
+        return accepted, kept  # already in order: the sorted pass is the pass just made
+    accepted_sorted, kept = _items_match(gold_sorted, cand_sorted, rel, abs_, is_strict)
     return accepted or accepted_sorted, kept
 
 

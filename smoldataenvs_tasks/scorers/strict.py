@@ -347,21 +347,31 @@ def _lists(gold: Reading, cand: Reading, rel: float, abs_: float, *, symbolic: b
     gold_items, cand_items = gold.items, cand.items
     if len(gold_items) != len(cand_items):
         return "list_rung_only"
-    gold_texts = [" ".join(t.lower().split()) for t in gold.texts]
-    cand_texts = [" ".join(t.lower().split()) for t in cand.texts]
-
-    def agree(i: int, j: int) -> bool:
-        if gold_texts[i] == cand_texts[j]:
-            return True
-        return _disagreement(gold_items[i], cand_items[j], rel, abs_, False, symbolic) is None
-
-    if all(agree(i, i) for i in range(len(gold_items))):
+    # Equal word lists are equal normalised texts (" ".join(t.lower().split())).
+    gold_texts = [t.lower().split() for t in gold.texts]
+    cand_texts = [t.lower().split() for t in cand.texts]
+    in_order = []
+    for i, (gold_item, cand_item) in enumerate(zip(gold_items, cand_items, strict=True)):
+        same = gold_texts[i] == cand_texts[i] or (
+            _disagreement(gold_item, cand_item, rel, abs_, False, symbolic) is None
+        )
+        in_order.append(same)
+        if not same:
+            break
+    else:
         return None
-    # In another order: pair each gold item with the first unused candidate item it agrees with.
+    # In another order: pair each gold item with the first unused candidate item it agrees with
+    # (the pairs already judged in order are not judged again).
     unused = list(range(len(cand_items)))
     for i in range(len(gold_items)):
         for j in unused:
-            if agree(i, j):
+            if i == j and i < len(in_order):
+                same = in_order[i]
+            else:
+                same = gold_texts[i] == cand_texts[j] or (
+                    _disagreement(gold_items[i], cand_items[j], rel, abs_, False, symbolic) is None
+                )
+            if same:
                 unused.remove(j)
                 break
         else:
