@@ -24,7 +24,6 @@ never a 0. A mistake in a task option is one line naming the valid values.
 from __future__ import annotations
 
 import functools
-import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -37,14 +36,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
 from inspect_ai.solver import Solver, generate, system_message, use_tools
 
-from smoldataenvs_tasks._pins import (
-    ALL_SPLITS,
-    DATASET_REPO_ID,
-    DATASET_REVISION,
-    KNOWN_REWARD_MODES,
-    TIERS,
-    reward_mode_label,
-)
+from smoldataenvs_tasks._pins import DATASET_REPO_ID, DATASET_REVISION, reward_mode_label
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.data.integrity import content_sha256
 from smoldataenvs_tasks.data.prompts import (
@@ -68,9 +60,10 @@ from smoldataenvs_tasks.inspect_adapter.scoring import (
 )
 from smoldataenvs_tasks.inspect_adapter.setup import prepare_sample, release_sample
 from smoldataenvs_tasks.inspect_adapter.tools import bash_tool, python_tool
+from smoldataenvs_tasks.options import INSPECT as check
 from smoldataenvs_tasks.sandboxes.kinds import CHOICES as SANDBOX_CHOICES
 from smoldataenvs_tasks.sandboxes.kinds import resolve
-from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, VERDICT_GENERATIONS, versioned
+from smoldataenvs_tasks.scorers.verdict import VERDICT_GENERATIONS, versioned
 
 # Follows the grader: N is the generation of verdict rules (scorers/verdict.py), A the interface.
 TASK_VERSION = f"{len(VERDICT_GENERATIONS)}-A"
@@ -116,61 +109,6 @@ def _one_line_errors(make_task: Callable[..., Task]) -> Callable[..., Task]:
             raise PrerequisiteError(f"smoldataenvs: {error}") from error
 
     return wrapper
-
-
-def _choice(name: str, value: object, allowed: Sequence[object]) -> None:
-    if value not in allowed:
-        raise ValueError(f"-T {name}={value} is not valid: choose {', '.join(map(str, allowed))}")
-
-
-# The most a program or one tool call may be given: longer is a typo, not a plan (the dataset's
-# runner gives 90 s), and the runner's own deadline must stay a finite number of seconds.
-MAX_TIMEOUT_S = 86_400.0
-
-
-def _seconds(name: str, value: object) -> float:
-    """A time limit option as seconds: a finite number above 0 and at most MAX_TIMEOUT_S.
-
-    `-T program_timeout=-5` used to be accepted, after which every program "crashed (exit
-    125)" (the runner's `timeout` refused the duration) and scored 0."""
-    try:
-        seconds = float(value) if isinstance(value, (int, float, str)) else math.nan
-        if isinstance(value, bool):
-            seconds = math.nan
-    except (TypeError, ValueError):
-        seconds = math.nan
-    if not 0 < seconds <= MAX_TIMEOUT_S:  # NaN fails too
-        raise ValueError(
-            f"-T {name}={value} is not valid: a number of seconds above 0 and at most "
-            f"{MAX_TIMEOUT_S:g}"
-        )
-    return seconds
-
-
-def _whole_number(name: str, value: object, what: str) -> int:
-    """A count option: a whole number, 1 or more (`-T pass_k=4`; Inspect parses it as an int)."""
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"-T {name}={value} is not valid: a whole number of {what}, 1 or more")
-    return value
-
-
-def _mode_name(mode: str) -> str:
-    return mode or "empty"
-
-
-def _check_reward_modes(reward_modes: str | Sequence[str] | None, split_modes: set[str]) -> None:
-    """Every mode asked for is one the dataset knows, or one this split holds (an unknown mode in
-    the data is graded by the generic ladder, so it can be filtered on too)."""
-    asked = recorded_filters(reward_modes=reward_modes)["reward_modes"] or []
-    valid = [*KNOWN_REWARD_MODES, *sorted(split_modes - set(KNOWN_REWARD_MODES))]
-    unknown = [mode for mode in asked if mode not in valid]
-    if unknown:
-        raise ValueError(
-            f"-T reward_modes={','.join(map(_mode_name, unknown))} is not valid: choose from "
-            f"{', '.join(map(_mode_name, valid))}"
-        )
 
 
 def _user_prompt(record: TaskRecord, variant: Variant, protocol: Protocol) -> str:
@@ -232,27 +170,23 @@ def _create_task(
 ) -> Task:
     # Every option is checked before any data is read (a Hub split may have to be downloaded
     # first), except the reward modes, which may name a mode only the split holds.
-    _choice("split", split, ALL_SPLITS)
-    _choice("protocol", protocol, get_args(Protocol))
-    _choice("grader", grader, GRADER_PROFILES)
-    _choice("sandbox", sandbox, SANDBOX_CHOICES)
-    program_timeout = _seconds("program_timeout", program_timeout)
-    tool_timeout = _seconds("tool_timeout", tool_timeout)
-    max_turns = _whole_number("max_turns", max_turns, "assistant turns")
-    pass_k = _whole_number("pass_k", pass_k, "replies")
+    check.split(split)
+    check.choice("protocol", protocol, get_args(Protocol))
+    check.grader(grader)
+    check.sandbox(sandbox, SANDBOX_CHOICES)
+    program_timeout = check.seconds("program_timeout", program_timeout)
+    tool_timeout = check.seconds("tool_timeout", tool_timeout)
+    max_turns = check.whole_number("max_turns", max_turns, "assistant turns")
+    pass_k = check.whole_number("pass_k", pass_k, "replies")
     tool_names = [name for name in as_list(tools) or [] if name] or ["bash"]
     unknown_tools = set(tool_names) - {"bash", "python"}
     if unknown_tools or "bash" not in tool_names:
-        raise ValueError(f"-T tools={tools} is not valid: choose bash, or bash,python")
-    unknown_tiers = sorted({t for t in as_list(tiers) or [] if t} - set(TIERS))
-    if unknown_tiers:
-        raise ValueError(
-            f"-T tiers={','.join(unknown_tiers)} is not valid: choose from {', '.join(TIERS)}"
-        )
+        raise check.invalid("tools", tools, "choose bash, or bash,python")
+    check.tiers(tiers)
 
     source = DataSource.resolve(split, mirror=mirror, revision=revision)
     every_record = source.load_tasks(split)
-    _check_reward_modes(reward_modes, {record.reward_mode for record in every_record})
+    check.reward_modes(reward_modes, {record.reward_mode for record in every_record})
     # The split's full size goes into the log, so a report knows a filtered or --limit run
     # covers part of the split without reading the data again.
     split_tasks = len(every_record)

@@ -21,12 +21,15 @@ import json
 import logging
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smoldataenvs_tasks._pins import reward_mode_label
 from smoldataenvs_tasks.data.prompts import PROGRAM_SYSTEM_PROMPT, program_prompt
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, GRADER_PROFILES, Verdict
+from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict
+
+if TYPE_CHECKING:
+    from smoldataenvs_tasks.options import OptionChecks
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +75,7 @@ def load_split(
     task_ids: str | Sequence[str] | None = None,
     concurrency: int | str | None = None,
     grader: str = DEFAULT_PROFILE,
+    program_timeout: float | str | None = None,
     **_unrelated: Any,
 ):
     """`custom_dataset` loader: the split's rows as docs (every column kept).
@@ -79,20 +83,30 @@ def load_split(
     lm-eval calls it with the task's metadata merged with `--metadata` and `--model_args`, so
     unrelated keywords are accepted and ignored. `concurrency` (`--metadata concurrency=N`) is
     how many programs run at once (default: one per CPU); `grader` (`--metadata grader=strict`)
-    the grader profile.
+    the grader profile. Every option is checked as Inspect checks its `-T` options
+    (`smoldataenvs_tasks.options`), before any data is read except the reward modes, which may
+    name a mode only the split holds.
     """
     import datasets
-
-    if grader not in GRADER_PROFILES:
-        raise ValueError(f"grader must be one of {', '.join(GRADER_PROFILES)}, not {grader!r}")
 
     from smoldataenvs_tasks.data.integrity import content_sha256
     from smoldataenvs_tasks.data.source import DataSource, filter_tasks, recorded_filters
     from smoldataenvs_tasks.data.tables import tables_manifest_digest
-    from smoldataenvs_tasks.sandboxes.kinds import resolve_kind
+    from smoldataenvs_tasks.options import LM_EVAL as check
+    from smoldataenvs_tasks.sandboxes.kinds import SESSION_KINDS, resolve_kind
+
+    check.split(split)
+    check.grader(grader)
+    check.sandbox(sandbox, SESSION_KINDS)
+    if concurrency not in (None, ""):
+        concurrency = check.whole_number("concurrency", concurrency, "programs at once")
+    if program_timeout is not None:
+        _check_program_timeout(check, program_timeout)
+    check.tiers(tiers)
 
     source = DataSource.resolve(split, mirror=mirror, revision=revision)
     every_record = source.load_tasks(split)
+    check.reward_modes(reward_modes, {record.reward_mode for record in every_record})
     # The bytes the rows (and golds) came from: a verifier compares them with its own copy.
     split_sha256 = content_sha256(source.parquet_path(split))
     records = filter_tasks(every_record, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
@@ -111,6 +125,21 @@ def load_split(
     }
     rows = [_doc_row(record, run) for record in records]
     return datasets.DatasetDict({split: datasets.Dataset.from_list(rows)})
+
+
+def _check_program_timeout(check: OptionChecks, value: float | str) -> None:
+    """lm-eval runs programs with the dataset's limit only, the one its runs record
+    (`results/load_lm_eval.py`): another `program_timeout` would be ignored silently."""
+    from smoldataenvs_tasks.contract import DEFAULT_LIMITS
+
+    limit = DEFAULT_LIMITS.program_timeout_s
+    if check.seconds("program_timeout", value) != limit:
+        raise check.invalid(
+            "program_timeout",
+            value,
+            f"lm-eval runs programs for {limit:g} seconds, the dataset's limit "
+            "(Inspect's -T program_timeout sets another)",
+        )
 
 
 def _record(doc: dict[str, Any]) -> TaskRecord:
