@@ -36,6 +36,7 @@ from typing import Any, cast
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.results.schema import ProtocolSettings, field_names
+from smoldataenvs_tasks.sandboxes.kinds import KINDS
 
 # Every setting, in submission.json's order (schema.ProtocolSettings declares them).
 SETTING_KEYS = field_names(ProtocolSettings)
@@ -49,8 +50,9 @@ GREEDY_TEMPERATURE = 0.0
 PASS_K_TEMPERATURE = 0.8
 AGENT_MAX_TURNS = 17
 AGENT_TOOLS = ("bash",)
-# Sandbox kinds that isolate and run the one locked library set (docs/design.md).
-ISOLATING_SANDBOXES = ("bwrap", "docker", "docker-compose", "docker-remote", "k8s")
+# Sandbox kinds that isolate and run the one locked library set (docs/design.md), as the kinds'
+# records say: a new kind is a default protocol once its record is written.
+ISOLATING_SANDBOXES = tuple(name for name, record in KINDS.items() if record.isolates)
 SYSTEM_PROMPT_CHARS = 200
 
 

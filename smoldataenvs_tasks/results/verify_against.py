@@ -21,14 +21,17 @@ from smoldataenvs_tasks.results.task_outcomes import (
     ungraded_reason,
 )
 from smoldataenvs_tasks.results.verifier_data import VerifierData
+from smoldataenvs_tasks.sandboxes.kinds import KINDS, Staging
 from smoldataenvs_tasks.scorers.verdict import Verdict
 
 if TYPE_CHECKING:
     from smoldataenvs_tasks.data.rows import TaskRecord
 
 # Sandbox kinds whose stager fetches the tables inside the sandbox: the harness never sees their
-# bytes, so their runs record no table digests (docs/cluster.md).
-REMOTE_STAGING_KINDS = ("docker-remote", "k8s")
+# bytes, so their runs record no table digests (docs/cluster.md). Read from the kinds' records.
+REMOTE_STAGING_KINDS = tuple(
+    name for name, record in KINDS.items() if record.staging is Staging.IN_SANDBOX
+)
 
 
 def check_manifest_digest(sub: Submission, data: VerifierData | None) -> Check:
