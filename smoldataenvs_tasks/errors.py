@@ -16,7 +16,7 @@ Each specific error also keeps the built-in base it always had (`ValueError`, `R
 `validate.BrokenEnvironment` and `ValidationInputError`, `scorers.grader.UnknownProfileError`,
 `inspect_adapter.regrade.RegradeError`, `lm_eval.regrade.LmEvalRegradeError`,
 `lm_eval.fewshot.FewShotRefused`, `results.schema.SubmissionFormatError`,
-`results.verifier_data.DataUnavailable`.
+`results.verifier_data.DataUnavailable`, `options.OptionError` (a task option out of range).
 """
 
 
