@@ -30,11 +30,9 @@ from smoldataenvs_tasks.results.cli import (
     verify_command,
 )
 from smoldataenvs_tasks.results.submission import COVERAGE_INPUTS, verify_submission
-from smoldataenvs_tasks.sandboxes.base import TableFiles
 from smoldataenvs_tasks.sandboxes.docker.image import STAGE_SCRIPT, ImageStatus
 from smoldataenvs_tasks.sandboxes.docker.spares import Spares, reuse_enabled
 from smoldataenvs_tasks.sandboxes.inputs import link_inputs_script
-from smoldataenvs_tasks.sandboxes.procrun import LAUNCHER_FAILED
 from smoldataenvs_tasks.scorers import grader
 from smoldataenvs_tasks.scorers.symbolic import SymbolicPool, _worker_main
 from smoldataenvs_tasks.validate import validate_command
@@ -178,8 +176,6 @@ grader._normalise
 grader._first_number
 
 # Dead, named nowhere: to delete in a change to their files (others' at the time of this list:
-# sandboxes/base.py, sandboxes/docker/image.py, sandboxes/procrun.py).
-TableFiles
+# sandboxes/docker/image.py).
 STAGE_SCRIPT
 ImageStatus.stable_tag
-LAUNCHER_FAILED

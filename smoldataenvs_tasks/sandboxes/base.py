@@ -15,7 +15,6 @@ raises FileNotFoundError, IsADirectoryError, PermissionError, or FileTooLarge pa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from smoldataenvs_tasks.contract import ExecResult
@@ -64,5 +63,3 @@ class SandboxSession(Protocol):
     async def close(self) -> None: ...
 
 
-# Tables handed to a sandbox: flat base name -> host path of the cached (read-only) file.
-TableFiles = Mapping[str, Path]

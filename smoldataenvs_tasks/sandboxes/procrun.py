@@ -27,9 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _STOP_GRACE_S = 2.0
-# Exit status of the launcher when it cannot set up the process (distinct from bwrap's 1).
-LAUNCHER_FAILED = 125
-
 _PY_LAUNCHER = r"""
 import json, os, resource, sys
 spec = json.loads(sys.argv[1])
