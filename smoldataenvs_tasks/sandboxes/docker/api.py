@@ -52,7 +52,7 @@ def _current_context() -> str | None:
     if os.environ.get("DOCKER_CONTEXT"):
         return os.environ["DOCKER_CONTEXT"]
     try:
-        config = json.loads((_docker_config_dir() / "config.json").read_text())
+        config = json.loads((_docker_config_dir() / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     current = config.get("currentContext") if isinstance(config, dict) else None

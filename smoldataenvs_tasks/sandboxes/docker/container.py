@@ -63,7 +63,7 @@ def read_counter(path: Path | None, key: str) -> int | None:
     if path is None:
         return None
     try:
-        for line in path.read_text().splitlines():
+        for line in path.read_text(encoding="utf-8").splitlines():
             parts = line.split()
             if len(parts) == 2 and parts[0] == key:
                 return int(parts[1])

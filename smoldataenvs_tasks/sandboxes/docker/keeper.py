@@ -38,7 +38,7 @@ from smoldataenvs_tasks.sandboxes.docker.transport import DRAIN_S, OnOutput
 
 logger = logging.getLogger(__name__)
 
-KEEPER_SCRIPT = Path(__file__).with_name("keeper_script.py").read_text()
+KEEPER_SCRIPT = Path(__file__).with_name("keeper_script.py").read_text(encoding="utf-8")
 # "0": containers start without a keeper (`sleep` in its place), their commands `docker exec`s.
 KEEPER_ENV = "SMOLDATAENVS_DOCKER_KEEPER"
 # The keeper's privileges: root with only these capabilities (keeper_script.py says why each).

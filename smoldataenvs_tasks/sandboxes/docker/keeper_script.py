@@ -90,7 +90,11 @@ def live_threads_of(uid, except_pid):
             continue  # gone meanwhile
         for tid in tasks:
             try:
-                with open(f"/proc/{pid}/task/{tid}/status") as status:
+                # A thread's name is whatever bytes its program chose: undecodable ones must not
+                # stop the walk (only the ASCII State and Uid fields are read).
+                with open(
+                    f"/proc/{pid}/task/{tid}/status", encoding="utf-8", errors="replace"
+                ) as status:
                     fields = dict(line.split(":", 1) for line in status if ":" in line)
             except OSError:
                 continue

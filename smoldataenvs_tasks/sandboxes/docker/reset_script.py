@@ -45,7 +45,11 @@ def live_processes_of_mine() -> list[str]:
             continue  # gone meanwhile
         for tid in tasks:
             try:
-                with open(f"/proc/{pid}/task/{tid}/status") as status:
+                # A thread's name is whatever bytes its program chose: undecodable ones must not
+                # stop the walk (only the ASCII State and Uid fields are read).
+                with open(
+                    f"/proc/{pid}/task/{tid}/status", encoding="utf-8", errors="replace"
+                ) as status:
                     fields = dict(line.split(":", 1) for line in status if ":" in line)
             except OSError:
                 continue
@@ -91,7 +95,7 @@ def empty(path: str) -> None:
 def sysv_ipc_objects() -> list[str]:
     rows = []
     for table in SYSV_IPC:
-        with open(table) as listing:
+        with open(table, encoding="utf-8") as listing:
             rows += listing.read().splitlines()[1:]
     return rows
 
