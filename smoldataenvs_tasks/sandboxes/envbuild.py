@@ -140,11 +140,10 @@ def build_env(target: Path, lock_file: Path = LOCK_FILE) -> Path:
         _run([str(python), "-m", "venv", "--clear", str(staging)], f"{python} -m venv")
         env_python = str(staging / "bin" / "python")
         pip = [env_python, "-m", "pip", "--disable-pip-version-check", "--no-input"]
-        # --no-deps: the lock is a complete freeze, so the set installed is exactly the lock's.
-        _run(
-            [*pip, "install", "--no-deps", "--only-binary=:all:", "-r", str(lock_file)],
-            "pip install -r requirements.lock",
-        )
+        # --no-deps: the lock is a complete freeze, so the set installed is exactly the lock's;
+        # --require-hashes: and each file is the one the lock was made from.
+        locked = ["--require-hashes", "--no-deps", "--only-binary=:all:", "-r", str(lock_file)]
+        _run([*pip, "install", *locked], "pip install -r requirements.lock")
         _run([*pip, "check"], "pip check")
         imports = ", ".join(_SMOKE_IMPORTS.split())
         _run([env_python, "-I", "-c", f"import {imports}"], "importing the locked libraries")
