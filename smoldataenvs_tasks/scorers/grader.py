@@ -205,12 +205,12 @@ def grade(
 
     # The exact and numeric rungs cost less than a memo look-up; what follows may not.
     if len(gold) + len(candidate) > _MEMO_MAX_KEY_CHARS:
-        return _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused)
+        return _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused, info)
     key = (gold, candidate, mode, rel, abs_, is_strict)
     hit = _memo.recall(key)
     if hit is not None:
         return hit
-    result = _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused)
+    result = _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused, info)
     # A timeout says nothing about the pair (a retry on a quieter machine may finish), so it is
     # never remembered.
     if result is not _MATH_VERIFY_TIMEOUT:
@@ -219,14 +219,21 @@ def grade(
 
 
 # What the ladder needs of a gold past the exact rung, remembered per gold string (RL grades
-# many candidates against one gold): [words, stripped, clean, first number, plain]; clean and
-# plain are None until asked.
-_STRIPPED, _CLEAN, _G, _PLAIN = 1, 2, 3, 4
+# many candidates against one gold): [words, stripped, clean, first number, plain, list
+# items]; clean, plain and list items are None until asked.
+_STRIPPED, _CLEAN, _G, _PLAIN, _ITEMS = 1, 2, 3, 4, 5
 
 
 def _read_gold(gold: str, words: list[str]) -> list:
     found = _FIRST_NUMBER.search(gold.replace(",", "") if "," in gold else gold)
-    info = [words, gold.strip(), None, float(found.group()) if found is not None else None, None]
+    info = [
+        words,
+        gold.strip(),
+        None,
+        float(found.group()) if found is not None else None,
+        None,
+        None,
+    ]
     if len(gold) <= _MEMO_MAX_KEY_CHARS:
         if len(_golds) >= _MEMO_MAX_ENTRIES:
             _golds.clear()
@@ -255,10 +262,14 @@ def _lower_rungs(
     abs_: float,
     is_strict: bool,
     refused: str | None,
+    gold_info: list,
 ) -> GradeResult:
     """The list rung and math-verify, for a pair the exact and numeric rungs did not accept."""
     if mode in _LIST_MODES or ("," in gold and "," in candidate):
-        accepted, kept = _lists_match(gold, candidate, rel, abs_, is_strict=is_strict)
+        gold_items = gold_info[_ITEMS]
+        if gold_items is None:
+            gold_items = gold_info[_ITEMS] = _list_items(gold)
+        accepted, kept = _lists_match(gold_items, candidate, rel, abs_, is_strict=is_strict)
         if accepted and (kept or not is_strict):
             return _LIST
         if accepted:
@@ -317,10 +328,9 @@ def _one_side_fractional(g: float, c: float) -> bool:
 
 
 def _lists_match(
-    gold: str, candidate: str, rel: float, abs_: float, *, is_strict: bool
+    gold_items: list[_ListItem], candidate: str, rel: float, abs_: float, *, is_strict: bool
 ) -> tuple[bool, bool]:
     """(the list rung accepts, strict's item rules let it) in one pass over both orders."""
-    gold_items = _list_items(gold)
     cand_items = _list_items(candidate)
     if len(gold_items) < 2 or len(gold_items) != len(cand_items):
         return False, False
@@ -338,9 +348,13 @@ def _lists_match(
 _LOWERED = itemgetter(0)
 
 
-def _list_items(side: str) -> list[tuple[str, str, str, float | None]]:
+_ListItem = tuple[str, str, str, float | None]
+
+
+def _list_items(side: str) -> list[_ListItem]:
     """(lowercased, item, normalised, first number) per comma-separated item; sorted on the
-    first, as upstream sorts items with `key=str.lower`."""
+    first, as upstream sorts items with `key=str.lower`. A gold's are remembered with the rest
+    of what the ladder needs of it (callers only read the list)."""
     items = []
     search = _FIRST_NUMBER.search
     for part in side.split(","):
@@ -354,8 +368,8 @@ def _list_items(side: str) -> list[tuple[str, str, str, float | None]]:
 
 
 def _items_match(
-    gold_items: list[tuple[str, str, str, float | None]],
-    cand_items: list[tuple[str, str, str, float | None]],
+    gold_items: list[_ListItem],
+    cand_items: list[_ListItem],
     rel: float,
     abs_: float,
     is_strict: bool,

@@ -98,6 +98,8 @@ class Expr(NamedTuple):
 
 class Items(NamedTuple):
     items: tuple[Reading, ...]
+    # Each item's text lowercased, whitespace collapsed: items with equal texts say the same
+    # (strict compares them per pair of items, so they are normalised once, here).
     texts: tuple[str, ...]
     comma_joined: bool  # digits joined by a bare comma ("1,5"): what the published reading merges
 
@@ -1082,7 +1084,7 @@ def _plain_list(text: str) -> Items | None:
                 return None  # "1,234" and "1,234.5" are one number
             comma_joined = True
         previous = part
-        texts.append(stripped)
+        texts.append(stripped)  # a plain number: already lowercased, without whitespace
         # What `read_item(stripped)` gives (`_PLAIN` reads it), without its round trip.
         negative = stripped[0] == "-"
         digits = float(stripped[1:] if negative else stripped)
@@ -1117,7 +1119,14 @@ def _comma_list(text: str) -> Items | None:
         if not _FREE_DIGIT.search(stripped):
             return None
         texts.append(stripped)
-    return _new(Items, (tuple([read_item(t) for t in texts]), tuple(texts), False))
+    return _new(
+        Items,
+        (
+            tuple([read_item(t) for t in texts]),
+            tuple([" ".join(t.lower().split()) for t in texts]),
+            False,
+        ),
+    )
 
 
 _NUM = r"(\d+(?:\.\d+)?)"
@@ -1201,7 +1210,7 @@ def _items(
                 items.append(read_item(stripped))
     if len(items) < 2:
         return None
-    return Items(tuple(items), tuple(texts), comma_joined)
+    return Items(tuple(items), tuple([" ".join(t.lower().split()) for t in texts]), comma_joined)
 
 
 _AND = re.compile(r"\s(?i:and|&)\s")

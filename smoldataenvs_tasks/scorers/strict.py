@@ -136,7 +136,21 @@ def _numeric_verdict(
         return _ACCEPTED
     if type(rule) is Different:
         rule = "one_number"
-    return rule, _disagreement(gold, cand, rel, abs_, False, True) is not None
+    return rule, _math_verify_refuses(gold, cand, rel, abs_)
+
+
+def _math_verify_refuses(gold: Reading, cand: Reading, rel: float, abs_: float) -> bool:
+    """Whether math-verify's acceptance of the pair would be refused too: whether
+    `_disagreement(..., symbolic=True)` names any rule, without working out which one."""
+    gold_kind = type(gold)
+    cand_kind = type(cand)
+    if (
+        (gold_kind is Multi or cand_kind is Multi)
+        and gold_kind is not Items
+        and cand_kind is not Items
+    ):
+        return True  # `_hedge` names a rule for every hedge; which one costs a pass over it
+    return _disagreement(gold, cand, rel, abs_, False, True) is not None
 
 
 _ACCEPTED = (None, False)
@@ -157,7 +171,9 @@ def plain_words_refusal(
     stripped = candidate.strip()
     cand_reading = remembered.get(stripped)
     if cand_reading is None:
-        cand_reading = read_words(candidate, words)
+        # One word is one token: `read` gives a plain number the same reading as `read_words`
+        # and reads every other word (a date, "1,234", "−5", "45%") that `read_words` refuses.
+        cand_reading = read_words(candidate, words) if len(words) > 1 else None
         if cand_reading is None:
             return numeric_refusal(gold, stripped, False, rel, abs_)
         remember(stripped, cand_reading)
@@ -347,9 +363,7 @@ def _lists(gold: Reading, cand: Reading, rel: float, abs_: float, *, symbolic: b
     gold_items, cand_items = gold.items, cand.items
     if len(gold_items) != len(cand_items):
         return "list_rung_only"
-    # Equal word lists are equal normalised texts (" ".join(t.lower().split())).
-    gold_texts = [t.lower().split() for t in gold.texts]
-    cand_texts = [t.lower().split() for t in cand.texts]
+    gold_texts, cand_texts = gold.texts, cand.texts  # normalised
     in_order = []
     for i, (gold_item, cand_item) in enumerate(zip(gold_items, cand_items, strict=True)):
         same = gold_texts[i] == cand_texts[i] or (
