@@ -589,10 +589,11 @@ def _value(token: _Token, before: str, after: str) -> Value:
     comparison, (rest, after) = _comparisons(before, after)
     if after and _BOUND_AFTER.match(after):
         comparison = comparison | {">="}
-    if rest and _MIN_BEFORE.search(rest):
+    minimum = _MIN_BEFORE.search(rest) if rest else None
+    if minimum is not None:
         # "min 12" is a minimum; "12 min" is twelve minutes.
         comparison = comparison | {">="}
-        rest = rest[: _MIN_BEFORE.search(rest).start()]
+        rest = rest[: minimum.start()]
     # The symbols between the last word and the number: a sign, a currency.
     tail = _TAIL.search(rest)
     symbols = tail.group() if tail is not None else ""

@@ -179,11 +179,10 @@ def plain_words_refusal(
         remember(stripped, cand_reading)
     if gold_plain is not None:
         # A plain gold has no word, unit, comparison or magnitude for a candidate to miss.
-        kind = type(cand_reading)
-        if kind is Multi:
+        if type(cand_reading) is Multi:
             return _HEDGE
         if (
-            kind is Value
+            type(cand_reading) is Value
             and not cand_reading.comparison
             and _close(gold_plain, cand_reading.number, rel, abs_)
         ):
@@ -222,69 +221,75 @@ def _close(g: float, c: float, rel: float, abs_: float) -> bool:
 def _disagreement(
     gold: Reading, cand: Reading, rel: float, abs_: float, scaled: bool, symbolic: bool
 ) -> str | None:
-    gold_kind = type(gold)
-    cand_kind = type(cand)
-    if gold_kind is Value and cand_kind is Value:
+    # Each kind is tested on the reading itself (`type(x) is K`), which is what lets a type
+    # checker know the fields of the kind in each branch. The order of the tests is the rules'
+    # order of precedence: values, lists, hedges, dates, expressions, ranges, quarters, ratios.
+    if type(gold) is Value and type(cand) is Value:
         return _values(gold, cand, rel, abs_, scaled, symbolic)
-    if gold_kind is Items or cand_kind is Items:
-        return _lists(gold, cand, rel, abs_, symbolic=symbolic)
-    if gold_kind is Multi or cand_kind is Multi:
+    if type(gold) is Items:
+        if type(cand) is Items:
+            return _lists(gold, cand, rel, abs_, symbolic=symbolic)
+        return "comma_merge" if gold.comma_joined else "list_rung_only"
+    if type(cand) is Items:
+        return _list_for_one(gold, cand, rel, abs_, symbolic=symbolic)
+    if type(cand) is Multi:
+        return _hedge(cand, gold, rel, abs_, symbolic=symbolic)
+    if type(gold) is Multi:
         return _hedge(gold, cand, rel, abs_, symbolic=symbolic)
-    if gold_kind is Date or cand_kind is Date:
-        if gold_kind is cand_kind and gold.key == cand.key:
+    if type(gold) is Date or type(cand) is Date:
+        if type(gold) is Date and type(cand) is Date and gold.key == cand.key:
             return None
         return "dates"
-    if gold_kind is Expr or cand_kind is Expr:
-        # The numeric rung's first number is not an expression's value. Where math-verify
-        # judges, a simple expression strict values itself must come to the other side's value.
-        if not symbolic:
-            return "one_expression"
-        expression = gold if gold_kind is Expr else cand
-        other = cand if gold_kind is Expr else gold
-        if expression.value is None:
-            return None
-        if type(other) is Value:
-            target = other.number
-        elif type(other) is Expr and other.value is not None:
-            target = other.value
-        else:
-            return None
-        if _close(expression.value, target, rel, abs_) or abs(expression.value - target) <= (
-            1e-6 * max(1.0, abs(target))
-        ):
-            return None
-        return _DIFFERENT_EXPRESSION
-    if gold_kind is Range or cand_kind is Range:
-        if gold_kind is not cand_kind:
-            return "one_number"
-        for low_high in ("low", "high"):
-            rule = _values(
-                getattr(gold, low_high),
-                getattr(cand, low_high),
-                rel,
-                abs_,
-                False,
-                symbolic,
-            )
+    # The numeric rung's first number is not an expression's value. Where math-verify judges,
+    # a simple expression strict values itself must come to the other side's value.
+    if type(gold) is Expr:
+        return _expression_disagreement(gold, cand, rel, abs_) if symbolic else "one_expression"
+    if type(cand) is Expr:
+        return _expression_disagreement(cand, gold, rel, abs_) if symbolic else "one_expression"
+    if type(gold) is Range and type(cand) is Range:
+        for gold_end, cand_end in ((gold.low, cand.low), (gold.high, cand.high)):
+            rule = _values(gold_end, cand_end, rel, abs_, False, symbolic)
             if rule is not None:
                 if type(rule) is Different:
                     return _DIFFERENT_RANGE if symbolic else "one_number"
                 return rule
         return None
-    if gold_kind is Period or cand_kind is Period:
-        if gold_kind is not cand_kind:
-            return "label_words"
+    if type(gold) is Range or type(cand) is Range:
+        return "one_number"
+    if type(gold) is Period and type(cand) is Period:
         if gold.quarter != cand.quarter:
             return _DIFFERENT_LABEL if symbolic else "label_words"
         return None if gold.year == cand.year else "dates"
-    if gold_kind is Ratio or cand_kind is Ratio:
-        if gold_kind is cand_kind and gold.parts == cand.parts:
+    if type(gold) is Period or type(cand) is Period:
+        return "label_words"
+    if type(gold) is Ratio or type(cand) is Ratio:
+        if type(gold) is Ratio and type(cand) is Ratio and gold.parts == cand.parts:
             return None
         return _DIFFERENT_EXPRESSION if symbolic else "one_number"
-    if gold_kind is Text and cand_kind is Text:
+    if type(gold) is Text and type(cand) is Text:
         return None
     # One side holds no number at all (a number in words, a LaTeX symbol): math-verify decides.
     return None if symbolic else "one_number"
+
+
+def _expression_disagreement(
+    expression: Expr, other: Reading, rel: float, abs_: float
+) -> str | None:
+    """At math-verify's rung: `_DIFFERENT_EXPRESSION` when strict can value both sides and the
+    values differ; None when they agree or only math-verify can tell."""
+    if expression.value is None:
+        return None
+    if type(other) is Value:
+        target = other.number
+    elif type(other) is Expr and other.value is not None:
+        target = other.value
+    else:
+        return None
+    if _close(expression.value, target, rel, abs_) or abs(expression.value - target) <= (
+        1e-6 * max(1.0, abs(target))
+    ):
+        return None
+    return _DIFFERENT_EXPRESSION
 
 
 def _values(
@@ -332,9 +337,7 @@ def _percent_agrees(gold: Value, cand: Value, rel: float, abs_: float) -> bool:
     return _close(g, c, rel, abs_) or abs(g - c) <= 1e-6 * max(1.0, abs(g))
 
 
-def _hedge(gold: Reading, cand: Reading, rel: float, abs_: float, *, symbolic: bool) -> str:
-    hedge = cand if type(cand) is Multi else gold
-    other = gold if hedge is cand else cand
+def _hedge(hedge: Multi, other: Reading, rel: float, abs_: float, *, symbolic: bool) -> str:
     if type(other) is Date or hedge.has_date:
         return "dates"
     if symbolic and type(other) is Value:
@@ -346,20 +349,21 @@ def _hedge(gold: Reading, cand: Reading, rel: float, abs_: float, *, symbolic: b
     return "one_expression" if symbolic else "one_number"
 
 
-def _lists(gold: Reading, cand: Reading, rel: float, abs_: float, *, symbolic: bool) -> str | None:
-    if type(gold) is not Items:
-        if cand.comma_joined:
-            return "comma_merge"
-        if type(gold) is Date:
-            return "dates"
-        if symbolic and type(gold) is Value:
-            target = gold.number
-            numbers = [item.number for item in cand.items if type(item) is Value]
-            if not any(_close(target, number, rel, abs_) for number in numbers):
-                return _DIFFERENT_LIST
-        return "list_rung_only" if symbolic else "one_number"
-    if type(cand) is not Items:
-        return "comma_merge" if gold.comma_joined else "list_rung_only"
+def _list_for_one(gold: Reading, cand: Items, rel: float, abs_: float, *, symbolic: bool) -> str:
+    """A list answering a gold that is not one."""
+    if cand.comma_joined:
+        return "comma_merge"
+    if type(gold) is Date:
+        return "dates"
+    if symbolic and type(gold) is Value:
+        target = gold.number
+        numbers = [item.number for item in cand.items if type(item) is Value]
+        if not any(_close(target, number, rel, abs_) for number in numbers):
+            return _DIFFERENT_LIST
+    return "list_rung_only" if symbolic else "one_number"
+
+
+def _lists(gold: Items, cand: Items, rel: float, abs_: float, *, symbolic: bool) -> str | None:
     gold_items, cand_items = gold.items, cand.items
     if len(gold_items) != len(cand_items):
         return "list_rung_only"

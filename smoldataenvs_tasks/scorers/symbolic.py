@@ -398,7 +398,7 @@ def _worker_main() -> None:  # pragma: no cover - runs in the worker process
     # Whatever math-verify or sympy print must not corrupt the protocol stream.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
-    sys.stdout = open(os.devnull, "w")  # lives as long as the process
+    sys.stdout = open(os.devnull, "w", encoding="utf-8")  # lives as long as the process
 
     def reply(data: bytes) -> None:
         os.write(out_fd, data + b"\n")
