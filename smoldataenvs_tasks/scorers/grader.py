@@ -86,6 +86,10 @@ _PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 # The first number of a side, read after removing every comma: sign, decimals, exponent.
 _FIRST_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
+# A tolerance the caller did not give (None is a value: it counts as 0.0).
+_UNSET: Any = object()
+_DEFAULT_TOLERANCE = 1e-3
+
 _MISS = GradeResult(0.0, "miss")
 _EXACT = GradeResult(1.0, "exact")
 _NUMERIC = GradeResult(1.0, "numeric")
@@ -101,16 +105,22 @@ def grade(
     candidate: Any,
     *,
     reward_mode: Any = "",
-    rel_tol: Any = 1e-3,
-    abs_tol: Any = 1e-3,
+    rel_tol: Any = _UNSET,
+    abs_tol: Any = _UNSET,
     profile: str = DEFAULT_PROFILE,
-    **ignored: Any,
+    **keywords: Any,
 ) -> GradeResult:
     """Grade one candidate answer against the gold with the ladder, under `profile`.
 
-    `profile="default"` is the published grader; `"strict"` closes its loopholes. `ignored`
-    absorbs upstream's unused keywords (`question`, `judge`, `judge_model`, ...). Returns reward
-    1.0 or 0.0 for any input. Raises `UnknownProfileError` for a profile not in
+    `profile="default"` is the published grader; `"strict"` closes its loopholes. The
+    tolerances are `rel_tol`/`abs_tol` (the published grader's names, 1e-3 each when not given)
+    or `rtol`/`atol` (the dataset rows' names, the same meaning). `keywords` takes those two and
+    the published grader's other keywords, `question`, `judge` and `judge_model` (accepted, and
+    unused there too). Any other keyword raises TypeError, as does one tolerance given under
+    both names with two values: a tolerance under a name nobody reads would silently grade with
+    the default.
+
+    Returns reward 1.0 or 0.0 for any input. Raises `UnknownProfileError` for a profile not in
     GRADER_PROFILES, and `symbolic.SymbolicUnavailableError` when the symbolic rung's worker
     processes cannot start at all (an infrastructure failure, which callers above this layer
     record as ungraded, never as 0).
@@ -136,9 +146,19 @@ def grade(
     )
     if mode not in _KNOWN_MODES:
         _warn_unknown_mode(mode)
+    if keywords:
+        # Rare (the dataset's names for the tolerances, upstream's unused keywords): read only
+        # when a call gives one, off the path every call takes.
+        rel_tol, abs_tol = _dataset_keywords(keywords, rel_tol, abs_tol)
     # `x >= 0.0` is False for NaN, which takes the slow path to 0.0.
-    rel = rel_tol if type(rel_tol) is float and rel_tol >= 0.0 else _tolerance(rel_tol)
-    abs_ = abs_tol if type(abs_tol) is float and abs_tol >= 0.0 else _tolerance(abs_tol)
+    if type(rel_tol) is float and rel_tol >= 0.0:
+        rel = rel_tol
+    else:
+        rel = _DEFAULT_TOLERANCE if rel_tol is _UNSET else _tolerance(rel_tol)
+    if type(abs_tol) is float and abs_tol >= 0.0:
+        abs_ = abs_tol
+    else:
+        abs_ = _DEFAULT_TOLERANCE if abs_tol is _UNSET else _tolerance(abs_tol)
     if gold is None or candidate is None:
         return _MISS
 
@@ -403,6 +423,44 @@ def _tolerance(value: Any) -> float:
     if math.isnan(tol) or tol < 0.0:
         return 0.0
     return tol
+
+
+# The published grader's keywords that grading does not use (it does not use them either).
+_UNUSED_KEYWORDS = frozenset({"question", "judge", "judge_model"})
+_DATASET_TOLERANCES = {"rtol": "rel_tol", "atol": "abs_tol"}
+_KEYWORDS = (
+    "reward_mode",
+    "rel_tol",
+    "abs_tol",
+    "profile",
+    "rtol",
+    "atol",
+    *sorted(_UNUSED_KEYWORDS),
+)
+
+
+def _dataset_keywords(keywords: dict[str, Any], rel_tol: Any, abs_tol: Any) -> tuple[Any, Any]:
+    """(rel_tol, abs_tol) once `rtol`/`atol` are read from `keywords`; TypeError for a keyword
+    `grade` does not take, or for one tolerance given under both names with two values
+    (compared as grading reads them: None and 0.0 are one value)."""
+    tolerances = {"rel_tol": rel_tol, "abs_tol": abs_tol}
+    for keyword, value in keywords.items():
+        name = _DATASET_TOLERANCES.get(keyword)
+        if name is None:
+            if keyword in _UNUSED_KEYWORDS:
+                continue
+            raise TypeError(
+                f"grade() got an unexpected keyword argument {keyword!r} (it takes "
+                f"{', '.join(_KEYWORDS)})"
+            )
+        given = tolerances[name]
+        if given is not _UNSET and _tolerance(given) != _tolerance(value):
+            raise TypeError(
+                f"grade() got {name}={given!r} and {keyword}={value!r}: two values for one "
+                f"tolerance (give either name, not both)"
+            )
+        tolerances[name] = value
+    return tolerances["rel_tol"], tolerances["abs_tol"]
 
 
 _warned_modes: set[str] = set()

@@ -298,6 +298,59 @@ def test_upstream_keywords_are_accepted_and_ignored() -> None:
     assert result == GradeResult(1.0, "exact")
 
 
+@pytest.mark.parametrize("profile", ["default", "strict"])
+def test_issue_27_atol_10_vs_10_4_numeric_scores_1_under_the_dataset_name(profile: str) -> None:
+    # The dataset's rows spell the tolerances atol/rtol; `atol=0.5` was swallowed and the
+    # pair graded with the default 1e-3, a silent 0.
+    assert grade("10", "10.4", reward_mode="numeric", atol=0.5, profile=profile) == GradeResult(
+        1.0, "numeric"
+    )
+    assert grade("10", "10.4", reward_mode="numeric", profile=profile).reward == 0.0
+
+
+def test_issue_27_rtol_is_rel_tol() -> None:
+    assert grade("100", "104", reward_mode="numeric", rtol=0.05).reward == 1.0
+    assert grade("100", "104", reward_mode="numeric", rtol=0.01).reward == 0.0
+    assert grade("100", "104", reward_mode="numeric", rel_tol=0.05).reward == 1.0
+
+
+def test_issue_27_both_names_of_one_tolerance_with_one_value_are_accepted() -> None:
+    result = grade("10", "10.4", reward_mode="numeric", atol=0.5, abs_tol=0.5, rtol=0, rel_tol=0.0)
+    assert result == GradeResult(1.0, "numeric")
+    # None and 0.0 grade alike, so they are one value.
+    assert grade("10", "10.4", reward_mode="numeric", atol=None, abs_tol=0.0).reward == 0.0
+
+
+@pytest.mark.parametrize(
+    ("keywords", "names"),
+    [
+        ({"atol": 0.5, "abs_tol": 0.1}, ("abs_tol=0.1", "atol=0.5")),
+        ({"rtol": 0.05, "rel_tol": 1e-3}, ("rel_tol=0.001", "rtol=0.05")),
+        ({"atol": 0.5, "abs_tol": None}, ("abs_tol=None", "atol=0.5")),
+    ],
+)
+def test_issue_27_both_names_of_one_tolerance_with_two_values_raise(
+    keywords: dict, names: tuple[str, str]
+) -> None:
+    with pytest.raises(TypeError, match="two values for one tolerance") as raised:
+        grade("10", "10.4", reward_mode="numeric", **keywords)
+    for name in names:
+        assert name in str(raised.value)
+
+
+@pytest.mark.parametrize("keyword", ["tol", "tolerance", "abs_tolerance", "mode", "grader"])
+def test_issue_27_an_unknown_keyword_raises_naming_it(keyword: str) -> None:
+    with pytest.raises(TypeError, match=f"unexpected keyword argument '{keyword}'"):
+        grade("10", "10.4", reward_mode="numeric", **{keyword: 0.5})
+
+
+def test_issue_27_tolerances_not_given_are_the_published_defaults() -> None:
+    assert grade("1000", "1001", reward_mode="numeric") == GradeResult(1.0, "numeric")
+    assert grade("1000", "1002", reward_mode="numeric").reward == 0.0
+    assert grade("0", "0.001", reward_mode="numeric") == GradeResult(1.0, "numeric")
+    assert grade("0", "0.002", reward_mode="numeric").reward == 0.0
+
+
 def test_unknown_reward_mode_warns_once_and_uses_the_generic_ladder() -> None:
     mode = "mode_nobody_uses_0"
     with warnings.catch_warnings(record=True) as caught:
