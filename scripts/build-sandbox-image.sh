@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Docker sandbox image (smoldataenvs-sandbox:<content hash>, also tagged
 # smoldataenvs-sandbox:current for compose.yaml). Idempotent and quick when the image exists.
+# Ahead of time: the first Docker sandbox builds the image too (sandboxes/docker/image.py), but
+# only this script makes a base image where no registry answers.
 #
 #   scripts/build-sandbox-image.sh                  # public python:3.11-slim-bookworm base, or a local one
 #   BASE_IMAGE=my/python:3.11 scripts/build-sandbox-image.sh

@@ -71,6 +71,8 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
 
     @classmethod
     async def check_prerequisites(cls, settings: LimitsConfig) -> None:
+        # At task_init, where Inspect's display steps aside: this package's image is built here
+        # when missing (its steps on stderr, as Inspect's compose builds), once per process.
         from smoldataenvs_tasks.sandboxes.docker.image import resolve_image
 
         await resolve_image(_docker(settings).image)

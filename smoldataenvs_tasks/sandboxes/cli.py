@@ -2,7 +2,8 @@
 
 smoldataenvs sandbox setup          # build the bwrap Python environment (once; prints where)
 smoldataenvs sandbox info           # what "auto" resolves to, enforcement, env, Docker image
-smoldataenvs sandbox build-image    # build the Docker sandbox image (sandboxes/docker/image.py)
+smoldataenvs sandbox build-image    # build the Docker sandbox image ahead of its first use
+                                    # (sandboxes/docker/image.py; the first use builds it too)
 smoldataenvs sandbox image-status   # is it built and current (exit 1 when not)
 smoldataenvs sandbox cleanup        # bwrap dirs, containers, volumes of dead harness processes
 """
@@ -75,7 +76,8 @@ def info() -> None:
 )
 @click.option("--force", is_flag=True, help="Rebuild even when the image exists.")
 def build_image(base_image: str | None, force: bool) -> None:
-    """Build the Docker sandbox image from the Dockerfile and requirements.lock."""
+    """Build the Docker sandbox image from the Dockerfile and requirements.lock, ahead of time
+    (the first Docker sandbox builds it otherwise)."""
     from smoldataenvs_tasks.sandboxes.docker import build_image as build
 
     try:

@@ -1,22 +1,32 @@
 """The sandbox image: its identity (a hash over the build context), its status, and its build.
 
-    smoldataenvs sandbox build-image           # or scripts/build-sandbox-image.sh
+    smoldataenvs sandbox build-image           # ahead of time; or scripts/build-sandbox-image.sh
     smoldataenvs sandbox image-status          # exit 1 when not built or out of date
 
 The image's tag is `smoldataenvs-sandbox:<content hash>`, the hash over the build context's file
 names and contents (`CONTEXT_FILES`), so a changed Dockerfile or lock can never run under an old
 tag; `STABLE_TAG` (what compose.yaml runs) points at the current build.
+
+The first use builds it when it is missing (`ensure_image`: a task's prerequisites, the provider's
+`task_init`, a `DockerSession` of lm-eval or `validate`), as Inspect's compose builds its images:
+the same build as `build-image`, its steps printed to stderr, once per process (a thread lock;
+`build_image`'s file lock keeps two processes from building it twice). A build that fails is one
+line naming its cause and the command to run; without an engine nothing is built.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +54,7 @@ CONTEXT_FILES = {
 }
 
 IMAGE_REPO = "smoldataenvs-sandbox"
+BUILD_COMMAND = "smoldataenvs sandbox build-image"  # builds it ahead of its first use
 STABLE_TAG = f"{IMAGE_REPO}:current"  # what compose.yaml runs
 PUBLIC_BASE_IMAGE = "python:3.11-slim-bookworm"  # the Dockerfile's default BASE_IMAGE
 # The base scripts/build-sandbox-image.sh makes with debootstrap where no registry is reachable.
@@ -107,38 +118,86 @@ def image_status() -> ImageStatus:
     if current:
         message = f"{STABLE_TAG} = {tag} (up to date)"
     elif present:
-        message = f"{tag} exists but {STABLE_TAG} points elsewhere: run `smoldataenvs sandbox build-image`"
+        message = (
+            f"{tag} exists but {STABLE_TAG} points elsewhere: the first use re-tags it, "
+            f"or `{BUILD_COMMAND}`"
+        )
     elif stable_id:
         message = (
             f"{STABLE_TAG} is out of date (the Dockerfile or lock changed; want {tag}): "
-            "run `smoldataenvs sandbox build-image`"
+            f"the first use builds it, or ahead of time `{BUILD_COMMAND}`"
         )
     else:
-        message = f"no sandbox image: run `smoldataenvs sandbox build-image` (builds {tag})"
+        message = (
+            f"no sandbox image: the first use builds {tag}, or ahead of time `{BUILD_COMMAND}`"
+        )
     return ImageStatus(True, tag, present, current, message)
+
+
+_HOW_TO_BUILD = (
+    f"run `{BUILD_COMMAND}` (scripts/build-sandbox-image.sh where no registry is reachable) "
+    "and start again"
+)
+# First-use builds: one at a time in this process; a build that failed is not tried again by the
+# same process (every sample would wait minutes for the same failure), its message is repeated.
+_FIRST_USE_LOCK = threading.Lock()
+_FIRST_USE_FAILED: dict[str, str] = {}
+
+
+def ensure_image() -> str:
+    """This package's image, built (or STABLE_TAG re-pointed) first if it is not current.
+
+    Returns the content tag. The build is `build_image`'s, its steps printed to stderr. Raises
+    SandboxUnavailable, one line, when no engine answers (nothing is built) or the build fails
+    (its cause and the command to run).
+    """
+    tag = content_tag()
+    with _FIRST_USE_LOCK:
+        if tag in _FIRST_USE_FAILED:
+            raise SandboxUnavailable(_FIRST_USE_FAILED[tag])
+        status = image_status()
+        if not status.engine:
+            raise SandboxUnavailable(f"docker sandbox: {status.message}")
+        if status.ready:
+            return tag
+        try:
+            build_image(first_use=True)
+        except (SandboxFailure, subprocess.SubprocessError, OSError) as error:
+            message = (
+                f"docker sandbox: could not build the image on first use "
+                f"({_one_line(str(error))}); {_HOW_TO_BUILD}"
+            )
+            _FIRST_USE_FAILED[tag] = message
+            raise SandboxUnavailable(message) from error
+        return tag
 
 
 def require_image() -> str:
     """At task creation: the image compose.yaml runs (STABLE_TAG) must be this package's build,
-    so no sample starts on a stale library set; else SandboxUnavailable saying what to run."""
-    status = image_status()
-    if not status.ready:
-        raise SandboxUnavailable(f"docker sandbox: {status.message}")
+    so no sample starts on a stale library set: built here on first use (`ensure_image`)."""
+    ensure_image()
     return STABLE_TAG
 
 
-def _pick_base_image() -> str:
+def _one_line(text: str, limit: int = 400) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _pick_base_image(*, quiet: bool = True) -> str:
     """The public python slim image when present or pullable, else the local debootstrap base."""
     if _image_id(PUBLIC_BASE_IMAGE):
         return PUBLIC_BASE_IMAGE
     if _image_id(LOCAL_BASE_IMAGE):
         return LOCAL_BASE_IMAGE
+    if not quiet:
+        print(f"pulling the base image {PUBLIC_BASE_IMAGE}", file=sys.stderr, flush=True)
     pulled = docker_sync("pull", PUBLIC_BASE_IMAGE, timeout=600)
     if pulled.returncode == 0:
         return PUBLIC_BASE_IMAGE
     raise SandboxUnavailable(
         f"cannot get a base image: {PUBLIC_BASE_IMAGE} could not be pulled "
-        f"({pulled.stderr.strip()[:200]}) and no local {LOCAL_BASE_IMAGE} exists. Run "
+        f"({_one_line(pulled.stderr, 200)}) and no local {LOCAL_BASE_IMAGE} exists. Run "
         "scripts/build-sandbox-image.sh (builds one from Debian packages with debootstrap) or "
         "pass base_image= / BASE_IMAGE= an image with python3.11."
     )
@@ -158,16 +217,24 @@ def _build_ca_bundle() -> bytes:
     return b""
 
 
-def build_image(*, base_image: str | None = None, force: bool = False, quiet: bool = False) -> str:
+def build_image(
+    *,
+    base_image: str | None = None,
+    force: bool = False,
+    quiet: bool = False,
+    first_use: bool = False,
+) -> str:
     """Build the sandbox image unless it exists; tag it by content and as STABLE_TAG.
 
-    Returns the content tag. Quick (two `docker image inspect`s) when the image exists.
+    Returns the content tag. Quick (two `docker image inspect`s) when the image exists. The
+    build's output goes to stderr line by line (its last lines into the error when it fails);
+    `quiet` keeps it back. `first_use` says so in the line that starts a build.
     """
     from filelock import FileLock
 
     tag = content_tag()
     lock = FileLock(str(Path(tempfile.gettempdir()) / "smoldataenvs-sandbox-image.lock"))
-    with lock:
+    with lock:  # another process building the same image: wait for it, then find it built
         status = image_status()
         if not status.engine:
             raise SandboxUnavailable(status.message)
@@ -175,7 +242,15 @@ def build_image(*, base_image: str | None = None, force: bool = False, quiet: bo
             if not status.stable_current:
                 _tag_stable(tag)
             return tag
-        base = base_image or _pick_base_image()
+        base = base_image or _pick_base_image(quiet=quiet)
+        if not quiet:
+            why = (
+                f"the Docker sandbox image {tag} is not built: building it now, once (minutes; "
+                f"`{BUILD_COMMAND}` builds it ahead of time)"
+                if first_use
+                else f"building the Docker sandbox image {tag}"
+            )
+            print(f"{why}; base {base}", file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory(prefix="smoldataenvs-build-") as tmp:
             context = Path(tmp)
             for name, path in CONTEXT_FILES.items():
@@ -200,23 +275,49 @@ def build_image(*, base_image: str | None = None, force: bool = False, quiet: bo
                 str(context),
             ]
             started = time.monotonic()
-            result = subprocess.run(
-                argv,
-                stdout=subprocess.PIPE if quiet else sys.stderr,
-                stderr=subprocess.STDOUT,
-                text=True,
-                check=False,
-            )
-            if result.returncode != 0:
-                tail = (result.stdout or "")[-2000:]
+            returncode, tail = _run_build(argv, quiet=quiet)
+            if returncode != 0:
+                shown = "" if not quiet else "\n" + "\n".join(tail)
                 raise SandboxFailure(
-                    f"docker build of {tag} failed (exit {result.returncode}){tail}"
+                    f"docker build of {tag} failed (exit {returncode}): {_cause(tail)}{shown}"
                 )
         _check_python(tag)
         _untag_old_builds(keep=tag)
         if not quiet:
             print(f"built {tag} from {base} in {time.monotonic() - started:.0f}s", file=sys.stderr)
         return tag
+
+
+def _run_build(argv: list[str], *, quiet: bool) -> tuple[int, list[str]]:
+    """Run `docker build`, its output written to sys.stderr as it comes (Python's, which Inspect
+    and pytest may have replaced, not fd 2) unless `quiet`; the exit status and the last lines."""
+    tail: deque[str] = deque(maxlen=40)
+    with subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        encoding="utf-8",
+        errors="replace",
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            tail.append(_ANSI.sub("", line).rstrip("\n"))
+            if not quiet:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+    return process.returncode, list(tail)
+
+
+# The legacy builder colours a step's stderr.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _cause(tail: list[str]) -> str:
+    """The line of a failed build's output that says why: pip's last `ERROR:`, else the last."""
+    lines = [line.strip() for line in tail if line.strip()]
+    errors = [line for line in lines if line.upper().startswith("ERROR")]
+    return _one_line((errors or lines or ["no output"])[-1], 300)
 
 
 def _untag_old_builds(*, keep: str) -> None:
@@ -251,24 +352,23 @@ _KNOWN_IMAGES: set[str] = set()
 
 
 async def resolve_image(image: str | None) -> str:
-    """The image to run: the given one, else this package's content tag (never a stale one)."""
+    """The image to run: the given one, else this package's content tag (never a stale one),
+    built here on first use."""
     ref = image or content_tag()
     if ref in _KNOWN_IMAGES:  # checked once per process: sessions start often
         return ref
     rc, _, err = await docker("image", "inspect", "--format", "{{.Id}}", ref, timeout=30)
-    if rc == 0:
-        _KNOWN_IMAGES.add(ref)
-        return ref
-    message = err.decode(errors="replace")
-    engine = engine_error(message)
-    if engine is not None:
-        raise engine
-    if image is None and _image_id(STABLE_TAG):
-        raise SandboxUnavailable(
-            f"the Docker sandbox image is out of date ({STABLE_TAG} exists, {ref} does not: "
-            "the Dockerfile or requirements.lock changed). Run `smoldataenvs sandbox build-image`."
-        )
-    raise SandboxUnavailable(
-        f"the Docker sandbox image {ref} is not built. Run `smoldataenvs sandbox build-image` "
-        "(or scripts/build-sandbox-image.sh where no registry is reachable)."
-    )
+    if rc != 0:
+        engine = engine_error(err.decode(errors="replace"))
+        if engine is not None:
+            raise engine
+        if image is not None:  # someone else's image: not ours to build
+            raise SandboxUnavailable(
+                f"the Docker sandbox image {ref} does not exist here: build or pull it, or leave "
+                f"the image unset to run this package's (built on first use; `{BUILD_COMMAND}` "
+                "builds it ahead of time)."
+            )
+        # Off the event loop: a build takes minutes, and concurrent sessions wait on its lock.
+        await asyncio.to_thread(ensure_image)
+    _KNOWN_IMAGES.add(ref)
+    return ref
