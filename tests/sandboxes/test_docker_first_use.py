@@ -159,6 +159,13 @@ async def test_failed_first_use_build_is_one_line_with_its_cause_and_the_command
     assert cause in str(under_inspect.value)
     assert BUILDING not in capsys.readouterr().err
     assert not image_mod.image_status().present
+    # The failed step's container is not left behind (the legacy builder keeps it without
+    # --force-rm).
+    commands = subprocess.run(
+        ["docker", "ps", "--all", "--no-trunc", "--format", "{{.Command}}"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert throwaway not in commands
 
 
 async def test_no_engine_refuses_without_building(

@@ -259,6 +259,8 @@ def build_image(
             argv = [
                 docker_binary(),
                 "build",
+                # The legacy builder keeps a failed step's container otherwise.
+                "--force-rm",
                 # pip must reach the package index; the build runs no model code.
                 "--network",
                 "host",
