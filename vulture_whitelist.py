@@ -30,7 +30,6 @@ from smoldataenvs_tasks.results.cli import (
     verify_command,
 )
 from smoldataenvs_tasks.results.submission import COVERAGE_INPUTS, verify_submission
-from smoldataenvs_tasks.sandboxes.docker.image import STAGE_SCRIPT, ImageStatus
 from smoldataenvs_tasks.sandboxes.docker.spares import Spares, reuse_enabled
 from smoldataenvs_tasks.sandboxes.inputs import link_inputs_script
 from smoldataenvs_tasks.scorers import grader
@@ -174,8 +173,3 @@ COVERAGE_INPUTS
 link_inputs_script
 grader._normalise
 grader._first_number
-
-# Dead, named nowhere: to delete in a change to their files (others' at the time of this list:
-# sandboxes/docker/image.py).
-STAGE_SCRIPT
-ImageStatus.stable_tag

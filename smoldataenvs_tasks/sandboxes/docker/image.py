@@ -65,7 +65,6 @@ SANDBOX_USER = "1000:1000"
 # Owner of the keeper process: neither root nor the sandbox user (see session.py).
 KEEPER_USER = "65534:65534"
 INIT_SCRIPT = "/opt/smoldata/sandbox-init.sh"
-STAGE_SCRIPT = "/opt/smoldata/stage_remote.py"
 
 
 def content_hash() -> str:
@@ -89,7 +88,6 @@ class ImageStatus:
     present: bool  # content_tag exists locally
     stable_current: bool  # STABLE_TAG (what compose.yaml runs) is that same image
     message: str
-    stable_tag: str = STABLE_TAG
 
     @property
     def ready(self) -> bool:
