@@ -816,24 +816,7 @@ def _shapes(text: str, whole: bool) -> Reading | None:
     signed = _SIGNED_NUMBER.fullmatch(text)
     if signed is not None:
         sign, raw, exponent, percent = signed.groups()
-        if "," in raw:
-            raw = raw.replace(",", "")
-        digits = float(raw + exponent) if exponent else float(raw)
-        return _new(
-            Value,
-            (
-                -digits if sign else digits,
-                digits,
-                sign is not None,
-                1.0,
-                percent is not None,
-                _NO_COMPARISON,
-                None,
-                None,
-                exponent is not None,
-                False,
-            ),
-        )
+        return _number_value(sign, raw, exponent, percent, None, None)
     simple = _SIMPLE.fullmatch(text)
     if simple is not None:
         return _simple_value(simple)
@@ -880,6 +863,19 @@ def _simple_value(found: re.Match[str]) -> Value | None:
     if words is _NOT_SIMPLE:
         return None
     raw, exponent = found.group("num", "exp")
+    return _number_value(sign, raw, exponent, percent, words[0], words[1])
+
+
+def _number_value(
+    sign: str | None,
+    raw: str,
+    exponent: str | None,
+    percent: str | None,
+    label: str | None,
+    unit: str | None,
+) -> Value:
+    """The Value of a number matched in parts (`_SIMPLE`, `_SIGNED_NUMBER`): its sign, its digits
+    with any thousands separators, its exponent and percent sign, and the words around it."""
     if "," in raw:
         raw = raw.replace(",", "")
     digits = float(raw + exponent) if exponent else float(raw)
@@ -893,8 +889,8 @@ def _simple_value(found: re.Match[str]) -> Value | None:
             1.0,
             percent is not None,
             _NO_COMPARISON,
-            words[0],
-            words[1],
+            label,
+            unit,
             exponent is not None,
             False,
         ),
