@@ -7,6 +7,7 @@ lm-eval tests (and their parity test) read expectations from one table.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,22 @@ GOLD_AGENTIC = SAMPLE_DIR / "replays" / "gold_agentic.jsonl"
 ORDERS_TASK = "sample/0001/orders.ipynb_qa_1"  # gold "East", exact_short, easy
 REVENUE_TASK = "sample/0001/orders.ipynb_qa_2"  # gold "7438.11", numeric, atol .05 rtol .01
 MISSING_TABLE_TASK = "sample/0009/returns.ipynb_qa_1"  # its table is absent from the bucket
+
+
+def lm_eval_gold_run(*options: str) -> list[str]:
+    """The console script's command replaying the gold replies on the sample's program task,
+    with lm-eval's `options` after it."""
+    return [
+        str(Path(sys.executable).with_name("smoldataenvs-lm-eval")),
+        "--tasks",
+        "smoldataenvs_program_sample",
+        "--model",
+        "replay",
+        "--model_args",
+        f"path={GOLD_PROGRAM}",
+        "--confirm_run_unsafe_code",
+        *options,
+    ]
 
 
 def fenced(code: str, tag: str = "python") -> str:

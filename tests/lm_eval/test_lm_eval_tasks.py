@@ -28,6 +28,7 @@ from tests.replies import (
     GOLD_PROGRAM,
     MISSING_TABLE_TASK,
     gold_program_rows,
+    lm_eval_gold_run,
     program_row,
     write_jsonl,
 )
@@ -155,19 +156,7 @@ def test_replay_model_does_not_hide_builtin_models():
 
 def test_console_script_writes_results_and_verdicts(tmp_path):
     result = subprocess.run(
-        [
-            str(BIN / "smoldataenvs-lm-eval"),
-            "--tasks",
-            "smoldataenvs_program_sample",
-            "--model",
-            "replay",
-            "--model_args",
-            f"path={GOLD_PROGRAM}",
-            "--confirm_run_unsafe_code",
-            "--log_samples",
-            "--output_path",
-            str(tmp_path / "out"),
-        ],
+        lm_eval_gold_run("--log_samples", "--output_path", str(tmp_path / "out")),
         capture_output=True,
         text=True,
         timeout=600,
@@ -262,19 +251,7 @@ def test_predict_only_runs_no_program_and_records_the_replies(tmp_path, monkeypa
 def test_predict_only_on_the_command_line_writes_no_verdicts(tmp_path):
     out = tmp_path / "out"
     result = subprocess.run(
-        [
-            str(BIN / "smoldataenvs-lm-eval"),
-            "--tasks",
-            "smoldataenvs_program_sample",
-            "--model",
-            "replay",
-            "--model_args",
-            f"path={GOLD_PROGRAM}",
-            "--confirm_run_unsafe_code",
-            "--predict_only",
-            "--output_path",
-            str(out),
-        ],
+        lm_eval_gold_run("--predict_only", "--output_path", str(out)),
         capture_output=True,
         text=True,
         timeout=600,

@@ -7,8 +7,6 @@ use (`smoldataenvs_tasks.options`), in one line naming the option and its valid 
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
 import lm_eval
 import pytest
@@ -19,9 +17,8 @@ from smoldataenvs_tasks.lm_eval.hooks import load_split
 from smoldataenvs_tasks.lm_eval.models import ReplayLM
 from smoldataenvs_tasks.lm_eval.paths import task_manager
 from smoldataenvs_tasks.options import OptionError
-from tests.replies import GOLD_PROGRAM
+from tests.replies import GOLD_PROGRAM, lm_eval_gold_run
 
-BIN = Path(sys.executable).parent
 TASK = "smoldataenvs_program_sample"
 
 BAD_OPTIONS = [
@@ -124,18 +121,7 @@ def test_the_console_script_says_one_line_and_exits_2_without_a_traceback():
     }
     running = {
         metadata: subprocess.Popen(
-            [
-                str(BIN / "smoldataenvs-lm-eval"),
-                "--tasks",
-                TASK,
-                "--model",
-                "replay",
-                "--model_args",
-                f"path={GOLD_PROGRAM}",
-                "--confirm_run_unsafe_code",
-                "--metadata",
-                *metadata,
-            ],
+            lm_eval_gold_run("--metadata", *metadata),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import lm_eval
 import pytest
@@ -19,9 +17,8 @@ from smoldataenvs_tasks.lm_eval.cli import precheck
 from smoldataenvs_tasks.lm_eval.fewshot import FewShotRefused
 from smoldataenvs_tasks.lm_eval.models import ReplayLM
 from smoldataenvs_tasks.lm_eval.paths import task_manager
-from tests.replies import GOLD_PROGRAM, MISSING_TABLE_TASK
+from tests.replies import GOLD_PROGRAM, MISSING_TABLE_TASK, lm_eval_gold_run
 
-BIN = Path(sys.executable).parent
 TASK = "smoldataenvs_program_sample"
 
 
@@ -83,18 +80,7 @@ def test_num_fewshot_3_is_one_line_and_exit_2_from_the_console_script():
     """Issue 24: `--num_fewshot 3` was accepted silently, its shots drawn from the evaluated
     split with gold answers as assistant turns (once the target question itself)."""
     done = subprocess.run(
-        [
-            str(BIN / "smoldataenvs-lm-eval"),
-            "--tasks",
-            TASK,
-            "--model",
-            "replay",
-            "--model_args",
-            f"path={GOLD_PROGRAM}",
-            "--num_fewshot",
-            "3",
-            "--confirm_run_unsafe_code",
-        ],
+        lm_eval_gold_run("--num_fewshot", "3"),
         capture_output=True,
         text=True,
         timeout=120,
