@@ -184,6 +184,14 @@ def hub_unreachable() -> str | None:
 _RESOLVED: set[str] = set()
 
 
+def repo_cache_name(repo_id: str) -> str:
+    """The folder huggingface_hub keeps a dataset repo's blobs and snapshots in, under its cache
+    directory (`datasets--owner--name`)."""
+    from huggingface_hub.file_download import repo_folder_name
+
+    return repo_folder_name(repo_id=repo_id, repo_type="dataset")
+
+
 def _download_timeout() -> float:
     return float(os.environ.get("HF_HUB_DOWNLOAD_TIMEOUT", constants.HF_HUB_DOWNLOAD_TIMEOUT))
 

@@ -6,6 +6,8 @@
 - `content_sha256` / `fd_sha256`: a file's sha256, computed once per (device, inode, size, mtime)
   in this process (hard links share it, any new version of the file gets a new key), so staging
   can check every sample's tables without re-reading a 500 MB table per sample.
+- `hub_snapshot_blob`: the blob a huggingface_hub snapshot entry links to, checked to be a regular
+  file in the same repo cache's `blobs/` (the one place a link is followed: the Hub's own layout).
 - `check_recorded_file`: what is wrong with a file against its {size, sha256} record (the
   `cache verify` and `mirror --verify` checks).
 
@@ -126,6 +128,38 @@ def fd_sha256(fd: int) -> str:
         finally:
             with _HASHES_GUARD:
                 _HASHING.pop(key, None)
+
+
+def hub_snapshot_blob(entry: Path, repo_cache: Path) -> Path:
+    """The regular file behind `entry`, a file of a huggingface_hub snapshot of `repo_cache`.
+
+    huggingface_hub stores every snapshot file as a symbolic link into the repo cache's `blobs/`
+    (a copy where the filesystem has no links). That link is followed, and only that one: its
+    end must be a regular file directly in the same repo cache's `blobs/`. A link that leads
+    anywhere else (another repo's blobs, a mirror, /etc) is refused with UnsafePathError, as
+    links are everywhere else.
+    """
+    snapshots = repo_cache / "snapshots"
+    if snapshots not in entry.parents:
+        raise UnsafePathError(f"{entry} is not in the snapshots of {repo_cache}")
+    info = os.lstat(entry)
+    if stat.S_ISREG(info.st_mode):
+        return entry
+    if not stat.S_ISLNK(info.st_mode):
+        raise UnsafePathError(f"{entry} is not a regular file")
+    blob = Path(os.path.realpath(entry))
+    blobs = Path(os.path.realpath(repo_cache / "blobs"))
+    if blob.parent != blobs:
+        raise UnsafePathError(
+            f"{entry} links to {blob}, outside the Hub cache's blobs ({blobs}): not followed"
+        )
+    try:
+        blob_info = os.lstat(blob)
+    except FileNotFoundError:
+        raise UnsafePathError(f"{entry} links to {blob}, which does not exist") from None
+    if not stat.S_ISREG(blob_info.st_mode):
+        raise UnsafePathError(f"{entry} links to {blob}, which is not a regular file")
+    return blob
 
 
 def regular_beneath(base: Path, relpath: str) -> os.stat_result | None:

@@ -163,7 +163,7 @@ def write_mirror(
                     _copy_into(table.path, target, link=link)
                     manifest_files[key] = {"size": table.size, "sha256": sha256}
         target_parquet = root / split_parquet_path(split)
-        _copy_into(parquet, target_parquet, link=False)
+        _copy_into(source.split_file(split), target_parquet, link=False)
         split_info[split] = split_entry(root, split, len(tasks))
         summary.splits[split] = len(tasks)
 

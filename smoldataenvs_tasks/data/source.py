@@ -128,7 +128,22 @@ class DataSource:
 
     # -- rows --------------------------------------------------------------------------------
     def parquet_path(self, split: str) -> Path:
-        """The split's parquet on this machine (downloaded first for the Hub, once)."""
+        """The split's parquet on this machine, as the source names it (for the Hub, the entry in
+        huggingface_hub's snapshot: a link into its blobs); downloaded first for the Hub, once."""
+        return self._split_files(split)[0]
+
+    def split_file(self, split: str) -> Path:
+        """The regular file holding the split's rows: the one read and hashed (for the Hub, the
+        blob the snapshot entry links to, checked; for a mirror, the verified file itself)."""
+        return self._split_files(split)[1]
+
+    def split_sha256(self, split: str) -> str:
+        """sha256 of the split's parquet bytes: what a run records and a verifier compares."""
+        from smoldataenvs_tasks.data.integrity import content_sha256
+
+        return content_sha256(self.split_file(split))
+
+    def _split_files(self, split: str) -> tuple[Path, Path]:
         if self.kind == "sample" and split != SAMPLE_SPLIT:
             raise SourceError(
                 f"the bundled sample holds only split {SAMPLE_SPLIT!r}, not {split!r}"
@@ -140,24 +155,25 @@ class DataSource:
             if split not in HUB_SPLITS:
                 raise SourceError(f"unknown split {split!r}: the Hub has {', '.join(HUB_SPLITS)}")
             assert self.revision is not None
+            cache_dir = ContentCache().hub_dir
             try:
                 path = hub.download_dataset_file(
                     split_parquet_path(split),
                     revision=self.revision,
-                    cache_dir=ContentCache().hub_dir,
+                    cache_dir=cache_dir,
                     repo_id=self.repo_id,
                     offline=self.offline,
                 )
             except (hub.HubUnavailable, hub.RemoteNotFound) as exc:
                 raise SourceError(str(exc)) from exc
-            _check_hub_blob(path)
-            return path
+            return path, _checked_hub_blob(path, cache_dir / hub.repo_cache_name(self.repo_id))
         assert self.root is not None
         path = self.root / split_parquet_path(split)
         if not path.is_file() and not path.is_symlink():
             have = ", ".join(self.available_splits()) or "none"
             raise SourceError(f"{self.describe()} has no split {split!r} (it has: {have})")
-        return verified_split(self.root, split, self.manifest())
+        verified = verified_split(self.root, split, self.manifest())
+        return verified, verified
 
     def load_tasks(
         self,
@@ -167,7 +183,7 @@ class DataSource:
         reward_modes: str | Sequence[str] | None = None,
         task_ids: str | Sequence[str] | None = None,
     ) -> list[TaskRecord]:
-        path = self.parquet_path(split)
+        path = self.split_file(split)
         stat = path.stat()
         records = _read_records(str(path), stat.st_mtime_ns, stat.st_size, split)
         return filter_tasks(records, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
@@ -232,17 +248,27 @@ def _warn_about(records: Sequence[TaskRecord], split: str) -> None:
         )
 
 
-def _check_hub_blob(path: Path) -> None:
-    """The Hub cache stores a large file as a blob named by its sha256: a blob whose bytes no
-    longer match its name was edited after download, and its rows are not the dataset's."""
-    from smoldataenvs_tasks.data.integrity import SHA256_HEX, content_sha256
+def _checked_hub_blob(entry: Path, repo_cache: Path) -> Path:
+    """The blob behind a snapshot entry of the Hub cache (`hub_snapshot_blob`'s checks). A blob is
+    named by its sha256: one whose bytes no longer match its name was edited after download, and
+    its rows are not the dataset's."""
+    from smoldataenvs_tasks.data.integrity import (
+        SHA256_HEX,
+        UnsafePathError,
+        content_sha256,
+        hub_snapshot_blob,
+    )
 
-    blob = path.resolve()
+    try:
+        blob = hub_snapshot_blob(entry, repo_cache)
+    except UnsafePathError as exc:
+        raise SourceError(f"the cached dataset file is not the Hub's: {exc}") from None
     if SHA256_HEX.fullmatch(blob.name) and content_sha256(blob) != blob.name:
         raise SourceError(
-            f"{path}: the cached dataset file differs from the Hub's (its sha256 is not "
+            f"{entry}: the cached dataset file differs from the Hub's (its sha256 is not "
             f"{blob.name[:12]}…); `smoldataenvs cache verify --delete` removes it"
         )
+    return blob
 
 
 def as_list(value: str | Sequence[str] | None) -> list[str] | None:

@@ -38,7 +38,6 @@ from inspect_ai.solver import Solver, generate, system_message, use_tools
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, DATASET_REVISION, reward_mode_label
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
-from smoldataenvs_tasks.data.integrity import content_sha256
 from smoldataenvs_tasks.data.prompts import (
     PROGRAM_SYSTEM_PROMPT,
     adapt_instruction_for_submit,
@@ -191,7 +190,7 @@ def _create_task(
     # covers part of the split without reading the data again.
     split_tasks = len(every_record)
     # The bytes the rows (and golds) came from: a verifier compares them with its own copy.
-    split_sha256 = content_sha256(source.parquet_path(split))
+    split_sha256 = source.split_sha256(split)
     records = source.load_tasks(split, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
     if not records:
         raise ValueError(

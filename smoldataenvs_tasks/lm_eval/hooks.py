@@ -89,7 +89,6 @@ def load_split(
     """
     import datasets
 
-    from smoldataenvs_tasks.data.integrity import content_sha256
     from smoldataenvs_tasks.data.source import DataSource, filter_tasks, recorded_filters
     from smoldataenvs_tasks.data.tables import tables_manifest_digest
     from smoldataenvs_tasks.options import LM_EVAL as check
@@ -108,7 +107,7 @@ def load_split(
     every_record = source.load_tasks(split)
     check.reward_modes(reward_modes, {record.reward_mode for record in every_record})
     # The bytes the rows (and golds) came from: a verifier compares them with its own copy.
-    split_sha256 = content_sha256(source.parquet_path(split))
+    split_sha256 = source.split_sha256(split)
     records = filter_tasks(every_record, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
     filters = recorded_filters(tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
     run = {

@@ -46,7 +46,6 @@ class VerifierData:
     def load(cls, split: str, *, mirror: str | os.PathLike[str] | None = None) -> VerifierData:
         import warnings
 
-        from smoldataenvs_tasks.data.integrity import content_sha256
         from smoldataenvs_tasks.data.rows import InvalidRowWarning, UnknownRewardModeWarning
         from smoldataenvs_tasks.data.source import DataSource
 
@@ -58,7 +57,7 @@ class VerifierData:
                 warnings.simplefilter("ignore", InvalidRowWarning)
                 warnings.simplefilter("ignore", UnknownRewardModeWarning)
                 records = source.load_tasks(split)
-            digest = content_sha256(source.parquet_path(split))
+            digest = source.split_sha256(split)
         except (SmolDataEnvsError, OSError, ValueError) as exc:
             raise DataUnavailable(
                 f"no copy of split {split!r} at the pinned revision {revision} here ({exc}); "
