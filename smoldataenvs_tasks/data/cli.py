@@ -8,7 +8,10 @@ smoldataenvs cache verify
 smoldataenvs cache clear --stage --yes
 
 Exit codes: 0 when everything asked for is there (and intact); 1 when something could not be had
-(`prefetch`: a task lacks tables) or is damaged (`--verify`, `cache verify`); 2 for bad input.
+(`prefetch`: a listing or download failed, worth a retry) or is damaged (`--verify`, `cache
+verify`); 2 for bad input; 3 (`prefetch`) when everything obtainable is there and the only tasks
+without tables are data defects (listed), which every run leaves ungraded: `prefetch; [ $? -ne 1 ]`
+or `prefetch || [ $? -eq 3 ]` goes on to the eval.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ import click
 
 from smoldataenvs_tasks.data.cache import MB, ContentCache
 from smoldataenvs_tasks.data.tables import format_mb
+
+# prefetch's exit status when all that is left without tables are the data's own defects.
+PREFETCH_ONLY_DEFECTS = 3
 
 
 class BadInput(click.ClickException):
@@ -96,7 +102,17 @@ def prefetch(
     refresh: bool,
     as_json: bool,
 ) -> None:
-    """Fill the cache with the tables of a split's tasks (bytes, files, prefixes, summary)."""
+    """Fill the cache with the tables of a split's tasks (bytes, files, prefixes, summary).
+
+    \b
+    Exit status:
+      0  every task's tables are in the cache
+      1  some could not be had now (a listing or download failed): run it again
+      3  everything obtainable is cached; the tasks left are data defects (a row
+         naming a table its bucket lacks, an invalid row), listed, and ungraded
+         in every run: `smoldataenvs prefetch --split test || [ $? -eq 3 ]`
+      2  bad input (an unknown split, a filter that matches nothing)
+    """
     from smoldataenvs_tasks.data.prefetch import NullProgress, RichProgress, prefetch_tasks
     from smoldataenvs_tasks.data.source import DataSource, SourceError
 
@@ -126,6 +142,7 @@ def prefetch(
         results[split] = (source, summary)
 
     lacking = sum(len(summary.missing) for _, summary in results.values())
+    defective = sum(len(summary.defects) for _, summary in results.values())
     if as_json:
         click.echo(
             json.dumps(
@@ -138,11 +155,14 @@ def prefetch(
         )
         if lacking:
             sys.exit(1)
+        if defective:
+            sys.exit(PREFETCH_ONLY_DEFECTS)
         return
     for split, (source, summary) in results.items():
         click.echo(f"split {split} from {source.describe()}")
         click.echo(f"tasks ready: {summary.ready} of {summary.tasks}")
-        _print_problems("tables missing", summary.missing)
+        _print_problems("tables missing (a retry may bring them)", summary.missing)
+        _print_problems("data defects (no tables to fetch: ungraded in every run)", summary.defects)
         _print_problems(
             f"skipped by --max-file-mb {max_file_mb:g}" if max_file_mb else "skipped",
             summary.skipped,
@@ -155,8 +175,15 @@ def prefetch(
     click.echo(f"cache: {ContentCache().root}")
     if lacking:
         # scripts must not go on to an eval that would leave these tasks ungraded
-        click.echo(f"{lacking} task(s) lack tables (listed above)", err=True)
+        click.echo(f"{lacking} task(s) lack tables (listed above): run it again", err=True)
         sys.exit(1)
+    if defective:
+        click.echo(
+            f"{defective} task(s) have no tables in the data (listed above): they are "
+            f"ungraded in every run; everything else is cached (exit {PREFETCH_ONLY_DEFECTS})",
+            err=True,
+        )
+        sys.exit(PREFETCH_ONLY_DEFECTS)
 
 
 @click.command()

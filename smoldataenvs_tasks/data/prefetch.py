@@ -6,8 +6,11 @@ later eval reports their tasks as ungraded with that reason instead of fetching 
 (numbers stay honest). A later prefetch without the cap fetches them and drops the record.
 
 `bytes_downloaded` counts the files this run fetched and accepted (bytes a failed or rejected
-download brought count nowhere), and a task whose tables could not be had is in `missing`: the
-command line then exits 1.
+download brought count nowhere). A task whose tables the data itself lacks (an invalid row, a row
+with no bucket prefix, a file its bucket does not hold) is in `defects`: no retry brings it, and
+every run leaves it ungraded. A task whose tables could not be had this time (a listing or a
+download failed, a file was rejected) is in `missing`. The command line exits 1 when anything is
+`missing` (worth a retry), else 3 when only `defects` are left, else 0.
 
     smoldataenvs prefetch --split test --tier hard --max-file-mb 500 --jobs 8
 """
@@ -71,7 +74,8 @@ class NullProgress:
 class PrefetchSummary:
     tasks: int = 0
     ready: int = 0
-    missing: dict[str, str] = field(default_factory=dict)  # task_id -> why its tables are missing
+    missing: dict[str, str] = field(default_factory=dict)  # task_id -> why they were not had
+    defects: dict[str, str] = field(default_factory=dict)  # task_id -> what the data lacks
     skipped: dict[str, str] = field(default_factory=dict)  # task_id -> over --max-file-mb
     prefixes: int = 0
     files: int = 0  # distinct files the ready-or-fetched tasks need
@@ -86,6 +90,7 @@ class PrefetchSummary:
             "tasks": self.tasks,
             "ready": self.ready,
             "missing": self.missing,
+            "defects": self.defects,
             "skipped": self.skipped,
             "prefixes": self.prefixes,
             "files": self.files,
@@ -135,10 +140,10 @@ def prefetch_tasks(
     allowed: set[FileKey] = set()
     for task in tasks:
         if task.invalid_row is not None:
-            summary.missing[task.task_id] = f"invalid row: {task.invalid_row}"
+            summary.defects[task.task_id] = f"invalid row: {task.invalid_row}"
             continue
         if not task.bucket_prefix:
-            summary.missing[task.task_id] = "the row has no bucket_prefix, so no tables"
+            summary.defects[task.task_id] = "the row has no bucket_prefix, so no tables"
             continue
         pair = (task.hf_bucket, task.bucket_prefix)
         listing = listings[pair]
@@ -147,8 +152,8 @@ def prefetch_tasks(
             continue
         by_path = {entry.path: entry for entry in listing}
         found, missing = match_files(task.files, by_path)
-        if missing:
-            summary.missing[task.task_id] = "; ".join(
+        if missing:  # the listing answered: the bucket does not hold them
+            summary.defects[task.task_id] = "; ".join(
                 f"{name}: not found under prefix '{task.bucket_prefix}'" for name in missing
             )
             continue
@@ -247,7 +252,8 @@ def _check_in_place(
         elif "over --max-file-mb" in table_set.error:
             summary.skipped[task.task_id] = table_set.error
         else:
-            summary.missing[task.task_id] = table_set.error
+            # nothing is fetched from a mirror or the sample: what it lacks, a retry cannot bring
+            summary.defects[task.task_id] = table_set.error
 
 
 class RichProgress:

@@ -116,9 +116,10 @@ def test_mirror_refuses_to_mix_revisions_or_write_into_its_source(hub_scenario, 
 
 def test_prefetch_cli_summary_and_the_skip_record(hub_scenario, data_env):
     result = invoke("prefetch", "--split", "eval", "--max-file-mb", "1", "--jobs", "3")
-    assert result.exit_code == 1, result.output  # RETURNS lacks its table; a skip is no failure
+    assert result.exit_code == 3, result.output  # only RETURNS, a data defect; a skip is no failure
     assert "tasks ready: 4 of 6" in result.output
-    assert "tables missing: 1 task(s)" in result.output and RETURNS in result.output
+    assert "data defects (no tables to fetch: ungraded in every run): 1 task(s)" in result.output
+    assert RETURNS in result.output and "tables missing" not in result.output
     assert "skipped by --max-file-mb 1: 1 task(s)" in result.output and BIG in result.output
     skipped = json.loads((data_env.cache / "skipped.json").read_text(encoding="utf-8"))["tables"]
     assert list(skipped) == ["testowner/kaggle-tables/acme__big/big.csv"]
@@ -129,13 +130,38 @@ def test_prefetch_cli_summary_and_the_skip_record(hub_scenario, data_env):
     assert summary["tasks"] == 2 and summary["ready"] == 1 and summary["files_downloaded"] == 0
 
 
+def test_prefetch_exits_3_when_only_data_defects_are_left_and_lists_them_in_json(hub_scenario):
+    result = invoke("prefetch", "--split", "eval", "--json")
+    assert result.exit_code == 3, result.output
+    summary = json.loads(result.stdout)["eval"]
+    assert list(summary["defects"]) == [RETURNS] and summary["missing"] == {}
+    assert "returns.csv: not found under prefix 'acme__retail'" in summary["defects"][RETURNS]
+    again = invoke("prefetch", "--split", "eval")  # everything else is cached: still 3, not 0
+    assert again.exit_code == 3 and "tasks ready: 5 of 6" in again.output
+
+
+def test_prefetch_exits_1_when_a_retry_could_bring_more_than_the_defects(hub_scenario, monkeypatch):
+    monkeypatch.setenv("SMOLDATAENVS_HTTP_RETRIES", "1")
+    hub_scenario.hub.fail(hub_scenario.route("acme__survey", "survey.csv"), 503)
+    result = invoke("prefetch", "--split", "eval")
+    assert result.exit_code == 1, result.output
+    assert "tables missing (a retry may bring them): 1 task(s)" in result.output
+    assert "data defects (no tables to fetch: ungraded in every run): 1 task(s)" in result.output
+    assert "run it again" in result.output
+
+
+def test_prefetch_help_documents_its_exit_status():
+    text = invoke("prefetch", "--help").output
+    assert "Exit status" in text and "3  everything obtainable is cached" in text
+
+
 def test_prefetch_against_a_mirror_checks_it_without_network(hub_scenario, tmp_path):
     target = tmp_path / "m"
     write_mirror(target, ["eval"])
     hub_scenario.hub.stop()
     hub_scenario.hub.reset_log()
     result = invoke("prefetch", "--split", "eval", "--mirror", str(target))
-    assert result.exit_code == 1, result.output  # RETURNS lacks its table
+    assert result.exit_code == 3, result.output  # RETURNS lacks its table: a data defect
     assert "tasks ready: 5 of 6" in result.output
     assert hub_scenario.hub.requests == []
 
