@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -253,7 +252,7 @@ async def grade_program_reply(
 ) -> GradedReply:
     """Stage the task's tables, open a sandbox (from `sessions` when given: a batch's, whose
     Docker containers are reused after a reset), run the reply's program, end the sandbox."""
-    from smoldataenvs_tasks.data.staging import new_stage_dir
+    from smoldataenvs_tasks.data.staging import new_stage_dir, remove_stage_dir
 
     stage_dir = await asyncio.to_thread(new_stage_dir)
     try:
@@ -288,7 +287,7 @@ async def grade_program_reply(
             Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(failure), profile), digests
         )
     finally:
-        await asyncio.to_thread(shutil.rmtree, stage_dir, True)
+        await asyncio.to_thread(remove_stage_dir, stage_dir)
 
 
 async def _decide_in_new_session(
@@ -328,23 +327,34 @@ async def grade_program_replies_async(
     profile: str = DEFAULT_PROFILE,
 ) -> list[GradedReply]:
     from smoldataenvs_tasks.sandboxes.opening import SessionSource
+    from smoldataenvs_tasks.sandboxes.progress import Progress
 
-    gate = asyncio.Semaphore(concurrency or default_concurrency())
+    at_once = concurrency or default_concurrency()
+    gate = asyncio.Semaphore(at_once)
 
-    async def one(reply: ProgramReply, sessions: SessionSource) -> GradedReply:
+    async def one(reply: ProgramReply, sessions: SessionSource, progress: Progress) -> GradedReply:
         async with gate:
-            return await grade_program_reply(
-                reply,
-                sandbox=sandbox,
-                mirror=mirror,
-                revision=revision,
-                limits=limits,
-                profile=profile,
-                sessions=sessions,
-            )
+            try:
+                return await grade_program_reply(
+                    reply,
+                    sandbox=sandbox,
+                    mirror=mirror,
+                    revision=revision,
+                    limits=limits,
+                    profile=profile,
+                    sessions=sessions,
+                )
+            finally:
+                progress.advance()
 
-    async with SessionSource(sandbox, limits=limits) as sessions:
-        return list(await asyncio.gather(*(one(reply, sessions) for reply in replies)))
+    # A batch runs for tens of seconds with nothing else to show (lm-eval prints nothing while
+    # its filter runs): a progress line on stderr.
+    what = f"running {len(replies)} programs ({sandbox} sandbox, {at_once} at a time)"
+    with Progress(what, total=len(replies)) as progress:
+        async with SessionSource(sandbox, limits=limits) as sessions:
+            return list(
+                await asyncio.gather(*(one(reply, sessions, progress) for reply in replies))
+            )
 
 
 def grade_program_replies_with_tables(

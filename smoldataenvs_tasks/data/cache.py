@@ -44,7 +44,7 @@ from typing import Any
 
 import filelock
 
-from smoldataenvs_tasks._host import cache_root
+from smoldataenvs_tasks._host import cache_root, stage_root
 from smoldataenvs_tasks.data.integrity import (
     SHA256_HEX,
     UnsafePathError,
@@ -151,7 +151,7 @@ class ContentCache:
 
     @property
     def stage_dir(self) -> Path:
-        return self.root / "stage"
+        return stage_root(self.root)
 
     @property
     def buckets_dir(self) -> Path:

@@ -18,6 +18,12 @@ Hard links need one filesystem: `new_stage_dir` puts stage dirs under `<cache>/s
 link is impossible (a mirror on another filesystem), the file is copied once into
 `<stage root>/.objects/` and linked from there, with a warning.
 
+A stage dir under `<cache>/stage/` belongs to the process that made it (`_host.claim_dir`: an
+owner lock beside it): that process removes it when done (`remove_stage_dir`, or at its exit), and
+one left by a process that died is removed by the next run's first stage dir, by
+`smoldataenvs sandbox cleanup` and by `inspect sandbox cleanup bwrap` (`cleanup_stage_dirs`),
+never while its owner runs.
+
     python -c "from smoldataenvs_tasks.data.staging import new_stage_dir; print(new_stage_dir())"
 """
 
@@ -27,9 +33,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import re
-import shutil
-import socket
 import stat
 import tempfile
 import time
@@ -39,7 +42,7 @@ from pathlib import Path
 
 import filelock
 
-from smoldataenvs_tasks._host import pid_alive
+from smoldataenvs_tasks._host import HOST_IN_NAMES, Swept, claim_dir, release_dir, sweep_unowned
 from smoldataenvs_tasks.data.cache import ContentCache, cache_root
 from smoldataenvs_tasks.data.integrity import (
     TableCorruptError,
@@ -53,11 +56,12 @@ from smoldataenvs_tasks.data.tables import TableFile, TableSet
 
 _READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
 _OBJECTS = ".objects"
-# Stage dirs of a dead process older than this are removed by cleanup_stage_dirs.
+# Another host's stage dirs (a cache on a shared filesystem, whose locks may not reach here) are
+# removed by cleanup_stage_dirs once this old; this host's as soon as their process is gone.
 DEFAULT_MAX_AGE_S = 6 * 3600
-# new_stage_dir() sweeps dirs this old whose process is gone (or that another host made).
+# new_stage_dir()'s sweep, once per process: another host's once this old.
 AUTO_CLEAN_AGE_S = 3 * 86400
-_HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:24] or "host"
+_swept_roots: set[Path] = set()
 
 
 class StagingWarning(UserWarning):
@@ -67,20 +71,29 @@ class StagingWarning(UserWarning):
 def new_stage_dir(parent: Path | None = None, *, cache_root: Path | None = None) -> Path:
     """A fresh, empty stage dir: inside `parent`, else under `<cache>/stage/`.
 
-    Top-level names carry the creating host and pid, so `cleanup_stage_dirs` can tell live ones
-    apart; creating one also sweeps stage dirs left behind days ago by dead processes.
+    One under `<cache>/stage/` is this process's until `remove_stage_dir` or the process's exit
+    (which removes it); the first one a process makes also sweeps those whose process is gone.
     """
     if parent is None:
         parent = ContentCache(cache_root).stage_dir
-        name = f"{time.strftime('%Y%m%dT%H%M%S')}-{_HOST}-p{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        with contextlib.suppress(OSError):
-            cleanup_stage_dirs(parent.parent, max_age_s=AUTO_CLEAN_AGE_S)
-    else:
-        name = uuid.uuid4().hex[:12]
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        name = f"{stamp}-{HOST_IN_NAMES}-p{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        if parent not in _swept_roots:
+            _swept_roots.add(parent)
+            with contextlib.suppress(OSError):
+                cleanup_stage_dirs(parent.parent, max_age_s=AUTO_CLEAN_AGE_S)
+        parent.mkdir(parents=True, exist_ok=True)
+        return claim_dir(parent / name)
+    name = uuid.uuid4().hex[:12]
     parent.mkdir(parents=True, exist_ok=True)
     path = Path(parent) / name
     path.mkdir(mode=0o755)
     return path
+
+
+def remove_stage_dir(stage_dir: Path) -> None:
+    """Remove a stage dir this process is done with (and its owner lock, when it has one)."""
+    release_dir(Path(stage_dir))
 
 
 def stage_tables(table_set: TableSet, stage_dir: Path) -> Path:
@@ -244,22 +257,18 @@ def _copy_read_only(fd: int, target: Path) -> None:
 def cleanup_stage_dirs(
     cache_root_dir: Path | None = None, *, max_age_s: float = DEFAULT_MAX_AGE_S
 ) -> list[Path]:
-    """Remove top-level stage dirs whose creating process is gone and that are older than
-    `max_age_s` (hard links cost no space, but their entries keep replaced tables alive)."""
+    """Remove the top-level stage dirs no live process uses (`stage_dirs_sweep`); what was
+    removed."""
+    return stage_dirs_sweep(cache_root_dir, max_age_s=max_age_s).removed
+
+
+def stage_dirs_sweep(
+    cache_root_dir: Path | None = None, *, max_age_s: float = DEFAULT_MAX_AGE_S
+) -> Swept:
+    """Remove the top-level stage dirs whose process is gone (hard links cost no space, but their
+    entries keep replaced tables alive, and a dir per run piles up): this host's as soon as
+    their owner lock is free (or, made before owner locks, their named pid is gone), another
+    host's once older than `max_age_s`. `.objects` is left alone. The Swept says what
+    was removed, the bytes freed, and how many are in use."""
     root = ContentCache(cache_root_dir or cache_root()).stage_dir
-    removed: list[Path] = []
-    if not root.exists():
-        return removed
-    now = time.time()
-    for path in root.iterdir():
-        if not path.is_dir() or path.name == _OBJECTS:
-            continue
-        parts = path.name.split("-")  # <time>-<host>-p<pid>-<random>
-        ours = len(parts) == 4 and parts[1] == _HOST and parts[2][1:].isdigit()
-        if ours and pid_alive(int(parts[2][1:])):
-            continue  # in use on this host; other hosts' dirs are judged by age alone
-        if now - path.stat().st_mtime < max_age_s:
-            continue
-        shutil.rmtree(path, ignore_errors=True)
-        removed.append(path)
-    return removed
+    return sweep_unowned(root, foreign_max_age_s=max_age_s)

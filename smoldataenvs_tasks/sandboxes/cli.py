@@ -5,7 +5,8 @@ smoldataenvs sandbox info           # what "auto" resolves to, enforcement, env,
 smoldataenvs sandbox build-image    # build the Docker sandbox image ahead of its first use
                                     # (sandboxes/docker/image.py; the first use builds it too)
 smoldataenvs sandbox image-status   # is it built and current (exit 1 when not)
-smoldataenvs sandbox cleanup        # bwrap dirs, containers, volumes of dead harness processes
+smoldataenvs sandbox cleanup        # what dead harness processes left: bwrap dirs, cgroups,
+                                    # stage dirs, containers, volumes (prints the counts)
 """
 
 from __future__ import annotations
@@ -98,18 +99,39 @@ def image_status() -> None:
 
 
 @sandbox.command()
-@click.option("--all", "all_sessions", is_flag=True, help="Every session's, alive or not.")
-def cleanup(all_sessions: bool) -> None:
+@click.option("--all", "all_sessions", is_flag=True, help="Every Docker session's, alive or not.")
+@click.option("--verbose", "-v", is_flag=True, help="Name every stage dir removed.")
+def cleanup(all_sessions: bool, verbose: bool) -> None:
     """Remove what sessions of dead harness processes left: bwrap session directories with their
-    mounts, their cgroups, empty stage directories, Docker containers and volumes."""
+    mounts, their cgroups, stage directories no running eval uses, Docker containers and
+    volumes. Prints what it removed, and what it kept because a live process uses it."""
     from smoldataenvs_tasks.sandboxes import leftovers
     from smoldataenvs_tasks.sandboxes.docker import cleanup_stale
+    from smoldataenvs_tasks.sandboxes.leftovers import plural, size
 
-    for line in leftovers.sweep_stale():
+    swept = leftovers.sweep()
+    for line in swept.lines():
         click.echo(f"removed {line}")
+    if verbose:
+        for path in swept.stage_dirs.removed:
+            click.echo(f"removed stage dir {path}")
     try:
         removed = cleanup_stale(all_sessions=all_sessions)
+    except SandboxUnavailable as error:  # no docker command: nothing of Docker's to remove
+        removed, docker_note = [], f"; Docker not checked: {error}"
     except SandboxFailure as error:
         raise click.ClickException(str(error)) from error
+    else:
+        docker_note = ""
     for line in removed:
         click.echo(f"removed {line}")
+    stage = swept.stage_dirs
+    counts = [
+        plural(len(swept.sessions), "bwrap session dir"),
+        plural(len(swept.cgroups), "cgroup"),
+        plural(len(swept.empty_stage_dirs) + len(stage.removed), "stage dir")
+        + f" ({size(stage.freed_bytes)} freed)",
+        f"{len(removed)} Docker containers/volumes",
+    ]
+    kept = f"; kept {plural(stage.in_use, 'stage dir')} in use" if stage.in_use else ""
+    click.echo(f"cleanup removed {', '.join(counts)}{kept}{docker_note}")

@@ -10,7 +10,10 @@ the harness's own Python (pyenv, the harness venv) is ever visible to a program.
     python -m smoldataenvs_tasks.sandboxes.envbuild
 
 The build is atomic (a temporary directory renamed into place once complete and verified) and
-file-locked, so concurrent first uses build it once.
+file-locked, so concurrent first uses build it once. It takes about a minute (68 s here; ~3 min on
+a loaded machine), so it says why it runs (none built under this cache yet, or the lock changed
+since the one built there, or `SMOLDATAENVS_CACHE` moved the cache away from a built one) and
+shows its steps as they go (sandboxes/progress.py).
 """
 
 from __future__ import annotations
@@ -20,16 +23,16 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from filelock import FileLock
 
-from smoldataenvs_tasks._host import cache_root
+from smoldataenvs_tasks._host import ENV_CACHE, cache_root, default_cache_root
 from smoldataenvs_tasks.contract import ENV_DIR
 from smoldataenvs_tasks.sandboxes import LOCK_FILE
 from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
+from smoldataenvs_tasks.sandboxes.progress import Progress
 
 # Bump when the build recipe changes in a way that makes old environments wrong.
 _RECIPE_VERSION = "2"
@@ -113,6 +116,58 @@ def _run(argv: list[str], what: str) -> None:
         raise RuntimeError(f"{what} failed (exit {done.returncode}):\n{tail}")
 
 
+def _pip_install(argv: list[str], pins: int, progress: Progress) -> None:
+    """pip install, its "Collecting" lines counted into the progress line (the longest step)."""
+    collected = 0
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    ) as pip:
+        assert pip.stdout is not None
+        lines: list[str] = []
+        for line in pip.stdout:
+            lines = [*lines[-200:], line]
+            # One of these per locked package (a wheel pip has cached is "Processing").
+            if line.startswith(("Collecting ", "Processing ")):
+                collected += 1
+                progress.status(f"pip: fetched {collected}/{pins} locked packages")
+            elif line.startswith("Installing collected packages:"):
+                names = line.partition(":")[2].split(",")
+                progress.step(f"pip: installing {len(names)} packages")
+    if pip.returncode != 0:
+        tail = "".join(lines).strip()[-3000:]
+        raise RuntimeError(
+            f"pip install -r requirements.lock failed (exit {pip.returncode}):\n{tail}"
+        )
+
+
+def _locked_pins(lock_text: str) -> int:
+    return len(re.findall(r"^[A-Za-z0-9][A-Za-z0-9._-]*==", lock_text, flags=re.MULTILINE))
+
+
+def why_build(target: Path) -> str:
+    """Why the environment at `target` has to be built (for the line that announces it)."""
+    if target.exists():
+        return "a build there was left unfinished"
+    others = (
+        sorted(path.name for path in target.parent.iterdir() if is_built(path))
+        if target.parent.is_dir()
+        else []
+    )
+    if others:
+        return (
+            "requirements.lock (or the build recipe) changed since the one built there "
+            f"({', '.join(others)})"
+        )
+    reason = "none built under this cache yet"
+    configured = os.environ.get(ENV_CACHE)
+    if configured:
+        reason += f", ${ENV_CACHE}={configured}"
+        default = default_cache_root() / target.parent.name / target.name
+        if default != target and is_built(default):
+            reason += f"; one for this lock is built under the default cache, {default}"
+    return reason
+
+
 def _point_scripts_at_sandbox_path(env: Path) -> None:
     """Console scripts carry their build path in the shebang; point them at the sandbox path."""
     build_python = f"#!{env}/bin/python"
@@ -128,25 +183,37 @@ def _point_scripts_at_sandbox_path(env: Path) -> None:
         )
 
 
-def build_env(target: Path, lock_file: Path = LOCK_FILE) -> Path:
-    """Build the environment into `target` (which must not exist) atomically."""
+def build_env(target: Path, lock_file: Path = LOCK_FILE, *, why: str = "asked to build it") -> Path:
+    """Build the environment into `target` (which must not exist) atomically, its steps shown
+    on stderr (`why` says why it is built)."""
     lock_text = lock_file.read_text(encoding="utf-8")
     python = find_system_python(lock_python_minor(lock_text))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".build-{target.name}-", dir=target.parent))
+    progress = Progress(
+        "building the sandbox's Python environment",
+        detail=f"in {target} ({why}): about a minute, minutes on a busy machine",
+    )
     try:
         # mkdtemp made it 0700; the sandbox user must be able to read it where it is not root.
         staging.chmod(0o755)
+        progress.step("creating the venv")
         _run([str(python), "-m", "venv", "--clear", str(staging)], f"{python} -m venv")
         env_python = str(staging / "bin" / "python")
         pip = [env_python, "-m", "pip", "--disable-pip-version-check", "--no-input"]
         # --no-deps: the lock is a complete freeze, so the set installed is exactly the lock's;
         # --require-hashes: and each file is the one the lock was made from.
         locked = ["--require-hashes", "--no-deps", "--only-binary=:all:", "-r", str(lock_file)]
-        _run([*pip, "install", *locked], "pip install -r requirements.lock")
+        progress.step("pip: fetching the locked packages")
+        _pip_install(
+            [*pip, "install", "--progress-bar", "off", *locked], _locked_pins(lock_text), progress
+        )
+        progress.step("pip check")
         _run([*pip, "check"], "pip check")
+        progress.step("importing the locked libraries")
         imports = ", ".join(_SMOKE_IMPORTS.split())
         _run([env_python, "-I", "-c", f"import {imports}"], "importing the locked libraries")
+        progress.step("building Matplotlib's font cache")
         # Matplotlib's font list, built once here; sessions copy it into their fresh home
         # (~/.cache/matplotlib) so no program pays seconds for it. Font paths inside mpl-data
         # are stored relative, so it is valid at the sandbox path too.
@@ -164,8 +231,10 @@ def build_env(target: Path, lock_file: Path = LOCK_FILE) -> Path:
         (staging / _COMPLETE_MARKER).write_text(lock_hash(lock_text) + "\n", encoding="utf-8")
         os.rename(staging, target)
     except BaseException:
+        progress.close("failed")
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    progress.close("built")
     return target
 
 
@@ -178,10 +247,10 @@ def ensure_env(lock_file: Path = LOCK_FILE) -> Path:
     with FileLock(str(target.parent / f"{target.name}.lock")):
         if is_built(target):
             return target
+        why = why_build(target)
         if target.exists():  # a leftover without the marker cannot be trusted
             shutil.rmtree(target)
-        print(f"building the sandbox Python environment in {target} (once)", file=sys.stderr)
-        return build_env(target, lock_file)
+        return build_env(target, lock_file, why=why)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,15 @@ dead owner's from a live one's and remove it:
 - bwrap session directories with their tmpfs and bind mounts (`disk.reap_stale`);
 - bwrap session cgroups (`cgroups.reap_stale`);
 - the empty stage directories a provider makes for a sample that has none
-  (`new_empty_stage_dir`, swept here).
+  (`new_empty_stage_dir`, swept here);
+- stage directories under `<cache>/stage/` (data/staging.py), each beside an owner lock its
+  process holds while it lives (`_host.claim_dir`): removed once that lock is free, whatever
+  their age, so a running eval's are never touched (another host's, on a shared cache, once
+  older than `STAGE_FOREIGN_MAX_AGE_S`).
 
 `sweep_stale()` runs once per process before its first bwrap session, and from
-`smoldataenvs sandbox cleanup` and `inspect sandbox cleanup bwrap`. (Docker containers are swept
-by `docker.cleanup_stale`, by their labels.)
+`smoldataenvs sandbox cleanup` (which prints `sweep()`'s counts) and `inspect sandbox cleanup
+bwrap`. (Docker containers are swept by `docker.cleanup_stale`, by their labels.)
 """
 
 from __future__ import annotations
@@ -22,15 +26,19 @@ import re
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from smoldataenvs_tasks._host import pid_alive
+from smoldataenvs_tasks._host import Swept, pid_alive, stage_root, sweep_unowned
 from smoldataenvs_tasks.sandboxes import cgroups, disk
 
 EMPTY_STAGE_PREFIX = "smoldataenvs-empty-stage-"
 _OWNED = re.compile(rf"{EMPTY_STAGE_PREFIX}p(\d+)-")
 # An empty stage dir without an owner pid in its name (an older version's) goes once this old.
 _UNOWNED_MAX_AGE_S = 6 * 3600
+# Another host's stage dirs (a cache on a shared filesystem) go once this old: its locks may
+# not reach this host (data/staging.py's DEFAULT_MAX_AGE_S).
+STAGE_FOREIGN_MAX_AGE_S = 6 * 3600
 
 
 def new_empty_stage_dir() -> Path:
@@ -52,16 +60,61 @@ def _stale_empty_stage_dirs(base: Path) -> list[Path]:
     return stale
 
 
-def sweep_stale(base: Path | None = None) -> list[str]:
-    """Remove what sessions of dead processes left (see the module's list); what was removed."""
+@dataclass
+class Sweep:
+    """What one sweep removed, by kind."""
+
+    sessions: list[str] = field(default_factory=list)
+    cgroups: list[str] = field(default_factory=list)
+    empty_stage_dirs: list[str] = field(default_factory=list)
+    stage_root: Path | None = None
+    stage_dirs: Swept = field(default_factory=Swept)
+
+    def lines(self) -> list[str]:
+        """One line per session, cgroup and empty stage dir removed; one for the stage dirs."""
+        lines = [f"bwrap session {path}" for path in self.sessions]
+        lines += [f"cgroup {group}" for group in self.cgroups]
+        lines += [f"empty stage dir {path}" for path in self.empty_stage_dirs]
+        if self.stage_dirs.removed:
+            lines.append(
+                f"{plural(len(self.stage_dirs.removed), 'stage dir')} under {self.stage_root} "
+                f"({size(self.stage_dirs.freed_bytes)} freed)"
+            )
+        return lines
+
+
+def sweep(base: Path | None = None, cache: Path | None = None) -> Sweep:
+    """Remove what sessions of dead processes left (see the module's list), and the stage dirs
+    no live process uses; what was removed, by kind."""
     base = Path(base or tempfile.gettempdir())
-    removed = [f"bwrap session {root}" for root in disk.reap_stale(base)]
+    done = Sweep(sessions=disk.reap_stale(base))
     with contextlib.suppress(OSError):
-        removed += [f"cgroup {group}" for group in cgroups.reap_stale()]
+        done.cgroups = [str(group) for group in cgroups.reap_stale()]
     for path in _stale_empty_stage_dirs(base):
         shutil.rmtree(path, ignore_errors=True)
-        removed.append(f"empty stage dir {path}")
-    return removed
+        done.empty_stage_dirs.append(str(path))
+    done.stage_root = stage_root(cache)
+    with contextlib.suppress(OSError):
+        done.stage_dirs = sweep_unowned(done.stage_root, foreign_max_age_s=STAGE_FOREIGN_MAX_AGE_S)
+    return done
+
+
+def sweep_stale(base: Path | None = None) -> list[str]:
+    """`sweep`, said in lines (what Inspect's `sandbox cleanup` prints)."""
+    return sweep(base).lines()
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def size(count: int) -> str:
+    value, unit = float(count), "bytes"
+    for larger in ("KB", "MB", "GB"):
+        if value < 1000:
+            break
+        value, unit = value / 1000, larger
+    return f"{count} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
 
 
 _SWEPT = False

@@ -5,6 +5,7 @@ python -m pytest tests/sandboxes/test_sandbox_envbuild.py -q
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -50,19 +51,71 @@ def test_built_environment_is_complete() -> None:
     assert pip.startswith("#!/opt/smoldata-env/bin/python")
 
 
-def test_failed_build_leaves_nothing_behind(tmp_path: Path) -> None:
-    """An uninstallable lock (offline: `--no-index`) must not leave a half-built env."""
+@pytest.mark.slow  # a venv is made before pip fails: 5-25 s on a loaded machine
+def test_failed_build_leaves_nothing_behind_and_said_why_and_how_far_it_got(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """An uninstallable lock (offline: `--no-index`) must not leave a half-built env; on the
+    way, the build says (on stderr, plain lines off a terminal) why it runs and each step."""
     if not Path("/usr/bin/python3.11").exists():
         pytest.skip("no Debian python3.11 here")
+    monkeypatch.setenv("SMOLDATAENVS_CACHE", str(tmp_path / "cache"))
     lock = tmp_path / "requirements.lock"
     lock.write_text(
         "# Python 3.11\n--no-index\nsmoldataenvs-no-such-package==0.0.1\n", encoding="utf-8"
     )
-    target = tmp_path / "envs" / envbuild.lock_hash(lock.read_text(encoding="utf-8"))
+    target = envbuild.env_path(lock)
     with pytest.raises(RuntimeError, match="pip install"):
-        envbuild.build_env(target, lock)
+        envbuild.ensure_env(lock)
     assert not target.exists()
-    assert list(target.parent.iterdir()) == []
+    assert [path for path in target.parent.iterdir() if path.is_dir()] == []
+    lines = capfd.readouterr().err.splitlines()
+    assert lines[0] == (
+        f"smoldataenvs: building the sandbox's Python environment in {target} (none built "
+        f"under this cache yet, $SMOLDATAENVS_CACHE={tmp_path / 'cache'}): about a minute, "
+        "minutes on a busy machine"
+    )
+    prefix = "smoldataenvs: building the sandbox's Python environment: "
+    steps = [line.removeprefix(prefix).split(" (")[0] for line in lines[1:-1]]
+    assert steps == ["creating the venv", "pip: fetching the locked packages"]
+    assert lines[-1].startswith("smoldataenvs: building the sandbox's Python environment: failed")
+    assert all("\r" not in line and "\x1b" not in line for line in lines)
+
+
+def _fake_built(path: Path) -> Path:
+    """A directory `is_built` accepts (the marker and an interpreter), for `why_build`."""
+    (path / "bin").mkdir(parents=True)
+    (path / "bin" / "python3").symlink_to(sys.executable)
+    (path / envbuild._COMPLETE_MARKER).write_text("x\n", encoding="utf-8")
+    return path
+
+
+def test_the_build_says_why_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SMOLDATAENVS_CACHE", str(cache))
+    target = envbuild.env_path()
+    assert envbuild.why_build(target).startswith("none built under this cache yet")
+    _fake_built(target.parent / "0123456789abcdef")
+    assert envbuild.why_build(target) == (
+        "requirements.lock (or the build recipe) changed since the one built there "
+        "(0123456789abcdef)"
+    )
+    target.mkdir()
+    assert envbuild.why_build(target) == "a build there was left unfinished"
+
+
+def test_a_moved_cache_names_the_environment_it_moved_away_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    default = envbuild.env_path()  # $SMOLDATAENVS_CACHE unset here, as in most runs
+    if "SMOLDATAENVS_CACHE" in os.environ or not envbuild.is_built(default):
+        pytest.skip("needs the environment built under the default cache")
+    monkeypatch.setenv("SMOLDATAENVS_CACHE", str(tmp_path))
+    why = envbuild.why_build(envbuild.env_path())
+    assert why == (
+        f"none built under this cache yet, $SMOLDATAENVS_CACHE={tmp_path}; one for this lock "
+        f"is built under the default cache, {default}"
+    )
 
 
 def test_cli_setup_and_info() -> None:
