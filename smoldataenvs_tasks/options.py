@@ -13,12 +13,15 @@ generated (issue 27).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+import os
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from smoldataenvs_tasks._pins import ALL_SPLITS, KNOWN_REWARD_MODES, TIERS
+from smoldataenvs_tasks._pins import ALL_SPLITS, HUB_SPLITS, KNOWN_REWARD_MODES, SAMPLE_SPLIT, TIERS
+from smoldataenvs_tasks.data import hub
 from smoldataenvs_tasks.data.source import as_list, recorded_filters
 from smoldataenvs_tasks.errors import SmolDataEnvsError
+from smoldataenvs_tasks.sandboxes.kinds import KINDS, SandboxKind, Staging
 from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES
 
 # The most a program or one tool call may be given: longer is a typo, not a plan (the dataset's
@@ -47,8 +50,59 @@ class OptionChecks:
         if value not in allowed:
             raise self.invalid(name, value, f"choose {', '.join(map(str, allowed))}")
 
+    def names(self, given: Mapping[str, object], options: Sequence[str]) -> None:
+        """Every option given is one of `options`. Inspect only warns about a `-T` name its task
+        does not take and lm-eval passes any `--metadata` key on, so a typo (`-T sandbx=docker`)
+        used to run with the default instead."""
+        for name, value in given.items():
+            if name not in options:
+                raise self.invalid(name, value, f"no such option; choose from {', '.join(options)}")
+
     def split(self, value: object) -> None:
         self.choice("split", value, ALL_SPLITS)
+
+    def bundled_split(self, split: str, **sources: object) -> None:
+        """The sample split ships with the package: a mirror or a revision given with it
+        (`mirror=`, `revision=`) would be ignored, so the run would not use what was asked."""
+        if split != SAMPLE_SPLIT:
+            return
+        for name, value in sources.items():
+            if value not in (None, ""):
+                raise self.invalid(
+                    name,
+                    value,
+                    f"split={SAMPLE_SPLIT} is bundled with the package and has no {name}; "
+                    f"choose {', '.join(HUB_SPLITS)} to use one",
+                )
+
+    def mirror_url(self, value: str | None, sandbox: SandboxKind) -> None:
+        """`mirror_url` is read only by kinds whose sandbox fetches its own tables; those
+        fetch from the Hub without one, which must then be reachable from where they run."""
+        remote = [name for name, record in KINDS.items() if record.staging is Staging.IN_SANDBOX]
+        if sandbox.staging is not Staging.IN_SANDBOX:
+            if value:
+                raise self.invalid(
+                    "mirror_url",
+                    value,
+                    f"only sandbox={' or '.join(remote)} reads it (their sandbox fetches its own "
+                    f"tables); sandbox={sandbox.name} reads a mirror directory, "
+                    f"{self.flag} mirror=DIR",
+                )
+            return
+        # A stager on another machine (a cluster) has its own network: only one on this
+        # machine's engine is known to share this machine's view of the Hub. The compose
+        # file's SMOLDATAENVS_MIRROR_URL stands in for a URL not given as an option.
+        if value or os.environ.get("SMOLDATAENVS_MIRROR_URL") or not sandbox.on_this_machine:
+            return
+        why = "HF_HUB_OFFLINE is set" if hub.hub_offline() else hub.hub_unreachable()
+        if why is not None:
+            raise self.invalid(
+                "sandbox",
+                sandbox.name,
+                f"its sandbox fetches each sample's tables from {self.flag} mirror_url, else the Hub "
+                f"({hub.hub_endpoint()}), and {why}: serve a mirror over HTTP "
+                f"(`smoldataenvs mirror`, docs/cluster.md) and give {self.flag} mirror_url=URL",
+            )
 
     def grader(self, value: object) -> None:
         self.choice("grader", value, GRADER_PROFILES)

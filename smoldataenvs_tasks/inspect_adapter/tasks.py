@@ -27,6 +27,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
+from inspect import Parameter, signature
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -50,7 +51,11 @@ from smoldataenvs_tasks.data.source import DataSource, as_list, recorded_filters
 from smoldataenvs_tasks.data.staging import cleanup_stage_dirs, new_stage_dir
 from smoldataenvs_tasks.data.tables import tables_manifest_digest
 from smoldataenvs_tasks.errors import SmolDataEnvsError
-from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError, package_name
+from smoldataenvs_tasks.inspect_adapter._compat import (
+    PrerequisiteError,
+    package_name,
+    registry_find_sandboxenv,
+)
 from smoldataenvs_tasks.inspect_adapter.providers import sandbox_spec
 from smoldataenvs_tasks.inspect_adapter.scoring import (
     answer_file_scorer,
@@ -61,7 +66,7 @@ from smoldataenvs_tasks.inspect_adapter.setup import prepare_sample, release_sam
 from smoldataenvs_tasks.inspect_adapter.tools import bash_tool, python_tool
 from smoldataenvs_tasks.options import INSPECT as check
 from smoldataenvs_tasks.sandboxes.kinds import CHOICES as SANDBOX_CHOICES
-from smoldataenvs_tasks.sandboxes.kinds import resolve
+from smoldataenvs_tasks.sandboxes.kinds import SandboxKind, resolve
 from smoldataenvs_tasks.scorers.verdict import VERDICT_GENERATIONS, versioned
 
 # Follows the grader: N is the generation of verdict rules (scorers/verdict.py), A the interface.
@@ -95,19 +100,62 @@ def _refuse_inspect_sandbox_option() -> None:
         )
 
 
-def _one_line_errors(make_task: Callable[..., Task]) -> Callable[..., Task]:
+# The agentic task's own options. The program task takes them too, unused, as the agentic task
+# takes program_timeout: `inspect eval-set` gives every task the same -T set.
+_AGENTIC_ONLY = ("max_turns", "tools", "protocol", "tool_timeout")
+
+
+def _one_line_errors(
+    *, unused: Sequence[str] = ()
+) -> Callable[[Callable[..., Task]], Callable[..., Task]]:
     """A task option or data problem found while building the task becomes Inspect's
-    PrerequisiteError: one line with the fix instead of a 200-line traceback."""
+    PrerequisiteError: one line with the fix instead of a 200-line traceback.
 
-    @functools.wraps(make_task)
-    def wrapper(*args: Any, **kwargs: Any) -> Task:
-        _refuse_inspect_sandbox_option()
-        try:
-            return make_task(*args, **kwargs)
-        except (SmolDataEnvsError, ValueError) as error:
-            raise PrerequisiteError(f"smoldataenvs: {error}") from error
+    An unknown `-T` name is refused the same way, naming the task's options (those it declares,
+    then `unused`, accepted and dropped). Inspect hands a task only the `-T` names its signature
+    declares and merely warns about the others, unless the signature takes `**kwargs`: the
+    signature shown to Inspect gets one, so every name arrives here to be checked."""
 
-    return wrapper
+    def decorate(make_task: Callable[..., Task]) -> Callable[..., Task]:
+        declared = signature(make_task)
+        options = [*declared.parameters, *unused]
+
+        @functools.wraps(make_task)
+        def wrapper(*args: Any, **kwargs: Any) -> Task:
+            _refuse_inspect_sandbox_option()
+            try:
+                check.names(kwargs, options)
+                return make_task(
+                    *args, **{name: value for name, value in kwargs.items() if name not in unused}
+                )
+            except (SmolDataEnvsError, ValueError) as error:
+                raise PrerequisiteError(f"smoldataenvs: {error}") from error
+
+        # What inspect.signature() (and so Inspect) reads for the wrapper.
+        others = Parameter("other_options", Parameter.VAR_KEYWORD, annotation=Any)
+        wrapper.__dict__["__signature__"] = declared.replace(
+            parameters=[*declared.parameters.values(), others]
+        )
+        return wrapper
+
+    return decorate
+
+
+def _require_provider(sandbox: SandboxKind) -> None:
+    """A kind run by a provider that is not ours (k8s is a separate package) needs that
+    provider installed; without it Inspect fails as the eval starts, in a 200-line traceback."""
+    if sandbox.session is not None:
+        return  # our own providers, registered with the package
+    try:
+        registry_find_sandboxenv(sandbox.provider)
+    except ValueError:
+        install = f"pip install {sandbox.provider_package}" if sandbox.provider_package else ""
+        raise check.invalid(
+            "sandbox",
+            sandbox.name,
+            f"Inspect's {sandbox.provider} sandbox provider is not installed here: "
+            f"{install or 'install it'} (docs/cluster.md), or choose another sandbox",
+        ) from None
 
 
 def _user_prompt(record: TaskRecord, variant: Variant, protocol: Protocol) -> str:
@@ -173,6 +221,10 @@ def _create_task(
     check.choice("protocol", protocol, get_args(Protocol))
     check.grader(grader)
     check.sandbox(sandbox, SANDBOX_CHOICES)
+    check.bundled_split(split, mirror=mirror, revision=revision)
+    sandbox_kind = resolve(sandbox)
+    check.mirror_url(mirror_url, sandbox_kind)
+    _require_provider(sandbox_kind)
     program_timeout = check.seconds("program_timeout", program_timeout)
     tool_timeout = check.seconds("tool_timeout", tool_timeout)
     max_turns = check.whole_number("max_turns", max_turns, "assistant turns")
@@ -197,7 +249,6 @@ def _create_task(
             f"no SmolDataEnvs tasks left in split {split!r} after filtering "
             f"(tiers={tiers!r}, reward_modes={reward_modes!r}, task_ids={task_ids!r})"
         )
-    sandbox_kind = resolve(sandbox)
     # What must hold before any sample starts (bwrap works, the environment or the Docker image
     # is built; `local` warns that it isolates nothing): one line instead of failed samples.
     sandbox_kind.check_prerequisites()
@@ -279,7 +330,7 @@ def _create_task(
 
 
 @task(name=package_name("smoldataenvs"))
-@_one_line_errors
+@_one_line_errors()
 def smoldataenvs(
     split: str = HEADLINE_SPLIT,
     mirror: str | None = None,
@@ -345,7 +396,7 @@ def smoldataenvs(
 
 
 @task(name=package_name("smoldataenvs_program"))
-@_one_line_errors
+@_one_line_errors(unused=_AGENTIC_ONLY)
 def smoldataenvs_program(
     split: str = HEADLINE_SPLIT,
     mirror: str | None = None,

@@ -13,8 +13,10 @@ each doc's Verdict is written as `verdicts_<timestamp>.jsonl` beside lm-eval's r
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from smoldataenvs_tasks.lm_eval.paths import TASKS_DIR
@@ -120,6 +122,50 @@ def precheck(argv: list[str]) -> str | None:
     return None
 
 
+def metadata_refusal(tasks: list[str], metadata: Mapping[str, object]) -> str | None:
+    """One line for a `--metadata` key no SmolDataEnvs task reads (lm-eval hands every key to
+    every task, and ours used to drop the unknown ones), in the words of Inspect's `-T` check.
+    Only when every task of the run is ours: another task may read any key."""
+    if not tasks or not all(task.startswith(_OUR_PREFIX) for task in tasks):
+        return None
+    from smoldataenvs_tasks.lm_eval.hooks import load_split
+    from smoldataenvs_tasks.options import LM_EVAL, OptionError
+
+    if "split" in metadata:
+        # lm-eval would pass it beside the task's own split: a TypeError traceback.
+        refused = LM_EVAL.invalid(
+            "split",
+            metadata["split"],
+            "the task's name chooses the split (smoldataenvs_program_eval, ..._test, ..._train, "
+            "..._sample)",
+        )
+        return f"error: {refused}"
+    keywords = inspect.signature(load_split).parameters.values()
+    options = [p.name for p in keywords if p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "split"]
+    try:
+        LM_EVAL.names(metadata, options)
+    except OptionError as problem:
+        return f"error: {problem}"
+    return None
+
+
+def _run_arguments(argv: list[str]) -> tuple[list[str], dict[str, object]]:
+    """The tasks and the `--metadata` of an lm-eval run, as lm-eval's own parser reads them
+    (both spellings of `--metadata`); none for its other commands. A usage error exits here as
+    lm-eval would exit on it."""
+    from lm_eval._cli.harness import HarnessCLI
+
+    saved = sys.argv
+    sys.argv = [saved[0], *argv]  # its parser reads sys.argv (and inserts the `run` command)
+    try:
+        args = HarnessCLI().parse_args()
+    finally:
+        sys.argv = saved
+    if getattr(args, "command", None) != "run":
+        return [], {}
+    return list(args.tasks or []), dict(args.metadata or {})
+
+
 def main() -> None:
     problem = precheck(sys.argv[1:])
     if problem is not None:
@@ -127,6 +173,11 @@ def main() -> None:
         sys.exit(2)
 
     import smoldataenvs_tasks.lm_eval.models  # noqa: F401  (registers `replay`)
+
+    problem = metadata_refusal(*_run_arguments(sys.argv[1:]))
+    if problem is not None:
+        print(f"smoldataenvs-lm-eval: {problem}", file=sys.stderr)
+        sys.exit(2)
 
     _install_task_dir()
     from lm_eval.__main__ import cli_evaluate

@@ -95,6 +95,9 @@ def load_split(
     from smoldataenvs_tasks.sandboxes.kinds import SESSION_KINDS, resolve_kind
 
     check.split(split)
+    # Not `revision`: lm-eval merges --model_args into these keywords, and a model's revision
+    # (hf, vllm) arrives under that name.
+    check.bundled_split(split, mirror=mirror)
     check.grader(grader)
     check.sandbox(sandbox, SESSION_KINDS)
     if concurrency not in (None, ""):

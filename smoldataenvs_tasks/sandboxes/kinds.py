@@ -69,6 +69,9 @@ class SandboxKind:
     session: str | None = None
     # The file in sandboxes/resources/ Inspect's own provider is given (compose, Helm values).
     provider_config: str | None = None
+    # The distribution that brings `provider` when neither Inspect nor we do (named in the error
+    # a task gives where it is missing).
+    provider_package: str | None = None
     # Checked before any sample starts ("module:function"s, each raising SandboxUnavailable with
     # how to fix it): a missing engine or a stale image is one line, not a failed sample.
     prerequisites: tuple[str, ...] = ()
@@ -160,6 +163,7 @@ KINDS: dict[str, SandboxKind] = {
             name="k8s",
             provider="k8s",
             provider_config="values.yaml",
+            provider_package="inspect-k8s-sandbox",
             staging=Staging.IN_SANDBOX,
             inputs=InputLinks.BY_STAGER,
             on_this_machine=False,

@@ -1,4 +1,4 @@
-"""Issue 27 on the lm-eval side: every numeric and enumerated option (`--metadata name=value`, or
+"""Issues 27 and 31 on the lm-eval side: every numeric and enumerated option (`--metadata name=value`, or
 the task's metadata) is checked when the task is created, by the checks Inspect's `-T` options
 use (`smoldataenvs_tasks.options`), in one line naming the option and its valid range or values.
 `concurrency=abc` used to fail with a traceback only after every reply had been generated, and
@@ -13,6 +13,7 @@ import pytest
 
 from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
 from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
+from smoldataenvs_tasks.lm_eval.cli import metadata_refusal
 from smoldataenvs_tasks.lm_eval.hooks import load_split
 from smoldataenvs_tasks.lm_eval.models import ReplayLM
 from smoldataenvs_tasks.lm_eval.paths import task_manager
@@ -86,6 +87,7 @@ def test_valid_values_in_every_spelling_are_taken(options):
         ("reward_modes", "numerc"),
         ("program_timeout", -5),
         ("sandbox", "dockr"),
+        ("mirror", "/srv/mirror"),  # the sample is bundled: a mirror would be ignored
     ],
 )
 def test_inspect_and_lm_eval_refuse_a_value_with_the_same_words(option, value):
@@ -98,6 +100,42 @@ def test_inspect_and_lm_eval_refuse_a_value_with_the_same_words(option, value):
     if option == "sandbox":  # lm-eval offers only the kinds with a session of ours
         inspect_says, lm_eval_says = inspect_says.split(":")[0], lm_eval_says.split(":")[0]
     assert inspect_says == lm_eval_says
+
+
+METADATA_OPTIONS = (
+    "mirror, revision, sandbox, tiers, reward_modes, task_ids, concurrency, grader, program_timeout"
+)
+
+
+@pytest.mark.unit
+def test_an_unknown_metadata_key_is_refused_in_inspects_words():
+    says = metadata_refusal(
+        [TASK, "smoldataenvs_program_eval_pass4"], {"grader": "strict", "bogus": 1}
+    )
+    assert says == (
+        f"error: --metadata bogus=1 is not valid: no such option; choose from {METADATA_OPTIONS}"
+    )
+    with pytest.raises(PrerequisiteError) as inspect_error:
+        smoldataenvs_program(split="sample", sandbox="bwrap", bogus=1)
+    # The same words up to the list of names, which is each framework's own.
+    assert says.split(";")[0].removeprefix("error: --metadata ") == (
+        str(inspect_error.value).split(";")[0].removeprefix("smoldataenvs: -T ")
+    )
+
+
+@pytest.mark.unit
+def test_metadata_keys_are_left_alone_when_another_task_may_read_them():
+    assert metadata_refusal([TASK, "ruler"], {"max_seq_lengths": [4096]}) is None
+    assert metadata_refusal([TASK], {"sandbox": "docker", "concurrency": 2}) is None
+
+
+@pytest.mark.unit
+def test_a_split_in_the_metadata_is_refused_naming_the_tasks_that_choose_one():
+    # lm-eval would pass it beside the task's own split: a TypeError traceback.
+    says = metadata_refusal([TASK], {"split": "eval"})
+    assert says is not None and says.startswith(
+        "error: --metadata split=eval is not valid: the task's name chooses the split"
+    )
 
 
 def test_lm_evals_task_metadata_reaches_the_check_at_task_creation():
@@ -118,6 +156,9 @@ def test_the_console_script_says_one_line_and_exits_2_without_a_traceback():
     cases = {
         ("concurrency=abc",): "--metadata concurrency=abc is not valid: a whole number",
         ('{"tiers": ["hrd"]}',): "--metadata tiers=hrd is not valid: choose from easy",
+        # Issue 31: an unknown key used to be dropped without a word.
+        ('{"bogus": 1}',): f"--metadata bogus=1 is not valid: no such option; choose from "
+        f"{METADATA_OPTIONS}",
     }
     running = {
         metadata: subprocess.Popen(
