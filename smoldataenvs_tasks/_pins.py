@@ -37,9 +37,16 @@ def split_parquet_path(split: str) -> str:
     return f"data/{split}-00000-of-00001.parquet"
 
 
+# The empty reward mode's name everywhere (options, Inspect's mode_ metrics, lm-eval's, reports):
+# users type it in `reward_modes=empty`. Logs and submissions written before called it
+# "unspecified"; they are still read (that name is no dataset mode).
+EMPTY_REWARD_MODE = "empty"
+OLD_EMPTY_REWARD_MODE = "unspecified"
+
+
 def reward_mode_label(reward_mode: str) -> str:
     """The name a reward mode is reported under (the empty mode has no name of its own)."""
-    return reward_mode or "unspecified"
+    return EMPTY_REWARD_MODE if reward_mode in ("", OLD_EMPTY_REWARD_MODE) else reward_mode
 
 
 def pinned_revision(split: str) -> str:

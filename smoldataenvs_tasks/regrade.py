@@ -54,6 +54,7 @@ def regrade_command(log: Path, grader: str, out: Path | None) -> None:
             raise click.ClickException(str(exc)) from None
         for path in written:
             click.echo(f"wrote {path}")
+        _summarize(out, grader)
         return
     if log.is_dir():
         raise click.ClickException(
@@ -67,3 +68,18 @@ def regrade_command(log: Path, grader: str, out: Path | None) -> None:
     except RegradeError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"wrote {target}")
+    _summarize(target, grader)
+
+
+def _summarize(written: Path, grader: str) -> None:
+    """What the regrade changed, read back from what it wrote (results/regrade_summary.py)."""
+    from smoldataenvs_tasks.results.regrade_summary import regrade_summary
+    from smoldataenvs_tasks.results.runs import RunLoadError
+
+    try:
+        lines = regrade_summary([written], grader)
+    except RunLoadError as exc:  # written, but not readable as a run: say so, keep the files
+        click.echo(f"no summary: {exc}")
+        return
+    for line in lines:
+        click.echo(line)

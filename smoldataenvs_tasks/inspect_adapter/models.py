@@ -15,6 +15,8 @@ turn it returns an empty reply, which ends an agent loop. Token usage is a chara
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from inspect_ai.model import (
@@ -47,6 +49,12 @@ def _first_user_text(messages: list[ChatMessage]) -> str | None:
     return None
 
 
+def _rescoring() -> bool:
+    """Whether this process is Inspect's `inspect score` (the command line is all there is to
+    tell: Inspect creates the model before any scorer runs)."""
+    return Path(sys.argv[0]).name.startswith("inspect") and sys.argv[1:2] == ["score"]
+
+
 def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
 
@@ -69,6 +77,10 @@ class ReplayModel(ModelAPI):
         self.path = path
         self._book: ReplayBook | None = None
         self._book_stamp: tuple[int, int] | None = None
+        if _rescoring():
+            # `inspect score LOG` re-creates the log's model and never calls it: the file, named
+            # as the run was given it (relative to the run's folder), need not be there now.
+            return
         # A bad file fails at model creation, as one line naming it, not at the first sample.
         try:
             self.book  # noqa: B018

@@ -9,8 +9,15 @@ Verdict in `Score.metadata`. A sandbox that failed (never the model's doing: doc
 raises out of the scorer, so Inspect errors the sample and `--retry-on-error` or `inspect
 eval-retry` run it again.
 
-Metrics: accuracy (= pass@1 over graded samples) with stderr, and the same grouped by
-`difficulty_tier` and by `reward_mode`.
+Metrics: `pass_at_1`, the report's headline pass@1 by its rule (each task's mean reward over its
+attempts, averaged over the tasks; a task the data leaves ungradable left out), then accuracy
+(the same number, Inspect's name for it) with stderr, and accuracy grouped by `difficulty_tier`
+and by `reward_mode`. Inspect hands a metric no score for a sample that errored (it prints "N of
+M executed samples had errors and were not scored"); the report counts such an attempt as 0, so
+the two agree once nothing errored (`inspect eval-retry`), the only run a report takes without
+--allow-partial. With `-T pass_k=k` (`pass_k_epochs`) each epoch reducer's column of scores is
+titled by the scorer's name alone; `pass_at_1` is then named after the column's reducer
+(`mean`, `pass_at_1`, `pass_at_k`), so the three columns say which is which.
 
 A sample scored where it has no sandbox is being scored again from its log (`inspect score LOG`
 re-creates the scorers the log records; nothing runs a sandbox for it): each scorer then
@@ -24,9 +31,13 @@ log under another profile (`regrade_scorer`, `smoldataenvs regrade`) lives in
 
 from __future__ import annotations
 
+import functools
+import math
+from collections import defaultdict
 from functools import partial
 
 import anyio
+from inspect_ai import Epochs
 from inspect_ai.event import ScoreEvent
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageAssistant
@@ -35,12 +46,16 @@ from inspect_ai.scorer import (
     SampleScore,
     Score,
     Scorer,
+    ScoreReducer,
     Target,
     accuracy,
     grouped,
+    mean_score,
     metric,
+    pass_at,
     scorer,
     stderr,
+    value_to_float,
 )
 from inspect_ai.solver import TaskState
 from inspect_ai.util import SandboxEnvironment
@@ -78,7 +93,66 @@ def graded() -> Metric:
     return compute
 
 
+# The metadata key under which `pass_k_epochs`' reducers name themselves on the score they reduce.
+REDUCER_KEY = "smoldataenvs_reducer"
+HEADLINE_METRIC = "pass_at_1"
+
+
+@metric(name=package_name(HEADLINE_METRIC))
+def pass_at_1() -> Metric:
+    """The report's headline pass@1 (docs/reporting.md), by its rule: each task's mean reward over
+    its attempts, averaged over the tasks. Inspect leaves out of every metric a sample the data
+    left ungradable (unscored) and one that errored (no score); the report leaves out the first
+    and counts the second as 0, so the two agree on a run where no sample errored.
+
+    Named `pass_at_1`, or after the epoch reducer whose scores it is given when that reducer says
+    (`pass_k_epochs`): under `pass_at_4` the same mean is pass@4, and must not be called pass@1."""
+    to_float = value_to_float()
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        # One score per task unless the run had epochs and no reducer (Inspect reduces them
+        # with `mean` by default): grouped by task either way, as the report groups attempts.
+        by_task: dict[str, list[float]] = defaultdict(list)
+        labels = set()
+        for sample_score in scores:
+            value = to_float(sample_score.score.value)
+            if math.isnan(value):
+                continue
+            by_task[str(sample_score.sample_id)].append(value)
+            labels.add((sample_score.score.metadata or {}).get(REDUCER_KEY, HEADLINE_METRIC))
+        if not by_task:
+            return {}
+        means = [sum(values) / len(values) for values in by_task.values()]
+        label = str(labels.pop()) if len(labels) == 1 else HEADLINE_METRIC
+        return {label: sum(means) / len(means)}
+
+    return compute
+
+
+def _named(reducer: ScoreReducer, name: str) -> ScoreReducer:
+    """`reducer`, marking each score it reduces with its name for `pass_at_1`. The wrapper keeps
+    the reducer's registry name and parameters (functools.wraps copies them), so the log records
+    the reducers as Inspect names them (`mean`, `pass_at_1`, `pass_at_4`) and reports read them
+    as before."""
+
+    @functools.wraps(reducer)
+    def reduce(scores: list[Score]) -> Score:
+        reduced = reducer(scores)
+        metadata = {**(reduced.metadata or {}), REDUCER_KEY: name}
+        return reduced.model_copy(update={"metadata": metadata})
+
+    return reduce
+
+
+def pass_k_epochs(k: int) -> Epochs:
+    """`-T pass_k=k`: k epochs reduced to mean, pass_at_1 and pass_at_k, each column of scores
+    naming its reducer in its `pass_at_1` row."""
+    named = [(mean_score(), "mean"), (pass_at(1), "pass_at_1"), (pass_at(k), f"pass_at_{k}")]
+    return Epochs(k, [_named(reducer, name) for reducer, name in named])
+
+
 SCORER_METRICS = [
+    pass_at_1(),
     accuracy(),
     stderr(),
     graded(),

@@ -31,7 +31,7 @@ from inspect import Parameter, signature
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from inspect_ai import Epochs, Task, task
+from inspect_ai import Task, task
 from inspect_ai.agent import AgentPrompt, AgentSubmit, react
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
@@ -59,6 +59,7 @@ from smoldataenvs_tasks.inspect_adapter._compat import (
 from smoldataenvs_tasks.inspect_adapter.providers import sandbox_spec
 from smoldataenvs_tasks.inspect_adapter.scoring import (
     answer_file_scorer,
+    pass_k_epochs,
     program_scorer,
     submit_scorer,
 )
@@ -296,7 +297,8 @@ def _create_task(
         scorer=scorer,
         sandbox=sandbox_spec(sandbox_kind),
         config=config,
-        epochs=(Epochs(pass_k, ["mean", "pass_at_1", f"pass_at_{pass_k}"]) if pass_k > 1 else None),
+        # Each reducer's column names itself in its pass_at_1 row (scoring.pass_k_epochs).
+        epochs=pass_k_epochs(pass_k) if pass_k > 1 else None,
         turn_limit=turn_limit,
         version=TASK_VERSION,
         metadata={

@@ -47,6 +47,7 @@ RUN_FIELDS = (
     "_filters",
     "_grader",
     "_split_sha256",
+    "_package_version",
 )
 
 # Verdicts decided in this process, by (task_id, repeat); the console script writes them next to
@@ -124,9 +125,21 @@ def load_split(
         "_filters": json.dumps(filters, sort_keys=True),
         "_grader": grader,
         "_split_sha256": split_sha256,
+        # This package's version, as Inspect records it for a task's package: reports show it.
+        "_package_version": _package_version(),
     }
     rows = [_doc_row(record, run) for record in records]
     return datasets.DatasetDict({split: datasets.Dataset.from_list(rows)})
+
+
+def _package_version() -> str:
+    """The installed smoldataenvs_tasks' version; "" when it runs from a checkout not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("smoldataenvs_tasks")
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 def _check_program_timeout(check: OptionChecks, value: float | str) -> None:
@@ -206,6 +219,7 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
                 "hf_bucket": reply.record.hf_bucket,
                 "bucket_prefix": reply.record.bucket_prefix,
                 "split_sha256": doc.get("_split_sha256") or None,
+                "package_version": doc.get("_package_version") or None,
             }
         )
     return out

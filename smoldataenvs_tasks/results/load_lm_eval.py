@@ -303,6 +303,7 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
         stamped = verdict_rows[0] if verdict_rows else {}
 
         provenance = _Provenance(first_doc, stamped, name)
+        ours_version = provenance("_package_version", "package_version")
         split = _split_of(task_name, config)
         settings = _settings(
             results, config, meta, where, repeats, provenance("_sandbox", "sandbox")
@@ -333,7 +334,12 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 tasks=tasks,
                 run_id=f"{task_name}@{stamp}",
                 created=created,
-                package_versions={"lm_eval": str(version)},
+                # Inspect records the task's package beside inspect_ai; lm-eval runs record it
+                # in every doc (hooks.load_split) and verdict row; older runs did not.
+                package_versions={
+                    "lm_eval": str(version),
+                    **({"smoldataenvs_tasks": ours_version} if ours_version else {}),
+                },
                 limit=_limit(run_config.get("limit"), f"{name} config.limit"),
                 sampling={"temperature": settings["temperature"], "reducers": None},
                 settings=settings,

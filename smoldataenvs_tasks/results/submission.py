@@ -32,7 +32,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import metadata as importlib_metadata
 from typing import Any, cast
 
-from smoldataenvs_tasks._pins import KNOWN_REWARD_MODES, TIERS, reward_mode_label
+from smoldataenvs_tasks._pins import (
+    EMPTY_REWARD_MODE,
+    KNOWN_REWARD_MODES,
+    OLD_EMPTY_REWARD_MODE,
+    TIERS,
+    reward_mode_label,
+)
 from smoldataenvs_tasks.results.coverage import combined_coverage, coverage_of
 from smoldataenvs_tasks.results.diagnostics import ALPHA, POWER, submission_diagnostics
 from smoldataenvs_tasks.results.protocol import deviations, normal_settings
@@ -471,4 +477,14 @@ def recompute(submission: Submission) -> Submission:
                     f"task {task.task_id}: an attempt of run {attempt.run}, but the submission "
                     f"lists {len(records)} run(s)"
                 )
-    return assemble(header_of(submission), records, tasks)
+    rebuilt = assemble(header_of(submission), records, tasks)
+    by_mode = submission["pass@1_by_reward_mode"]
+    if OLD_EMPTY_REWARD_MODE in by_mode and EMPTY_REWARD_MODE not in by_mode:
+        # Written before the empty mode was named `empty` everywhere: its figures are read
+        # under the name it was written with, so an old submission still verifies.
+        rebuilt["pass@1_by_reward_mode"] = {
+            OLD_EMPTY_REWARD_MODE if mode == EMPTY_REWARD_MODE else mode: value
+            for mode, value in rebuilt["pass@1_by_reward_mode"].items()
+        }
+        rebuilt["sha256"] = submission_sha256(rebuilt)
+    return rebuilt

@@ -4,10 +4,17 @@ the dataset left ungradable."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 from inspect_ai.scorer import Score
 
-from smoldataenvs_tasks.inspect_adapter.scoring import SCORER_METRICS, graded
+from smoldataenvs_tasks.inspect_adapter.scoring import (
+    SCORER_METRICS,
+    graded,
+    pass_at_1,
+    pass_k_epochs,
+)
 from tests.inspect.metric_epochs import run_metrics
 
 PASS_K_REDUCERS = ["mean", "pass_at_1", "pass_at_3"]  # what -T pass_k=3 reduces with
@@ -42,3 +49,24 @@ def test_equal_epochs_change_nothing():
     once = run_metrics([graded()], [[s] for s in scores], ["mean"])
     thrice = run_metrics([graded()], [[s] * 3 for s in scores], ["mean", "mode"])
     assert once[("mean", "graded")] == thrice[("mean", "graded")] == thrice[("mode", "graded")] == 3
+
+
+@pytest.mark.slow
+def test_pass_at_1_is_named_after_the_reducer_of_its_column():
+    # pass_k_epochs' reducers as -T pass_k=3 runs them: each column's pass_at_1 row takes its
+    # reducer's name, so the pass@3 column is never labelled pass@1. An ungradable sample is
+    # left out, as the report leaves it out.
+    reducers = pass_k_epochs(3).reducer or []
+    values = run_metrics(
+        [pass_at_1()],
+        [[ONE, ONE, ONE], [ZERO, ONE, ZERO], [UNGRADABLE] * 3],
+        cast(list[str], reducers),
+    )
+    assert values == {
+        ("mean", "mean"): pytest.approx((1 + 1 / 3) / 2),
+        ("pass_at_1", "pass_at_1"): pytest.approx((1 + 1 / 3) / 2),
+        ("pass_at_3", "pass_at_3"): 1.0,
+    }
+    # Without reducers (one epoch), it is pass_at_1: the mean over graded tasks.
+    once = run_metrics([pass_at_1()], [[ONE], [ZERO], [UNGRADABLE], [ONE]], ["mean"])
+    assert once == {("mean", "pass_at_1"): pytest.approx(2 / 3)}

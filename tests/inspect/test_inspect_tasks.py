@@ -87,7 +87,7 @@ def test_program_metrics_are_grouped_by_tier_and_reward_mode(tmp_path):
     log = run(smoldataenvs_program(split="sample", sandbox="bwrap"), tmp_path, GOLD_PROGRAM)
     names = set(log.results.scores[0].metrics)
     assert {"tier_easy", "tier_medium", "tier_hard"} <= names
-    assert {"mode_numeric", "mode_list", "mode_exact_short", "mode_unspecified"} <= names
+    assert {"mode_numeric", "mode_list", "mode_exact_short", "mode_empty"} <= names
 
 
 def test_agentic_gold_in_sft_format_scores_one(tmp_path):

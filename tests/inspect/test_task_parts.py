@@ -63,7 +63,7 @@ def test_record_to_sample_gives_the_program_prompt_the_gold_and_the_record(tmp_p
 def test_record_to_sample_names_the_empty_reward_mode_and_passes_a_mirror_url(tmp_path):
     [record] = [r for r in load_tasks("sample") if r.reward_mode == ""][:1]
     sample = _record_to_sample(record, "program", "answer_file", tmp_path, "http://mirror")
-    assert (sample.metadata or {})["reward_mode"] == "unspecified"
+    assert (sample.metadata or {})["reward_mode"] == "empty"
     assert (sample.metadata or {})["mirror_url"] == "http://mirror"
 
 

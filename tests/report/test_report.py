@@ -127,7 +127,7 @@ def test_submission_of_an_inspect_run_has_every_field_right(
     by_mode: dict[str, list[str]] = {}
     for task_id in graded:
         by_tier.setdefault(RECORDS[task_id].difficulty_tier, []).append(task_id)
-        by_mode.setdefault(RECORDS[task_id].reward_mode or "unspecified", []).append(task_id)
+        by_mode.setdefault(RECORDS[task_id].reward_mode or "empty", []).append(task_id)
     assert list(sub["pass@1_by_tier"]) == [t for t in ("easy", "medium", "hard") if t in by_tier]
     for tier, ids in by_tier.items():
         assert_estimate(sub["pass@1_by_tier"][tier], expected_pass1(MIXED, ids), len(ids))
