@@ -52,9 +52,10 @@ class Progress:
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         self._task: Any = None
+        self._terminal = _is_terminal(self._stream)
         if detail:  # said once, in full: the redrawn line keeps to what fits a terminal
             self._line(f"{what} {detail}")
-        if _is_terminal(self._stream):
+        if self._terminal:
             self._task = _open_line(self._stream, what, total, self._count())
         else:
             if not detail:
@@ -80,6 +81,8 @@ class Progress:
 
     def close(self, outcome: str = "done") -> None:
         if self._task is not None:
+            if _display is not None:
+                _display.refresh()  # its last state drawn, not the one of up to 0.5 s ago
             # Printed above the live lines; then this work's line goes.
             self._line(f"{self.what}: {outcome} in {self._elapsed()}")
             _close_line(self._task)
@@ -128,7 +131,7 @@ class Progress:
         return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
     def _line(self, text: str) -> None:
-        if self._task is not None and _display is not None:
+        if self._terminal and _display is not None:  # above the live lines, not through them
             _display.console.print(PREFIX + text, markup=False, highlight=False)
             return
         self._stream.write(f"{PREFIX}{text}\n")

@@ -1,5 +1,6 @@
 """Shared by tests/sandboxes/test_docker_*.py: skip without an engine or image, and prove every
-test left no container or volume behind (removing strays so one failure does not leak)."""
+test left no container, volume or compose project behind (removing strays so one failure does not
+leak), touching only what the test itself started: other evals may share the engine."""
 
 from __future__ import annotations
 
@@ -49,14 +50,43 @@ def inspect_projects() -> list[str]:
     ]
 
 
+@contextlib.contextmanager
+def projects_started_here() -> Iterator[set[str]]:
+    """The names of the compose projects Inspect's docker provider names in this process while
+    the block runs (each sample's `task_project_name`): what a test itself started. A project
+    that merely appears meanwhile is someone else's (another eval on the same engine)."""
+    from inspect_ai.util._sandbox.docker import docker as inspect_docker
+
+    named: set[str] = set()
+    name_project = inspect_docker.task_project_name
+
+    def recorded(task: str) -> str:
+        name = name_project(task)
+        named.add(name)
+        return name
+
+    inspect_docker.task_project_name = recorded
+    try:
+        yield named
+    finally:
+        inspect_docker.task_project_name = name_project
+
+
 def leftovers_guard() -> Iterator[None]:
     """For a fixture (`yield from leftovers_guard()`): skips without Docker, then fails the test
     if it left containers, volumes or Inspect compose projects, after removing them."""
     require_kind("docker")
-    before_projects = set(inspect_projects())
-    yield
+    yield from own_leftovers_guard()
+
+
+def own_leftovers_guard() -> Iterator[None]:
+    """`leftovers_guard` without the skip: acts only on what this test started (containers and
+    volumes labelled with this process, compose projects Inspect named here), never on another
+    user's sessions or projects on the same engine."""
+    with projects_started_here() as named:
+        yield
     containers, volumes = our_containers(), our_volumes()
-    projects = sorted(set(inspect_projects()) - before_projects)
+    projects = sorted(named & set(inspect_projects()))
     for container in containers:
         subprocess.run(["docker", "rm", "-f", container], capture_output=True, check=False)
     for volume in volumes:
@@ -67,7 +97,10 @@ def leftovers_guard() -> Iterator[None]:
             capture_output=True,
             check=False,
         )
-    assert (containers, volumes, projects) == ([], [], []), "the test left Docker resources"
+    left = (containers, volumes, projects)
+    assert left == ([], [], []), (
+        f"the test left Docker resources (containers, volumes, projects): {left}"
+    )
 
 
 def have_docker_cli() -> bool:
