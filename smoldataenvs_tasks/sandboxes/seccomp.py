@@ -15,16 +15,32 @@ profile (filters stack: a call must pass both). Refused with EPERM:
   `clone` with any namespace flag; `clone3` is ENOSYS, as in Docker's profile, so the C library
   falls back to `clone`, whose flags a filter can read (`clone3`'s are behind a pointer);
 * the kernel's attack surface nothing here needs: `bpf`, `perf_event_open`, `userfaultfd`,
-  `io_uring_*`, module and kexec loading, `reboot`, swap, clocks, quotas, accounting, `syslog`,
-  `vhangup`, NUMA policy calls, and on x86-64 `iopl`, `ioperm`, `uselib`, `_sysctl`, `sysfs`,
-  `ustat` and the x32 ABI (its numbers would bypass the list).
+  `io_uring_*`, `fanotify_init`, module and kexec loading, `reboot`, swap, clocks, quotas,
+  accounting, `syslog`, `vhangup`, `sethostname`, `setdomainname`, the `lsm_*` calls, NUMA
+  policy calls (`migrate_pages` among them), and on x86-64 `iopl`, `ioperm`, `uselib`,
+  `_sysctl`, `sysfs`, `ustat` and the x32 ABI (its numbers would bypass the list);
+* `personality` of anything but the values Docker's profile allows (0, PER_LINUX32, UNAME26,
+  both, and 0xffffffff, the query): READ_IMPLIES_EXEC or ADDR_NO_RANDOMIZE would make memory
+  executable or undo address randomisation for what the process runs next.
 
-A call from another architecture's ABI (x86-64's `int 0x80`) kills the process: its numbers
-differ, so no list could cover it. That is the set Docker's default profile denies (its
-documented list; `personality` aside, which Docker allows for a few values and nothing here
-calls) plus what it allows on new kernels and the sandbox has no use for (`ptrace`,
-`process_vm_*`); Docker's profile is an allow-list, this one a deny-list over it, so under Docker
-both hold and under bwrap the deny-list does.
+`socket` and `socketpair` of any family but AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK are
+EAFNOSUPPORT, the kernel's own answer for a family it lacks, which every library handles:
+AF_VSOCK is not namespaced, so a sandbox could squat a port of the whole VM, and AF_ALG,
+AF_PACKET, AF_TIPC, AF_RDS, AF_XDP... are kernel code no data-analysis program needs. Calls
+numbered above `NEWEST_KNOWN` (from a kernel newer than this list: `open_tree_attr`,
+`file_getattr`, `file_setattr`, `listns` and whatever comes) are ENOSYS, as runc makes every call
+newer than Docker's profile: a deny-list alone would let them through, and ENOSYS is what an
+older kernel says, so a library falls back. A call from another architecture's ABI (x86-64's
+`int 0x80`) kills the process: its numbers differ, so no list could cover it.
+
+Against Docker's default profile (moby/profiles seccomp v0.2.3, for a process without
+capabilities, as every sandbox user is): everything it refuses is refused here too, except
+`getpmsg`, `putpmsg`, `afs_syscall`, `tuxcall`, `security` and `vserver`, x86-64 numbers no
+kernel implements (ENOSYS either way). Refused here and allowed there: `ptrace` and
+`process_vm_*` (allowed on kernels >= 4.8), `name_to_handle_at`, `clock_adjtime`, and the socket
+families but the four above (Docker refuses AF_ALG and AF_VSOCK only). Docker's profile is an
+allow-list, this one a deny-list over it, so under Docker both hold and under bwrap this one
+does. tests/sandboxes/test_seccomp.py runs each of these decisions through a BPF interpreter.
 
     python -m smoldataenvs_tasks.sandboxes.seccomp     # the filter's size and what it refuses
 """
@@ -42,6 +58,7 @@ _LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 _JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
 _JSET_K = 0x45  # BPF_JMP | BPF_JSET | BPF_K
+_JA = 0x05  # BPF_JMP | BPF_JA
 _RET_K = 0x06  # BPF_RET | BPF_K
 
 # linux/seccomp.h
@@ -52,12 +69,22 @@ RET_ALLOW = 0x7FFF0000
 # struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6];
 _NR_OFFSET = 0
 _ARCH_OFFSET = 4
-_ARG0_LOW_OFFSET = 16  # little-endian: the low 32 bits of args[0], where clone's flags are
+# Little-endian: the low 32 bits of args[0]. clone's flags are there, and all of socket's family
+# and personality's value: both are 32-bit parameters, so the kernel ignores the high half too.
+_ARG0_LOW_OFFSET = 16
 
 # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET (CLONE_NEWTIME is clone3-only).
 CLONE_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000
 CLONE_NAMESPACE_FLAGS |= 0x20000000 | 0x40000000
 _X32_SYSCALL_BIT = 0x40000000
+
+# The only socket families allowed: AF_UNIX, AF_INET, AF_INET6, AF_NETLINK (linux/socket.h).
+SOCKET_FAMILIES = (1, 2, 10, 16)
+# personality() values Docker's profile allows: PER_LINUX, PER_LINUX32, UNAME26, both, query.
+PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
+# The newest call Docker's profile (moby/profiles seccomp v0.2.3) knows, `removexattrat`: the
+# same number on x86-64 and arm64, as is every call since 424. Anything newer is ENOSYS.
+NEWEST_KNOWN = 466
 
 DENIED = (
     "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "process_madvise",
@@ -70,7 +97,8 @@ DENIED = (
     "kexec_file_load", "reboot", "swapon", "swapoff", "settimeofday", "clock_settime",
     "clock_adjtime", "acct", "quotactl", "quotactl_fd", "lookup_dcookie", "syslog", "vhangup",
     "nfsservctl", "mbind", "set_mempolicy", "get_mempolicy", "move_pages",
-    "set_mempolicy_home_node",
+    "set_mempolicy_home_node", "migrate_pages", "fanotify_init", "sethostname", "setdomainname",
+    "lsm_get_self_attr", "lsm_set_self_attr", "lsm_list_modules",
     "iopl", "ioperm", "uselib", "_sysctl", "create_module", "get_kernel_syms", "query_module",
     "sysfs", "ustat",
 )  # fmt: skip
@@ -97,7 +125,10 @@ def _table(machine: str) -> tuple[int, dict[str, int]]:
             "nfsservctl": 180, "mbind": 237, "set_mempolicy": 238, "get_mempolicy": 239,
             "move_pages": 279, "set_mempolicy_home_node": 450, "iopl": 172, "ioperm": 173,
             "uselib": 134, "_sysctl": 156, "create_module": 174, "get_kernel_syms": 177,
-            "query_module": 178, "sysfs": 139, "ustat": 136, "clone": 56, "clone3": 435,
+            "query_module": 178, "sysfs": 139, "ustat": 136, "migrate_pages": 256,
+            "fanotify_init": 300, "sethostname": 170, "setdomainname": 171,
+            "lsm_get_self_attr": 459, "lsm_set_self_attr": 460, "lsm_list_modules": 461,
+            "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53, "personality": 135,
         }  # fmt: skip
         return 0xC000003E, numbers
     if machine in ("aarch64", "arm64"):
@@ -115,7 +146,10 @@ def _table(machine: str) -> tuple[int, dict[str, int]]:
             "clock_settime": 112, "clock_adjtime": 266, "acct": 89, "quotactl": 60,
             "quotactl_fd": 443, "lookup_dcookie": 18, "syslog": 116, "vhangup": 58,
             "nfsservctl": 42, "mbind": 235, "set_mempolicy": 237, "get_mempolicy": 236,
-            "move_pages": 239, "set_mempolicy_home_node": 450, "clone": 220, "clone3": 435,
+            "move_pages": 239, "set_mempolicy_home_node": 450, "migrate_pages": 238,
+            "fanotify_init": 262, "sethostname": 161, "setdomainname": 162,
+            "lsm_get_self_attr": 459, "lsm_set_self_attr": 460, "lsm_list_modules": 461,
+            "clone": 220, "clone3": 435, "socket": 198, "socketpair": 199, "personality": 92,
         }  # fmt: skip
         return 0xC00000B7, numbers
     raise UnsupportedArchitecture(f"no seccomp syscall table for {machine!r}")
@@ -134,30 +168,49 @@ def filter_program(machine: str | None = None) -> bytes:
     """The filter as `struct sock_filter[]` bytes for `machine` (default: this host's)."""
     arch, numbers = _table(machine or platform.machine())
     denied = sorted({numbers[name] for name in DENIED if name in numbers})
-    # Layout: checks, then the four returns; jumps are counted from the next instruction.
-    body: list[tuple[str, int, str | None, str | None]] = []  # (op, k, true label, false label)
-    body.append(("ld", _ARCH_OFFSET, None, None))
-    body.append(("jeq", arch, None, "kill"))
+    # (op, k, true target, false target), each target a label: a return or a labelled check.
+    # Jumps only go forward, counted from the next instruction.
+    body: list[tuple[str, int, str | None, str | None]] = [
+        ("ld", _ARCH_OFFSET, None, None),
+        ("jeq", arch, None, "kill"),
+    ]
     body.append(("ld", _NR_OFFSET, None, None))
     if arch == 0xC000003E:
         body.append(("jge", _X32_SYSCALL_BIT, "eperm", None))
+    body.append(("jge", NEWEST_KNOWN + 1, "enosys", None))
     body += [("jeq", number, "eperm", None) for number in denied]
     body.append(("jeq", numbers["clone3"], "enosys", None))
-    body.append(("jeq", numbers["clone"], None, "allow"))
+    body.append(("jeq", numbers["clone"], "clone", None))
+    body.append(("jeq", numbers["socket"], "family", None))
+    body.append(("jeq", numbers["socketpair"], "family", None))
+    body.append(("jeq", numbers["personality"], "personality", None))
+    body.append(("ja", 0, "allow", None))
+    labels = {"clone": len(body)}
     body.append(("ld", _ARG0_LOW_OFFSET, None, None))
     body.append(("jset", CLONE_NAMESPACE_FLAGS, "eperm", "allow"))
+    labels["family"] = len(body)
+    body.append(("ld", _ARG0_LOW_OFFSET, None, None))
+    body += [("jeq", family, "allow", None) for family in SOCKET_FAMILIES]
+    body.append(("ja", 0, "eafnosupport", None))
+    labels["personality"] = len(body)
+    body.append(("ld", _ARG0_LOW_OFFSET, None, None))
+    body += [("jeq", value, "allow", None) for value in PERSONALITIES]
+    body.append(("ja", 0, "eperm", None))
     returns = {
         "allow": RET_ALLOW,
         "eperm": RET_ERRNO | errno.EPERM,
         "enosys": RET_ERRNO | errno.ENOSYS,
+        "eafnosupport": RET_ERRNO | errno.EAFNOSUPPORT,
         "kill": RET_KILL_PROCESS,
     }
-    where = {label: len(body) + index for index, label in enumerate(returns)}
-    codes = {"ld": _LD_W_ABS, "jeq": _JEQ_K, "jge": _JGE_K, "jset": _JSET_K}
+    labels |= {label: len(body) + index for index, label in enumerate(returns)}
+    codes = {"ld": _LD_W_ABS, "jeq": _JEQ_K, "jge": _JGE_K, "jset": _JSET_K, "ja": _JA}
     program = []
     for position, (op, k, if_true, if_false) in enumerate(body):
-        jt = where[if_true] - position - 1 if if_true else 0
-        jf = where[if_false] - position - 1 if if_false else 0
+        jt = labels[if_true] - position - 1 if if_true else 0
+        jf = labels[if_false] - position - 1 if if_false else 0
+        if op == "ja":  # unconditional: the offset is k (32 bits), not jt
+            k, jt = jt, 0
         if not (0 <= jt <= 255 and 0 <= jf <= 255):
             raise AssertionError("seccomp filter jump out of range")  # the list grew too long
         program.append(_insn(codes[op], k, jt, jf))
@@ -205,3 +258,7 @@ LOADER = (
 if __name__ == "__main__":
     program = filter_program()
     print(f"{platform.machine()}: {len(program) // 8} instructions; refuses {', '.join(DENIED)}")
+    print(
+        f"socket families allowed: {SOCKET_FAMILIES}; personality values allowed: {PERSONALITIES}"
+    )
+    print(f"ENOSYS: clone3 and every call above {NEWEST_KNOWN}")
