@@ -120,6 +120,7 @@ def _assert_invalid_rows_ungraded(verdicts: dict[str, dict]) -> None:
         assert fragment in verdict["reason"], (task_id, verdict["reason"])
 
 
+@pytest.mark.slow
 def test_inspect_run_with_invalid_rows_grades_the_others_and_marks_them_ungraded(mirror, tmp_path):
     from inspect_ai import eval as inspect_eval
 
@@ -165,6 +166,7 @@ def test_inspect_run_with_invalid_rows_grades_the_others_and_marks_them_ungraded
     assert [(s.id, s.scores["program_scorer"].value) for s in only.samples] == [(ORDERS_TASK, 1.0)]
 
 
+@pytest.mark.slow
 def test_lm_eval_run_with_invalid_rows_gives_the_same_verdicts(mirror, tmp_path):
     import lm_eval
 

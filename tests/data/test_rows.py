@@ -19,6 +19,8 @@ from smoldataenvs_tasks.data.rows import (
     UnknownRewardModeWarning,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def row(**overrides):
     base = {

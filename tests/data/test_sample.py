@@ -100,6 +100,7 @@ def test_gold_program_replay_rows_follow_the_replay_format(records):
         )
 
 
+@pytest.mark.slow
 def test_gold_programs_print_their_gold_answers(records, data_env, tmp_path):
     from smoldataenvs_tasks import grade
 
@@ -159,6 +160,7 @@ def test_gold_agentic_replay_has_the_sft_shape(records):
         assert messages[-1]["role"] == "assistant" and "tool_calls" not in messages[-1]
 
 
+@pytest.mark.slow
 def test_gold_agentic_commands_write_the_gold_answer_when_replayed(records, data_env, tmp_path):
     rows = {r["task_id"]: r for r in replay("gold_agentic.jsonl")}
     for index, record in enumerate(records):

@@ -194,6 +194,7 @@ print(resolve_tables(task).error)
 """
 
 
+@pytest.mark.slow
 def test_a_download_killed_mid_file_is_resumed_by_the_next_process(hub_scenario, data_env):
     route = hub_scenario.route("acme__big", "big.csv")
     expected = hub_scenario.tables[("acme__big", "big.csv")]
@@ -233,6 +234,7 @@ print(json.dumps(prefetch_tasks(tasks, source=source, jobs=2).to_dict()))
 """
 
 
+@pytest.mark.slow
 def test_two_processes_prefetching_one_prefix_download_each_file_once(hub_scenario, data_env):
     routes = [
         hub_scenario.route("acme__retail", "orders.csv"),

@@ -22,6 +22,7 @@ ONE, ZERO = Score(value=1.0), Score(value=0.0)
 UNGRADABLE = Score.unscored(reason="table_unavailable")
 
 
+@pytest.mark.slow
 def test_graded_counts_samples_not_epochs_and_leaves_out_the_ungradable():
     values = run_metrics(
         [graded()], [[ONE, ONE, ONE], [ZERO, ONE, ZERO], [UNGRADABLE] * 3], PASS_K_REDUCERS
@@ -44,6 +45,7 @@ def test_graded_is_the_denominator_each_reducer_used():
     assert values[("mean", "tier_easy")] == pytest.approx(0.75)
 
 
+@pytest.mark.slow
 def test_equal_epochs_change_nothing():
     scores = [ONE, ZERO, UNGRADABLE, ONE]
     once = run_metrics([graded()], [[s] for s in scores], ["mean"])

@@ -11,6 +11,8 @@ import pytest
 
 from smoldataenvs_tasks.lm_eval.cli import precheck
 
+pytestmark = pytest.mark.unit
+
 BIN = Path(sys.executable).parent
 
 

@@ -63,6 +63,7 @@ def verdicts_by_task(results: dict, task: str = "smoldataenvs_program_sample") -
     return out
 
 
+@pytest.mark.slow
 def test_gold_replays_pass_and_the_missing_table_doc_is_ungraded_not_zero():
     results = evaluate(GOLD_PROGRAM)
     metrics = results["results"]["smoldataenvs_program_sample"]
@@ -83,6 +84,7 @@ def test_gold_replays_pass_and_the_missing_table_doc_is_ungraded_not_zero():
     assert "pass@1" not in ungraded_sample["metrics"]
 
 
+@pytest.mark.slow
 def test_bad_replies_score_zero_with_their_categories(tmp_path):
     gold = {row["task_id"]: row for row in gold_program_rows()}
     for case in BAD_PROGRAM_REPLIES:
@@ -96,6 +98,7 @@ def test_bad_replies_score_zero_with_their_categories(tmp_path):
             assert verdict["detail"] == case.detail, case.name
 
 
+@pytest.mark.slow
 def test_per_tier_metrics_are_means_over_their_own_docs(tmp_path):
     gold = {row["task_id"]: row for row in gold_program_rows()}
     wrong = next(case for case in BAD_PROGRAM_REPLIES if case.name == "wrong_value")
@@ -112,6 +115,7 @@ def test_per_tier_metrics_are_means_over_their_own_docs(tmp_path):
     assert metrics["pass@1,verdicts"] == pytest.approx(8 / 9)
 
 
+@pytest.mark.slow
 def test_pass4_variant_keeps_all_four_replies(tmp_path):
     gold = gold_program_rows()
     wrong = next(case for case in BAD_PROGRAM_REPLIES if case.name == "wrong_value")
@@ -154,6 +158,7 @@ def test_replay_model_does_not_hide_builtin_models():
     assert get_model("dummy").__name__ == "DummyLM"
 
 
+@pytest.mark.slow
 def test_console_script_writes_results_and_verdicts(tmp_path):
     result = subprocess.run(
         lm_eval_gold_run("--log_samples", "--output_path", str(tmp_path / "out")),
@@ -176,6 +181,7 @@ def test_console_script_writes_results_and_verdicts(tmp_path):
     assert "INFO" in note and "[smoldataenvs_program_sample]" in note
 
 
+@pytest.mark.slow
 def test_plain_lm_eval_with_include_path_finds_the_tasks(tmp_path):
     path = subprocess.run(
         [str(BIN / "smoldataenvs"), "lm-eval-path"], capture_output=True, text=True, check=True
@@ -190,6 +196,7 @@ def test_plain_lm_eval_with_include_path_finds_the_tasks(tmp_path):
     assert "smoldataenvs_program_eval" in listing.stdout + listing.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sandbox", ["bwrap"])
 def test_parity_with_the_inspect_program_scorer(tmp_path, sandbox):
     from inspect_ai import eval as inspect_eval
@@ -248,6 +255,7 @@ def test_predict_only_runs_no_program_and_records_the_replies(tmp_path, monkeypa
     assert "pass@1,verdicts" not in results["results"]["smoldataenvs_program_sample"]
 
 
+@pytest.mark.slow
 def test_predict_only_on_the_command_line_writes_no_verdicts(tmp_path):
     out = tmp_path / "out"
     result = subprocess.run(

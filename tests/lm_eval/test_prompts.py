@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 
@@ -36,6 +37,7 @@ def _inspect_messages(tmp_path: Path) -> dict[str, list[tuple[str, str]]]:
     }
 
 
+@pytest.mark.slow
 def test_with_a_chat_template_lm_eval_sends_inspects_two_messages(tmp_path):
     inspect_messages = _inspect_messages(tmp_path)
     task = task_manager(include_defaults=False).load([TASK])["tasks"][TASK]

@@ -34,6 +34,7 @@ def _manifest_digests() -> dict[str, dict[str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_lm_eval_records_the_split_and_table_digests_of_every_graded_doc():
     results = lm_eval.simple_evaluate(
         model=ReplayLM(path=str(GOLD_PROGRAM)),

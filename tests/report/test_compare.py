@@ -16,6 +16,7 @@ def compare(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 def test_compare_flags_every_task_that_flips(inspect_gold_log, inspect_mixed_log):
     code, output = compare(str(inspect_gold_log), str(inspect_mixed_log), "--json")
     assert code == 0
@@ -42,6 +43,7 @@ def test_compare_text_names_the_flips(inspect_gold_log, inspect_mixed_log):
     assert "sample/0003/sales.ipynb_qa_1: A 100.0% [correct] → B 0.0% [shell_answer]" in output
 
 
+@pytest.mark.slow
 def test_compare_lists_category_changes_without_a_flip(inspect_mixed_log, inspect_mixed_other_log):
     code, output = compare(str(inspect_mixed_log), str(inspect_mixed_other_log), "--json")
     assert code == 0

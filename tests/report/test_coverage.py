@@ -71,6 +71,7 @@ def test_inspect_log_records_the_split_size_and_no_filters(inspect_gold_log):
     assert run.limit is None and run.sample_ids is None and run.finished
 
 
+@pytest.mark.slow
 def test_inspect_limit_3_is_refused_then_marked_partial_everywhere(sandbox_kind, tmp_path):
     log = run_inspect(BUNDLED_GOLD, tmp_path / "logs", label="gold", limit=3)
     refused = invoke("report", str(log), "--out", str(tmp_path / "refused"))
@@ -99,6 +100,7 @@ def test_inspect_limit_3_is_refused_then_marked_partial_everywhere(sandbox_kind,
     assert "note  coverage: PARTIAL" in verified.output
 
 
+@pytest.mark.slow
 def test_inspect_tier_filter_and_sample_id_are_recorded(sandbox_kind, tmp_path):
     log = run_inspect(
         BUNDLED_GOLD, tmp_path / "tiers", label="gold", tiers="hard", sample_id=HARD[:2]

@@ -78,6 +78,7 @@ def test_one_attempt_per_task_cannot_split_and_says_so(inspect_mixed_log, tmp_pa
     assert f"{d['tasks_to_separate']['0.10']} for a 10-point gap" in text
 
 
+@pytest.mark.slow
 def test_epochs_show_which_tasks_split(inspect_epochs_log, tmp_path):
     sub = report(tmp_path, str(inspect_epochs_log))
     d = sub["diagnostics"]
@@ -152,6 +153,7 @@ def mirror_with_train(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_contamination_share_from_a_mirror_with_train(
     sandbox_kind, mirror_with_train, tmp_path, monkeypatch
 ):

@@ -19,6 +19,8 @@ from smoldataenvs_tasks.results.leaderboard import LEADERBOARD_FORMAT
 from smoldataenvs_tasks.results.submission import SUBMISSION_FORMAT
 from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, GRADER_VERSION
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[2]
 DOCS = sorted(
     path

@@ -211,6 +211,7 @@ def _dump(tree: Any) -> str:
     return json.dumps(tree).replace(json.dumps(_DEEP), "[" * 5000 + "]" * 5000)
 
 
+@pytest.mark.slow
 def test_1000_mutations_of_a_submission_never_give_a_traceback(gold_submission, tmp_path):
     base = load(gold_submission)
     text = gold_submission.read_text(encoding="utf-8")

@@ -22,6 +22,8 @@ from smoldataenvs_tasks.results.protocol import (
 )
 from tests.lm_eval.test_cli_and_names import _yaml
 
+pytestmark = pytest.mark.unit
+
 INSPECT_PROGRAM = normal_settings(
     {
         "framework": "inspect_ai",

@@ -218,6 +218,7 @@ def test_report_md_shows_the_numbers_of_the_submission(inspect_mixed_log, tmp_pa
     assert f"`{MISSING_TABLE_TASK}`" in text
 
 
+@pytest.mark.slow
 def test_a_model_error_counts_as_zero_and_leaves_the_run_incomplete(sandbox_kind, tmp_path):
     """Issue 24: with --no-fail-on-error, samples whose model call failed were reported as
     `sandbox_failed`, left out of pass@1, and the run called complete."""
@@ -342,6 +343,7 @@ def seed_logs(sandbox_kind, mixed_replay, tmp_path_factory) -> list[Path]:
     ]
 
 
+@pytest.mark.slow
 def test_seeds_combine_as_mean_and_standard_error_over_the_countable_tasks(seed_logs, tmp_path):
     sub = report(tmp_path, *seed_logs, extra=("--allow-partial",))
     dropped = "sample/0001/orders.ipynb_qa_2"  # the third run's model errored on it: a 0 there

@@ -156,6 +156,7 @@ def test_figures_are_left_to_the_recomputation(submission, edit):
     check_submission(edited)
 
 
+@pytest.mark.slow
 def test_results_type_checks_against_the_shapes():
     if shutil.which("mypy", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("mypy is not installed here (pip install mypy)")

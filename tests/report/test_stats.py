@@ -22,6 +22,8 @@ from smoldataenvs_tasks.results.submission import (
     verify_submission,
 )
 
+pytestmark = pytest.mark.unit
+
 # --- bootstrap ------------------------------------------------------------------------------
 
 

@@ -30,6 +30,7 @@ def validate(*args: str) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.output)
 
 
+@pytest.mark.slow
 def test_validate_reproduces_every_bundled_gold_program(sandbox_kind):
     code, result = validate("--split", "sample")
     assert code == 0
@@ -44,6 +45,7 @@ def test_validate_reproduces_every_bundled_gold_program(sandbox_kind):
     ]
 
 
+@pytest.mark.slow
 def test_validate_lists_every_task_that_does_not_reproduce(sandbox_kind, mixed_replay):
     code, result = validate("--split", "sample", "--replay", str(mixed_replay))
     assert code == 1
@@ -58,6 +60,7 @@ def test_validate_lists_every_task_that_does_not_reproduce(sandbox_kind, mixed_r
     assert result["n_reproduced"] == sum(expected_reward(r) == 1.0 for r in MIXED.values())
 
 
+@pytest.mark.slow
 def test_validate_min_rate_sets_the_bar(sandbox_kind, mixed_replay):
     n_graded = sum(expected_reward(r) is not None for r in MIXED.values())
     n_correct = sum(expected_reward(r) == 1.0 for r in MIXED.values())
@@ -67,6 +70,7 @@ def test_validate_min_rate_sets_the_bar(sandbox_kind, mixed_replay):
     assert result["rate"] == pytest.approx(rate)
 
 
+@pytest.mark.slow
 def test_validate_text_output_names_failures_and_ungraded(sandbox_kind, mixed_replay):
     result = CliRunner().invoke(main, ["validate", "--replay", str(mixed_replay)])
     assert result.exit_code == 1
@@ -128,6 +132,7 @@ def run_validate(cache: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_validate_fails_loudly_when_the_sandbox_lacks_pandas(sandbox_kind, cache_without_pandas):
     if sandbox_kind != "bwrap":
         pytest.skip("the broken environment is built for the bwrap sandbox")
@@ -137,6 +142,7 @@ def test_validate_fails_loudly_when_the_sandbox_lacks_pandas(sandbox_kind, cache
     assert "cannot import pandas (ModuleNotFoundError" in done.stderr
 
 
+@pytest.mark.slow
 def test_validate_without_the_probe_still_fails_on_the_broken_environment(
     sandbox_kind, cache_without_pandas
 ):

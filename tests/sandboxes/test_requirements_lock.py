@@ -46,6 +46,7 @@ def test_the_dockerfile_installs_with_the_hashes_required() -> None:
     assert "--require-hashes" in install and "--no-deps" in install
 
 
+@pytest.mark.slow
 def test_the_bwrap_env_refuses_a_pin_without_a_hash(tmp_path: Path) -> None:
     """A lock pinning the real tabulate without its hash: pip refuses it (installed as it was
     before the lock was hashed, it would build), and no environment is left."""

@@ -23,6 +23,8 @@ from smoldataenvs_tasks.sandboxes.kinds import (
 )
 from tests.sandboxes.helpers import require_kind
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("name", list(KINDS))
 def test_every_reference_a_record_names_loads(name: str) -> None:

@@ -21,6 +21,8 @@ from smoldataenvs_tasks.scorers.answers import (
     last_nonempty_line,
 )
 
+pytestmark = pytest.mark.unit
+
 # --- last non-empty line -----------------------------------------------------------------------
 
 

@@ -28,6 +28,8 @@ from smoldataenvs_tasks.scorers.verdict import (
     Verdict,
 )
 
+pytestmark = pytest.mark.unit
+
 KETTLE = {"gold": "5768.04", "reward_mode": "numeric", "atol": 0.05, "rtol": 0.01}
 REGION = {"gold": "East", "reward_mode": "exact_short", "atol": 0.0, "rtol": 0.0}
 

@@ -22,7 +22,7 @@ import pytest
 from smoldataenvs_tasks.scorers.grader import grade
 from tests.scorers.phrasings import Phrasing, correct_phrasings
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.unit, pytest.mark.slow]
 
 BUDGET = 0.005
 ANSWER_MODES = {

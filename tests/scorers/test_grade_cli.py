@@ -16,6 +16,8 @@ from click.testing import CliRunner
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.scorers.cli import _examples_path
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -13,6 +13,8 @@ import pytest
 from smoldataenvs_tasks import GradeResult, grade
 from smoldataenvs_tasks.scorers import grader, symbolic
 
+pytestmark = pytest.mark.unit
+
 # A pair math-verify 0.9.0 cannot finish: 9**(9**9) has ~370 million digits, computed in C.
 PATHOLOGICAL = ("$9^{9^{9}}$", "1")
 
@@ -231,6 +233,7 @@ def test_math_verify_timeout_rung(short_symbolic_deadline: float) -> None:
     assert grade(*PATHOLOGICAL) == GradeResult(0.0, "math_verify_timeout")
 
 
+@pytest.mark.slow
 def test_timeouts_are_never_memoised(short_symbolic_deadline: float) -> None:
     pool = symbolic.default_pool()
     before = pool.replaced

@@ -20,7 +20,7 @@ from smoldataenvs_tasks.scorers.grader import GradeResult, grade
 from tests.scorers.fuzz_corpus import Pair, corpus
 from tests.scorers.published_grader import published_grade, remembered_math_verify
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.unit, pytest.mark.slow]
 
 # Where the default profile gives another (reward, method) than the published grader, on
 # purpose (docs/scoring.md "Deliberate deviations"). Each names the pairs it covers.

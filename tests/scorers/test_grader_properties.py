@@ -5,6 +5,7 @@ python -m pytest tests/scorers/test_grader_properties.py -q
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,8 @@ from smoldataenvs_tasks.scorers.answers import (
     is_syntax_error,
     last_nonempty_line,
 )
+
+pytestmark = pytest.mark.unit
 
 PROPERTY = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 # Text biased toward what reaches every rung: digits, commas, %, $, LaTeX, fences.
@@ -32,6 +35,7 @@ tolerances = st.one_of(
 )
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(gold=answers, candidate=answers, mode=modes, atol=tolerances, rtol=tolerances)
 def test_grade_never_raises_and_returns_zero_or_one(gold, candidate, mode, atol, rtol) -> None:

@@ -28,6 +28,8 @@ from smoldataenvs_tasks.scorers.reading import (
 from tests.scorers.fuzz_corpus import corpus
 from tests.scorers.phrasings import correct_phrasings, loophole_variants
 
+pytestmark = pytest.mark.unit
+
 PROPERTY = settings(deadline=None, max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -195,6 +197,7 @@ def test_quick_tokens_are_the_full_tokens(text: str) -> None:
     assert _tokens_key(text, quick=True) == _tokens_key(text, quick=False)
 
 
+@pytest.mark.slow
 def test_quick_paths_agree_with_the_full_reading_on_every_corpus_side() -> None:
     sides = {p.gold for p in corpus()} | {p.candidate for p in corpus()}
     sides |= {p.candidate for p in correct_phrasings()} | {v.candidate for v in loophole_variants()}

@@ -17,6 +17,8 @@ from smoldataenvs_tasks import GradeResult, grade
 from smoldataenvs_tasks.scorers import grader, strict
 from smoldataenvs_tasks.scorers.grader import UnknownProfileError
 
+pytestmark = pytest.mark.unit
+
 
 def loophole(gold: str, candidate: str, rule: str, **row) -> None:
     default = grade(gold, candidate, **row)

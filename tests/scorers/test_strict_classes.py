@@ -20,7 +20,7 @@ from smoldataenvs_tasks.scorers import strict
 from smoldataenvs_tasks.scorers.grader import GradeResult, grade
 from tests.scorers.phrasings import Variant, loophole_variants
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.unit, pytest.mark.slow]
 
 CLASSES = {
     "hedge joined by a symbol or brackets",

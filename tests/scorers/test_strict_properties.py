@@ -8,6 +8,7 @@ never accepts more); and strict never accepts what the default profile rejects.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,8 @@ from tests.scorers.phrasings import (
     WORD_HEDGES,
     in_words,
 )
+
+pytestmark = pytest.mark.unit
 
 PROPERTY = settings(deadline=None, max_examples=80, suppress_health_check=[HealthCheck.too_slow])
 MODES = st.sampled_from(["", "numeric", "flexible", "exact_short"])

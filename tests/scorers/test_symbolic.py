@@ -19,6 +19,8 @@ from smoldataenvs_tasks import grade
 from smoldataenvs_tasks.scorers import grader, symbolic
 from smoldataenvs_tasks.scorers.symbolic import Outcome, SymbolicPool
 
+pytestmark = pytest.mark.unit
+
 # A pair math-verify 0.9.0 cannot finish: 9**(9**9) has ~370 million digits, computed in C.
 PATHOLOGICAL = ("$9^{9^{9}}$", "1")
 
@@ -112,6 +114,7 @@ def test_hung_worker_is_killed_and_replaced(pool: SymbolicPool) -> None:
     assert pool.replaced == 1
 
 
+@pytest.mark.slow
 def test_deadline_counts_from_the_start_not_from_the_queue() -> None:
     # One worker, two hung calls queued behind each other: each gets its full deadline, so the
     # second returns about two deadlines after it was queued, yet both time out, not earlier.

@@ -23,6 +23,8 @@ from math_verify.parser import (  # noqa: E402
     get_extraction_regexes,
 )
 
+pytestmark = pytest.mark.unit
+
 logging.getLogger("math_verify").setLevel(logging.CRITICAL + 1)
 
 
@@ -151,6 +153,7 @@ def _near(value: str, rnd: random.Random) -> str:
     return f"{x:.{rnd.randint(3, 12)}f}"
 
 
+@pytest.mark.slow
 def test_plain_number_shortcut_agrees_with_math_verify_over_many_pairs() -> None:
     rnd = random.Random(2)
     shortcut_used = 0

@@ -1,0 +1,133 @@
+"""The test tiers' rules (CONTRIBUTING.md "Test tiers"), a pytest plugin tests/conftest.py loads.
+
+`unit` says what a test needs (nothing but this process: no sandbox, no Docker, no eval in a
+subprocess), `slow` how long it takes; the fast tier is `unit and not slow`. A test marked `unit`
+and also `docker` or `journey` contradicts itself, and is a collection error that names it.
+
+The 5 s rule: a test marked neither `slow` nor `docker` fails when its setup and call together take
+longer than 5 s, and its failure names it and its time.
+
+The setup of the test's own (function-scoped) fixtures counts with the call: a fixture built for
+one test is that test's cost. A shared (module, class or session) fixture does not: pytest builds
+it for whichever selected test comes first, so charging it would make a test pass in one selection
+(`-k`, a worker of `-n`) and fail in another; its cost is the tier's, in the tier's wall time
+(docs/performance.md "Test tiers"). Teardown does not count either.
+
+CI runs the suite serially on 2 cores, like the machine the tiers were measured on: a test that
+takes over ~2.5 s there is marked `slow`, so the rule leaves room for a busy machine. The limit
+can be raised with SMOLDATAENVS_TEST_TIME_LIMIT=<seconds> for a machine much slower than that
+(emulation, a shared runner under load); CI never sets it. `0` turns the rule off.
+
+Its own tests (tests/test_tiers.py) load it into an inner pytest run with `-p tests.tiers`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+LIMIT_ENV = "SMOLDATAENVS_TEST_TIME_LIMIT"
+DEFAULT_LIMIT_S = 5.0
+_OWN_SETUP_S = pytest.StashKey[float]()
+_LIMIT = pytest.StashKey[float]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Read once, so a test that changes the environment cannot change the rule for the run.
+    raw = os.environ.get(LIMIT_ENV, "").strip()
+    try:
+        limit = float(raw) if raw else DEFAULT_LIMIT_S
+    except ValueError:
+        raise pytest.UsageError(f"{LIMIT_ENV} must be a number of seconds, not {raw!r}") from None
+    config.stash[_LIMIT] = limit
+
+
+# What a unit test may not also be: each needs more than this process (a Docker engine; the
+# console scripts in a fresh environment).
+_NOT_WITH_UNIT = ("docker", "journey")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mixed = [
+        f"{item.nodeid} (unit and {', '.join(clash)})"
+        for item in items
+        if item.get_closest_marker("unit") is not None
+        and (clash := [name for name in _NOT_WITH_UNIT if item.get_closest_marker(name)])
+    ]
+    if mixed:
+        raise pytest.UsageError(
+            'a unit test is never docker or journey (CONTRIBUTING.md "Test tiers"): '
+            + "; ".join(mixed)
+        )
+
+
+# Not held to the limit: `slow` by definition; `docker` because a Docker test's time is mostly
+# the engine's (a container start, the first run's image) and varies with it, and no Docker test
+# is in the fast tier, whose speed the rule protects.
+_EXEMPT = ("slow", "docker")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call":
+        _enforce(item, report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(
+    fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+) -> Generator[None, Any, Any]:
+    # The fixtures it depends on are set up before this hook runs, so none is counted twice.
+    start = time.perf_counter()
+    try:
+        return (yield)
+    finally:
+        if fixturedef.scope == "function":
+            took = time.perf_counter() - start
+            request.node.stash[_OWN_SETUP_S] = request.node.stash.get(_OWN_SETUP_S, 0.0) + took
+
+
+def _enforce(item: pytest.Item, report: pytest.TestReport) -> None:
+    limit = item.config.stash.get(_LIMIT, DEFAULT_LIMIT_S)
+    if limit <= 0 or any(item.get_closest_marker(name) for name in _EXEMPT):
+        return
+    setup = item.stash.get(_OWN_SETUP_S, 0.0)
+    took = setup + report.duration
+    if took <= limit:
+        return
+    message = (
+        f"{item.nodeid} took {took:.1f} s (its own fixtures {setup:.1f} s, "
+        f"the test {report.duration:.1f} s), "
+        f"over the {limit:g} s limit for a test not marked slow: make it faster or mark it "
+        f'@pytest.mark.slow (CONTRIBUTING.md "Test tiers"){_load_note()}'
+    )
+    if report.passed:
+        report.outcome = "failed"
+        report.longrepr = message
+    else:
+        # Already failing (or skipped in its call): keep its own report, and say it was slow too.
+        report.sections.append(("time limit", message))
+
+
+def _load_note() -> str:
+    """Wall time on a machine other work keeps busy is not the test's: say how busy it was, and
+    how to run there anyway."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return ""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if load <= (cpus or 1):
+        return ""
+    return (
+        f"; the machine was busy (load average {load:.1f} on {cpus} CPUs): if that, not the "
+        f"test, made it slow, run with {LIMIT_ENV}=<seconds>"
+    )
