@@ -132,6 +132,31 @@ _SYNTHETIC_ETC = {
 
 _FALLBACK_BWRAP = "/usr/bin/bwrap"  # where distributions put it, for a PATH without /usr/bin
 
+# The harness's own programs that run beside model code in one command: `timeout`, which the
+# program runner (runner.py) execs and which then waits for the program. ptrace is refused by
+# seccomp, but /proc/<pid>/mem is not a system call: any process of the same uid may open a
+# dumpable process's memory and write into it. So each session binds over these a copy its user
+# may execute but not read (mode 0111): the kernel makes a process that execs a file it cannot
+# read non-dumpable, and its /proc/<pid>/mem, environ, fd/... are then out of the sandbox user's
+# reach (docs/threat-model.md, invariant 2). Done on exec, so no later chmod can undo it, and
+# the copy is on a read-only mount anyway. bwrap's own pid 1 cannot be covered this way (bwrap
+# makes itself dumpable again): it has no capability, runs under the same filter, and holds no
+# descriptor the program lacks but the eventfd that reports the command's exit status, which is
+# the program's to set anyway (tests/security/test_kernel_surface.py).
+_HARNESS_PROGRAMS = ("/usr/bin/timeout",)
+
+
+@functools.cache
+def _harness_programs() -> tuple[str, ...]:
+    """The real paths (links resolved: a multi-call coreutils) of the harness's programs this
+    host has below /usr, where the sandbox sees them."""
+    found = []
+    for name in _HARNESS_PROGRAMS:
+        real = os.path.realpath(name)
+        if real.startswith("/usr/") and os.path.isfile(real):
+            found.append(real)
+    return tuple(found)
+
 
 def find_bwrap() -> str:
     path = shutil.which("bwrap") or (_FALLBACK_BWRAP if Path(_FALLBACK_BWRAP).exists() else None)
@@ -216,6 +241,7 @@ class BwrapSession:
         self.workdir = root / "workdir"
         self.tmp = root / "tmp"
         self._etc = root / "etc"
+        self._harness = root / "harness"  # unreadable copies of _HARNESS_PROGRAMS
         # What bwrap binds: the environment and the tables themselves, or, under a claimed uid,
         # host bind mounts of them inside the session root (which that uid may traverse).
         self._env_source = root / "env" if host_uid else env_dir
@@ -330,6 +356,18 @@ class BwrapSession:
         self._etc.mkdir(exist_ok=True)
         for name, text in _SYNTHETIC_ETC.items():
             (self._etc / name).write_text(text, encoding="utf-8")
+        # Ours (root's when we are root): the sandbox's uid may only traverse and execute.
+        self._harness.mkdir()
+        self._harness.chmod(0o711)  # whatever the umask: bwrap, as that uid, must traverse it
+        for index, program in enumerate(_harness_programs()):
+            copy = os.open(
+                self._harness / str(index),
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o111,
+            )
+            with os.fdopen(copy, "wb") as handle:
+                handle.write(Path(program).read_bytes())
+                os.fchmod(handle.fileno(), 0o111)
         self.link_inputs(sorted(os.listdir(self.stage_dir)))
         # Matplotlib's font list, built once with the environment: no program pays for it.
         font_cache = self.env_dir / "mplconfig"
@@ -417,6 +455,8 @@ class BwrapSession:
         args += ["--symlink", "/usr/share/zoneinfo/Etc/UTC", "/etc/localtime"]
         args += ["--proc", "/proc", "--dev", "/dev"]
         args += ["--perms", "1777", "--size", str(DEV_SHM_BYTES), "--tmpfs", "/dev/shm"]
+        for index, program in enumerate(_harness_programs()):
+            args += ["--ro-bind", str(self._harness / str(index)), program]
         args += ["--ro-bind", str(self._env_source), ENV_DIR]
         args += ["--ro-bind", str(self._tables_source), TABLES_DIR]
         args += ["--bind", str(self.home), SANDBOX_HOME]
