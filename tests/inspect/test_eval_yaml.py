@@ -41,6 +41,7 @@ def test_it_names_the_dataset_its_revision_and_splits(card):
     assert dataset["splits"] == SPLIT_SIZES
 
 
+@pytest.mark.slow
 def test_it_names_the_metrics_a_run_reports(card):
     metadata = {"difficulty_tier": "easy", "reward_mode": "numeric"}
     reported = {

@@ -108,6 +108,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", [["--sandbox", "docker"], ["--sandbox=local"]])
 def test_inspects_sandbox_option_is_refused_before_anything_starts(tmp_path, flag):
     done = _cli(
@@ -122,6 +123,7 @@ def test_inspects_sandbox_option_is_refused_before_anything_starts(tmp_path, fla
     assert not list(tmp_path.glob("*.eval")), "no eval may start"
 
 
+@pytest.mark.slow
 def test_a_bad_replay_file_is_one_line_naming_it(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not json\n", encoding="utf-8")
@@ -153,6 +155,7 @@ def test_the_headline_split_is_the_default_and_lm_evals_group():
     assert group["task"] == [f"smoldataenvs_program_{HEADLINE_SPLIT}"]
 
 
+@pytest.mark.slow
 def test_pass_k_samples_like_lm_evals_pass4_tasks(tmp_path):
     text = (TASKS_DIR / "smoldataenvs" / "_smoldataenvs_program_pass4_common").read_text(
         encoding="utf-8"
@@ -185,6 +188,7 @@ def test_pass_k_samples_like_lm_evals_pass4_tasks(tmp_path):
     assert {"pass_at_1", "pass_at_2"} <= set(sampling["reducers"])
 
 
+@pytest.mark.slow
 def test_an_ungraded_sample_says_why_and_graded_counts_the_rest(tmp_path):
     [log] = inspect_eval(
         smoldataenvs_program(split="sample", sandbox="bwrap"),
@@ -204,6 +208,7 @@ def test_an_ungraded_sample_says_why_and_graded_counts_the_rest(tmp_path):
     assert "Not counted in accuracy" in score.explanation
 
 
+@pytest.mark.slow
 def test_the_python_api_imports_the_tasks_lazily():
     probe = (
         "import sys, smoldataenvs_tasks\n"
@@ -216,6 +221,7 @@ def test_the_python_api_imports_the_tasks_lazily():
     assert done.stdout.split() == ["smoldataenvs_program", "smoldataenvs"]
 
 
+@pytest.mark.slow
 def test_a_bwrap_task_imports_no_docker_module():
     """The entry point registers the Docker provider without importing Docker's modules; they
     load only when a task uses it (issue 26: importing the tasks loaded all of them)."""

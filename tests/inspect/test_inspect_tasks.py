@@ -66,6 +66,7 @@ def model_calls(log: EvalLog, sample_id: str) -> int:
 # --- gold replies ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_program_gold_scores_one_and_missing_table_is_unscored_without_a_model_call(tmp_path):
     log = run(smoldataenvs_program(split="sample", sandbox="bwrap"), tmp_path, GOLD_PROGRAM)
     scores = scores_by_id(log, SCORERS["program"])
@@ -83,6 +84,7 @@ def test_program_gold_scores_one_and_missing_table_is_unscored_without_a_model_c
     assert log.results.scores[0].unscored_samples == 1
 
 
+@pytest.mark.slow
 def test_program_metrics_are_grouped_by_tier_and_reward_mode(tmp_path):
     log = run(smoldataenvs_program(split="sample", sandbox="bwrap"), tmp_path, GOLD_PROGRAM)
     names = set(log.results.scores[0].metrics)
@@ -90,6 +92,7 @@ def test_program_metrics_are_grouped_by_tier_and_reward_mode(tmp_path):
     assert {"mode_numeric", "mode_list", "mode_exact_short", "mode_empty"} <= names
 
 
+@pytest.mark.slow
 def test_agentic_gold_in_sft_format_scores_one(tmp_path):
     rows = [
         json.loads(line)
@@ -119,6 +122,7 @@ def test_agentic_gold_in_sft_format_scores_one(tmp_path):
 # --- failures score 0 with the right category -------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sandbox", ["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
 @pytest.mark.parametrize("task_id", [ORDERS_TASK, REVENUE_TASK])
 def test_program_failures_get_their_categories(tmp_path, task_id, sandbox):
@@ -280,6 +284,7 @@ def bash_call_dict(call_id: str, command: str) -> dict:
 # --- epochs, ids, retries, metadata ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_epochs_with_pass_at_reducers(tmp_path):
     log = run(
         smoldataenvs_program(split="sample", sandbox="bwrap"),
@@ -293,6 +298,7 @@ def test_epochs_with_pass_at_reducers(tmp_path):
     assert len(log.samples) == 20
 
 
+@pytest.mark.slow
 def test_ids_with_slashes_survive_the_log_and_sample_lookup(tmp_path):
     log = run(
         smoldataenvs_program(split="sample", task_ids=[ORDERS_TASK], sandbox="bwrap"),
@@ -305,6 +311,7 @@ def test_ids_with_slashes_survive_the_log_and_sample_lookup(tmp_path):
     assert sample.scores[SCORERS["program"]].value == 1.0
 
 
+@pytest.mark.slow
 def test_eval_retry_reruns_the_failed_sample(tmp_path):
     replay = tmp_path / "partial.jsonl"
     gold = [
@@ -421,6 +428,7 @@ def test_local_sandbox_runs_the_agents_tools_in_its_own_directories(tmp_path):
 # --- the CLI, from a clean process ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_inspect_cli_runs_the_program_task_offline(tmp_path):
     inspect_bin = Path(sys.executable).with_name("inspect")
     result = subprocess.run(
@@ -451,6 +459,7 @@ def test_inspect_cli_runs_the_program_task_offline(tmp_path):
     assert metric(log, "accuracy") == 1.0
 
 
+@pytest.mark.slow
 def test_inspect_cli_takes_the_grader_as_a_task_argument(tmp_path):
     replay = write_jsonl(
         tmp_path / "hedge.jsonl",

@@ -110,6 +110,7 @@ def program_run(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     return _eval_log("smoldataenvs_program", replay, work, env, f"task_ids={ids}"), work, env
 
 
+@pytest.mark.slow
 def test_the_stale_egg_info_is_what_python_finds_first(program_run):
     # The condition the registry names are tested under: the egg-info, not the install, answers.
     _, work, env = program_run
@@ -139,6 +140,7 @@ def test_the_log_records_the_task_and_metric_names_with_the_package_prefix(progr
     assert "smoldataenvs_tasks/graded" in [metric.name for metric in scorer.metrics]
 
 
+@pytest.mark.slow
 def test_inspect_score_with_no_arguments_regrades_the_recorded_verdicts(program_run):
     log_file, work, env = program_run
     # No arguments: the prompts' defaults (append, a new file, its suggested name) are taken.
@@ -158,6 +160,7 @@ def test_inspect_score_with_no_arguments_regrades_the_recorded_verdicts(program_
     assert again.metrics["graded"].value == 2.0
 
 
+@pytest.mark.slow
 def test_inspect_score_overwrite_regrades_what_the_run_recorded(program_run, tmp_path):
     # --action overwrite gives the scorers no scores: the run's are read from the transcript.
     log_file, work, env = program_run
@@ -177,6 +180,7 @@ def test_inspect_score_overwrite_regrades_what_the_run_recorded(program_run, tmp
     )
 
 
+@pytest.mark.slow
 def test_the_documented_regrade_scorer_command_adds_the_strict_verdicts(program_run, tmp_path):
     log_file, work, env = program_run
     out = tmp_path / "strict.eval"
@@ -211,6 +215,7 @@ def test_the_documented_regrade_scorer_command_adds_the_strict_verdicts(program_
     )
 
 
+@pytest.mark.slow
 def test_inspect_score_regrades_the_agentic_tasks_answer_files(tmp_path):
     env = _stale_egg_info(tmp_path / "path")
     ids = f"task_ids={ORDERS_TASK},{MISSING_TABLE_TASK}"
