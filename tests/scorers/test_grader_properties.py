@@ -59,6 +59,7 @@ def test_grade_of_x_against_itself_is_one(x: str, mode: str) -> None:
     assert grade(x, x, reward_mode=mode).reward == 1.0
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(x=st.text().filter(lambda s: s.strip() == ""))
 def test_blank_side_is_a_miss(x: str) -> None:

@@ -437,6 +437,7 @@ GOLDS = [
     after=_mixed,
     tol=st.sampled_from([(0.0, 0.0), (0.05, 0.01)]),
 )
+@pytest.mark.slow
 def test_plain_words_quick_path_refuses_exactly_as_the_full_reading(gold, before, after, tol):
     gold, number = gold
     # The numeric rung accepted: the candidate's first number is the gold's.
