@@ -144,6 +144,50 @@ def test_unit_test_marked_docker_or_journey_is_a_collection_error(inner: pytest.
     assert "test_slow_is_allowed" not in result.stderr.str()
 
 
+@pytest.mark.parametrize(
+    ("markexpr", "only_unit"),
+    [
+        ("unit and not slow", True),
+        ("unit", True),
+        ("not slow and unit and not docker", True),
+        ("unit or slow", False),
+        ("not slow", False),
+        ("not unit", False),
+        ("", False),
+    ],
+)
+def test_which_expressions_select_only_unit_tests(markexpr: str, only_unit: bool) -> None:
+    from tests.tiers import _expression_needs_unit
+
+    assert _expression_needs_unit(markexpr) is only_unit
+
+
+def test_fast_tier_does_not_import_modules_without_a_unit_test(inner: pytest.Pytester) -> None:
+    inner.makepyfile(
+        test_pure="import pytest\npytestmark = pytest.mark.unit\ndef test_a():\n    pass\n",
+        test_heavy="raise RuntimeError('imported')\ndef test_b():\n    pass\n",
+    )
+    fast = inner.runpytest_inprocess("-p", "tests.tiers", "-m", "unit and not slow")
+    fast.assert_outcomes(passed=1)
+    # Every other run imports it (and so fails on it here).
+    full = inner.runpytest_inprocess("-p", "tests.tiers")
+    full.assert_outcomes(errors=1)
+    full.stdout.fnmatch_lines(["*RuntimeError: imported*"])
+
+
+def test_unit_marked_outside_its_module_is_a_collection_error(inner: pytest.Pytester) -> None:
+    inner.makeconftest(
+        "import pytest\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        item.add_marker('unit')\n"
+    )
+    inner.makepyfile(test_hidden="def test_c():\n    pass\n")
+    result = inner.runpytest_inprocess("-p", "tests.tiers")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*marked unit outside its module*test_hidden.py::test_c*"])
+
+
 def _calls(result: pytest.RunResult) -> list[pytest.TestReport]:
     return [
         report

@@ -18,14 +18,24 @@ takes over ~2.5 s there is marked `slow`, so the rule leaves room for a busy mac
 can be raised with SMOLDATAENVS_TEST_TIME_LIMIT=<seconds> for a machine much slower than that
 (emulation, a shared runner under load); CI never sets it. `0` turns the rule off.
 
+Collection: a run whose `-m` can select only `unit` tests (the fast tier's `unit and not slow`)
+does not import a test module whose source never says `mark.unit`, which cannot hold one: that
+saves each worker the import of Inspect, lm-eval and the rest (~4 s of CPU of ~12). So `unit` is
+spelled `pytest.mark.unit` in the test module itself, which every other run checks: a test marked
+`unit` some other way (a conftest, a variable) is a collection error naming it.
+
 Its own tests (tests/test_tiers.py) load it into an inner pytest run with `-p tests.tiers`.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
+import re
 import time
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,7 +61,67 @@ def pytest_configure(config: pytest.Config) -> None:
 _NOT_WITH_UNIT = ("docker", "journey")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+_UNIT_SPELLING = "mark.unit"
+_ONLY_UNIT = pytest.StashKey[bool]()
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if not _selects_only_unit(config):
+        return None
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    try:
+        source = collection_path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return True if _UNIT_SPELLING not in source else None
+
+
+def _selects_only_unit(config: pytest.Config) -> bool:
+    """True when no test without the `unit` marker can match the run's `-m` expression."""
+    if _ONLY_UNIT not in config.stash:
+        config.stash[_ONLY_UNIT] = _expression_needs_unit(config.getoption("markexpr", "") or "")
+    return config.stash[_ONLY_UNIT]
+
+
+def _expression_needs_unit(markexpr: str) -> bool:
+    from _pytest.mark.expression import Expression
+
+    names = sorted(set(re.findall(r"[A-Za-z_]\w*", markexpr)) - {"and", "or", "not", "unit"})
+    if not markexpr.strip() or len(names) > 8:
+        return False
+    try:
+        expression = Expression.compile(markexpr)
+        # Every marker but `unit` on or off: if the expression is true for any of them with
+        # `unit` off, a test without `unit` could be selected.
+        for values in itertools.product((False, True), repeat=len(names)):
+            present = {name for name, on in zip(names, values, strict=True) if on}
+
+            def matcher(name: str, /, **_: object) -> bool:
+                return name in present  # noqa: B023 (evaluated before `present` changes)
+
+            if expression.evaluate(matcher):
+                return False
+    except Exception:  # an expression this cannot read: collect everything, as pytest would
+        return False
+    return True
+
+
+@pytest.hookimpl(trylast=True)  # after any other plugin or conftest has added its markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not _selects_only_unit(config):
+        # The fast tier skips modules that do not spell `mark.unit`: they must hold no unit test.
+        unseen = [
+            item.nodeid
+            for item in items
+            if item.get_closest_marker("unit") is not None
+            and _UNIT_SPELLING not in _source(item.path)
+        ]
+        if unseen:
+            raise pytest.UsageError(
+                f"marked unit outside its module, so the fast tier never collects it (spell "
+                f"pytest.mark.unit in the test module; tests/tiers.py): {'; '.join(unseen)}"
+            )
     mixed = [
         f"{item.nodeid} (unit and {', '.join(clash)})"
         for item in items
@@ -131,3 +201,11 @@ def _load_note() -> str:
         f"; the machine was busy (load average {load:.1f} on {cpus} CPUs): if that, not the "
         f"test, made it slow, run with {LIMIT_ENV}=<seconds>"
     )
+
+
+@functools.cache
+def _source(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return _UNIT_SPELLING  # nothing to check: do not fail on it
