@@ -266,6 +266,7 @@ def test_a_side_of_plain_words_and_numbers_reads_from_its_words_as_read_gives(te
     _same_reading(text)
 
 
+@pytest.mark.slow
 def test_reading_from_words_agrees_on_every_corpus_side() -> None:
     for text in {p.candidate for p in corpus()} | {p.candidate for p in correct_phrasings()}:
         _same_reading(text)
