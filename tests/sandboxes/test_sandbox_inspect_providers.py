@@ -109,6 +109,7 @@ def _probe_sandbox():
     return solve
 
 
+@pytest.mark.slow
 def test_provider_runs_samples_with_their_own_tables(provider_kind: str, tmp_path: Path) -> None:
     # Siblings, as a task's stage dirs are (a pool of containers serves one parent dir).
     stages = tmp_path / "stages"
@@ -169,6 +170,7 @@ def test_config_round_trips_the_limits() -> None:
     assert spec.config == DockerSandboxConfig.from_limits(SMALL_LIMITS)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_adapter_over_inspects_local_provider(tmp_path: Path) -> None:
     """Another provider's TimeoutError and output overflow become results, not exceptions."""
@@ -266,6 +268,7 @@ def test_containers_of_a_killed_eval_are_removed_by_cleanup(
     assert docker_lines("ps", "--all", "--quiet", "--filter", owner) == []
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_the_sessions_full_result_comes_back_with_the_call(tmp_path: Path) -> None:
     """The limit a command hit reaches the runner in the exec's own result or error, never
