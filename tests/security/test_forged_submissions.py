@@ -141,6 +141,7 @@ def _flip(verdict: dict[str, Any]) -> dict[str, Any]:
     return verdict
 
 
+@pytest.mark.slow
 def test_lm_eval_verdicts_flipped_to_correct_with_the_prediction_untouched_fail_the_regrade(
     lm_eval_out, tmp_path
 ):
@@ -188,6 +189,7 @@ def test_an_lm_eval_answer_edited_in_one_of_its_two_records_is_refused(lm_eval_o
     assert f"record different verdicts for task {row['task_id']}" in result.output
 
 
+@pytest.mark.slow
 def test_inspect_scores_set_to_1_with_the_prediction_untouched_fail_the_regrade(
     mixed_log, tmp_path
 ):
@@ -250,6 +252,7 @@ def _answer_replay(path: Path, answer: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_mirror_with_every_gold_set_to_42_and_its_manifest_resealed_fails_verification(
     sandbox, tmp_path, monkeypatch
 ):
@@ -323,6 +326,7 @@ FORGERIES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", FORGERIES)
 def test_a_self_consistent_forgery_is_never_ranked(how, honest, gold_log, mixed_log, tmp_path):
     forged = _forge(load_sub(honest["mixed"]), how)
@@ -636,6 +640,7 @@ def test_agentic_max_turns_5_is_recorded_and_flagged(sandbox, tmp_path):
 # --- runs were pooled across settings ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_greedy_run_and_a_pass_k_run_are_never_pooled(sandbox, tmp_path):
     two = SAMPLE_IDS[:2]
     greedy = run_inspect(GOLD_PROGRAM, tmp_path / "logs", label="gold", task_ids=",".join(two))
@@ -674,6 +679,7 @@ def test_agentic_and_program_submissions_never_share_a_table(tmp_path):
 # --- the split size was not pinned ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_16_row_mirror_labelled_eval_is_nonstandard_and_never_complete(
     sandbox, honest, gold_log, tmp_path, monkeypatch
 ):

@@ -87,6 +87,7 @@ def inspect_run(mirror: Path, tmp_path: Path, **task_args):
 # --- item 6: content hashes -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_same_size_edit_of_a_mirror_table_is_ungraded_table_corrupt(mirror, tmp_path, data_env):
     path = table_path(mirror, ORDERS_PREFIX, "orders.csv")
     size = path.stat().st_size
@@ -239,6 +240,7 @@ def _outside(tmp_path: Path, data: bytes) -> Path:
     return secret
 
 
+@pytest.mark.slow
 def test_a_mirror_table_that_is_a_symlink_is_refused_and_its_target_untouched(
     mirror, tmp_path, data_env
 ):

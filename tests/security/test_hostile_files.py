@@ -152,6 +152,7 @@ for name in ('secret', 'up'):
     assert secret.read_text(encoding="utf-8") == marker
 
 
+@pytest.mark.slow
 async def test_another_samples_directories_are_invisible(
     kind: str, session: SandboxSession, stage_dir: Path
 ) -> None:

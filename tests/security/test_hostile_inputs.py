@@ -140,6 +140,7 @@ def test_a_binary_or_nested_replay_file_is_one_named_error(tmp_path, content, wh
     one_line_exit_2(result, str(replay), what)
 
 
+@pytest.mark.slow
 def test_smoldataenvs_lm_eval_with_a_binary_replay_file_is_one_named_error(tmp_path):
     replay = tmp_path / "replay.jsonl"
     replay.write_bytes(BINARY)

@@ -54,6 +54,7 @@ async def test_process_count_is_capped(kind: str, session: SandboxSession) -> No
     assert outcome.failure is None  # the program handled the refusal and exited 0
 
 
+@pytest.mark.slow
 async def test_fork_bomb_is_contained(kind: str, session: SandboxSession) -> None:
     token = f"bomb-{uuid.uuid4().hex}"
     outcome = await run_program_outcome(
@@ -118,6 +119,7 @@ async def test_infinite_loop_times_out(kind: str, session: SandboxSession) -> No
     assert outcome.duration_s < 2 + 5 + 10  # never the host-side safety net
 
 
+@pytest.mark.slow
 async def test_loop_ignoring_sigterm_is_killed(kind: str, session: SandboxSession) -> None:
     outcome = await run_program_outcome(
         session,

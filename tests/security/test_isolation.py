@@ -279,6 +279,7 @@ async def test_bwrap_sandbox_user_is_never_host_root_nor_shared(kind, session, s
 # -- crash leftovers --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="cgroups and mounts need root")
 def test_a_killed_eval_leaves_nothing_the_cleanup_commands_do_not_sweep(stage_dir, tmp_path):
     from smoldataenvs_tasks.sandboxes import disk
