@@ -307,7 +307,7 @@ class Header(TypedDict):
     dataset: str | None
     dataset_revision: str | None
     tables_manifest_digest: str | list[str] | None
-    grader_version: str | None  # rules version + profile, e.g. "1.2.0+default"
+    grader_version: str | None  # rules version + profile, e.g. "1.3.0+default"
     grader_profile: str
     sandbox: str | list[str] | None
     epochs: Positive | list[Positive] | None

@@ -17,7 +17,10 @@ through. The strict profile reads the whole side instead, once, into a `Reading`
 * `Items`: a list, in commas, semicolons, lines or a final "and" (`12, 7 and 3`);
 * `Multi`: several numbers that are none of the above (`12 or seventeen`, `17 | 12`, `12 (17)`,
   `48 ≈ 42`, two code fences): a hedge;
-* `Text`: no number at all.
+* `Text`: no number at all;
+* `Crowd`: more numbers than any answer holds (over `MAX_NUMBERS`: a table, a log, a dump).
+  Found by counting digit runs, before any quick path or the token pattern runs, so a side of
+  up to 1 MiB is read in linear time and a few milliseconds per 100 KB (issue 33).
 
 Numbers are found by kind before they are counted: a date, a quarter or a thousands-separated
 number is one token, and spelled-out numbers (`seventeen`) count as numbers. Pure; readings are
@@ -42,6 +45,8 @@ from itertools import pairwise
 from typing import NamedTuple
 
 __all__ = [
+    "MAX_NUMBERS",
+    "Crowd",
     "Date",
     "Expr",
     "Items",
@@ -113,7 +118,20 @@ class Text(NamedTuple):
     pass
 
 
-Reading = Value | Range | Date | Period | Ratio | Expr | Items | Multi | Text
+class Crowd(NamedTuple):
+    numbers: int  # how many digit runs the side holds (more than MAX_NUMBERS)
+
+
+Reading = Value | Range | Date | Period | Ratio | Expr | Items | Multi | Text | Crowd
+
+# No answer holds more numbers than this (a gold list has a few dozen items at most); a side
+# that does is not one answer, and its numbers are not read one by one (issue 33: a 1 MiB
+# "1,1,1,..." took minutes, a 180 KB table tens of seconds).
+MAX_NUMBERS = 1_000
+# A side with more digit runs than MAX_NUMBERS has at least this many characters: shorter
+# sides skip the count.
+_CROWD_MIN_CHARS = 2 * MAX_NUMBERS + 1
+_DIGIT_RUN = re.compile(r"\d+")
 
 _EXPR = Expr(None)
 _TEXT = Text()
@@ -132,6 +150,13 @@ _LATEX_SPACE = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~")
 _LATEX_DELIMITER = re.compile(r"\\[()\[\]]")
 _MATH_DOLLARS = re.compile(r"^\$\$?(.+?)\$?\$$", re.DOTALL)
 _QUOTES = "\"'“”‘’«»"
+# Wrappers models print around an answer (issue 33): answer tags anywhere, and a leading
+# "Answer", "Final answer", "Final" or "Result" with a colon, `=`, or an arrow, which would
+# otherwise read as a comparison (`->`, `=>`) or a sign (`-> -17`).
+_ANSWER_TAG = re.compile(r"(?i:<\s*/?\s*(?:final[_ ]?)?answer\s*>)")
+_ANSWER_LEAD = re.compile(
+    r"(?i:(?:(?:the\s+)?final\s+answer|answer|final|result)\s*(?:is\s*)?(?:->|=>|→|⇒|:|=)\s*)"
+)
 
 
 def _clean(text: str) -> str:
@@ -139,12 +164,17 @@ def _clean(text: str) -> str:
         text = _FENCE.sub("\n", text)
     if "*" in text or "_" in text or "`" in text:
         text = _MARKUP.sub("", text)
+    if "<" in text:
+        text = _ANSWER_TAG.sub(" ", text)
     if "\\" in text:
         text = text.replace("\\%", "%").replace("\\$", "\x00")
         text = _LATEX_WRAPPER.sub("", text)
         text = _LATEX_SPACE.sub(" ", text)
         text = _LATEX_DELIMITER.sub(" ", text)
     text = text.strip().strip(_QUOTES).strip()
+    lead = _ANSWER_LEAD.match(text)
+    if lead is not None:
+        text = text[lead.end() :]
     if text.startswith("$") and text.endswith("$") and len(text) > 2:
         inner = _MATH_DOLLARS.match(text)
         if inner is not None and "$" not in inner.group(1):
@@ -250,10 +280,6 @@ _TOKEN = re.compile(
     + _NUMBER_WORDS
     + r"))*\b))"
 )
-# Where a token can start: a digit run, a decimal point before digits, or a word that starts
-# one (a month, a number word, Q, an ordinal, "quarter"). Trying the token pattern only there is
-# what keeps reading a side cheap.
-_STARTS = re.compile(r"\.?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|[^\W\d_]+")
 # After a number's digits, what could make it more than a plain number.
 _COMPLEX_AFTER = re.compile(
     r"[-/.:%\w]|,\d|[ \u00a0\u202f]\d{3}(?!\d)|\s+(?:[-/%]|[MBT]\b|(?i:jan|feb|mar|apr|may|jun|jul|aug"
@@ -269,7 +295,50 @@ _TOKEN_WORDS = frozenset(
         *"q first second third fourth quarter qtr".split(),
     ]
 )
-_LETTER_BEFORE = re.compile(r"[^\W\d_]$")
+
+
+def _trie(words: list[str]) -> str:
+    """One pattern for `words` as a trie (`j(?:an(?:uary)?|u(?:ly?|ne?))|...`): a position
+    where no word starts fails on one character, not once per word."""
+    tree: dict = {}
+    for word in words:
+        node = tree
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        branches = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return "(?:" + body + ")?" if "" in node else body
+
+    return emit(tree)
+
+
+# Where a token can start: a digit run, a decimal point before digits, or a whole word that
+# starts one (a month, a number word, Q, an ordinal, "quarter"). Trying the token pattern only
+# there is what keeps reading a side cheap. Other words are not matched at all: a loop over
+# every word of a long side cost a second per MiB (issue 33). The look-ahead (the characters
+# that IGNORECASE matches to a letter: ASCII, İ, ı, ſ and the Kelvin sign) lets every other
+# position fail at once. IGNORECASE matches a little more than `word.lower() in
+# _TOKEN_WORDS`, which `_tokens` still checks.
+_STARTS = re.compile(
+    r"(?=[\d.A-Za-z\u0130\u0131\u017f\u212a])(?:\.?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+    r"|(?i:(?<![^\W\d_])" + _trie(sorted(_TOKEN_WORDS)) + r"(?![^\W\d_])))"
+)
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _letter_before(text: str, start: int) -> bool:
+    r"""Whether a letter ends `text[:start]` (as `re.search(r"[^\W\d_]$", text, 0, start)`,
+    whose `$` also matches before a final newline), looking at two characters: the search
+    scanned the whole prefix, once per number, which made reading quadratic (issue 33)."""
+    before = start - 1
+    if text[before] == "\n" and before > 0:
+        before -= 1
+    return _LETTER.match(text, before) is not None
 
 
 @dataclass(slots=True)
@@ -298,7 +367,7 @@ def _tokens(text: str, *, quick: bool = True) -> list[_Token]:
             if quick and piece[0] != "." and not _COMPLEX_AFTER.match(text, found.end()):
                 # A number nothing around could turn into a date, a quarter, a ratio, a
                 # thousands group, a magnitude or a percentage: the token is the digits.
-                if tokens and start > 0 and _LETTER_BEFORE.search(text, 0, start):
+                if tokens and start > 0 and _letter_before(text, start):
                     end = found.end()
                     continue
                 end = found.end()
@@ -315,7 +384,7 @@ def _tokens(text: str, *, quick: bool = True) -> list[_Token]:
         if kind == "NUMBER":
             # A digit run glued to a word after an earlier number is part of a unit ("m2",
             # "CO2"), not a second number; glued to the first one it is a label's ("S12").
-            if tokens and start > 0 and _LETTER_BEFORE.search(text, 0, start):
+            if tokens and start > 0 and _letter_before(text, start):
                 continue
             raw = match.group("num")
             if not raw.isdecimal():
@@ -412,41 +481,76 @@ def _period(found: re.Match[str]) -> Period:
 
 # --- the text around a number ---------------------------------------------------------------
 
-_MINUSES = "-\u2212\u2010\u2011\u2012\u2013\u2014\u2015\ufe63\uff0d"
+# The heavy minus emoji and the superscript minus too (issue 33: "➖42" read as 42).
+_MINUSES = "-\u2212\u2010\u2011\u2012\u2013\u2014\u2015\ufe63\uff0d\u2796\u207b"
 _CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr"}
-_TAIL = re.compile(r"[^\w]+$")
+# Read on the reversed text: a pattern anchored at the end (`[^\w]+$`) retries from every
+# position of a long run that does not reach the end, which is quadratic (issue 33).
+_NON_WORD_RUN = re.compile(r"[^\w]*")
+_LETTER_RUN = re.compile(r"[^\W\d_]+")
 _CURRENCY_AFTER = re.compile(r"\s*([$€£¥₹])")
 _MINUS_WORD = re.compile(r"(?i:\b(?:minus|negative))\s*$")
 _BOUND_AFTER = re.compile(r"^\s*\+(?!\s*\d)")
 _MIN_BEFORE = re.compile(r"(?i:\bmin\b)[\s:.]*$")
-# Longest first: at one position the first alternative that matches wins.
+# Words that put a value or a date before or after the one written (issue 33: "before
+# 2019-03-01"), when they come right before it: elsewhere in a sentence they are narration
+# ("after rounding, 42").
+_TEMPORAL = re.compile(
+    r"(?i:\b(?:(?P<lt>before|prior\s+to|earlier\s+than|until|till)|(?P<gt>after|later\s+than|since))"
+    r"\s*)$"
+)
+# The first word of every worded comparison below.
+_COMPARISON_FIRST_WORDS = (
+    "at no not minimum upward upwards plus or and up maximum max never other except anything"
+    " everything all more greater higher larger over above exceed exceeds exceeding beyond in"
+    " less fewer lower smaller under below"
+).split()
+# Longest first: at one position the first alternative that matches wins. The look-ahead
+# says how every alternative starts (a symbol, or one of the first words as a whole word, as
+# a trie): elsewhere the pattern fails at once instead of once per alternative (issue 33: a
+# MiB of "!" or of prose took 1-2 s).
 _COMPARISON = re.compile(
-    r"(?P<ge>≥|>=|=>|(?i:\bat\s+(?:the\s+(?:very\s+)?)?least\b|\bno\s+(?:less|fewer)\s+than\b"
+    r"(?=[≥≤≠±<>⩾⩽≳≲≫≪∓]|=[<>/]|!=|\+/-|\\(?:[glmn]|pm|lesssim)|(?i:\b(?:"
+    + _trie(_COMPARISON_FIRST_WORDS)
+    + r")(?!\w)|n't\b))"
+    # The symbols first (one character tells them apart), in the order of their groups.
+    # LaTeX and Unicode relations too (issue 33): `\geq`, `⩾`, `≳`, `\gtrsim`, `≫`, `\neq`,
+    # `\pm`. Approximations (`≈`, `~`, `\approx`, `\sim`) are not comparisons: docs/scoring.md
+    # "Approximation words".
+    r"(?:(?P<ge>≥|>=|=>|⩾|≳|\\ge(?:q(?:slant)?)?(?![A-Za-z])|\\gtrsim)"
+    r"|(?P<le>≤|<=|=<|⩽|≲|\\le(?:q(?:slant)?)?(?![A-Za-z])|\\lesssim)"
+    r"|(?P<ne>≠|!=|=/=|<>|\\neq?(?![A-Za-z]))"
+    r"|(?P<gt>>|≫|\\g[gt](?![A-Za-z]))|(?P<lt><|≪|\\l[lt](?![A-Za-z]))"
+    r"|(?P<pm>±|\+/-|∓|\\[mp][pm](?![A-Za-z]))"
+    r"|(?P<ge_words>(?i:\bat\s+(?:the\s+(?:very\s+)?)?least\b|\bno\s+(?:less|fewer)\s+than\b"
     r"|\bnot\s+(?:less|fewer|under|below)(?:\s+than)?\b|\b(?:at\s+)?minimum(?:\s+of)?\b"
     r"|\bupwards?\s+of\b|\bplus\b"
     r"|\bor\s+(?:more|above|higher|greater|over|up)\b|\band\s+(?:above|up|over|more|higher)\b))"
-    r"|(?P<le>≤|<=|=<|(?i:\bat\s+(?:the\s+(?:very\s+)?)?most\b|\bno\s+(?:more|greater)\s+than\b"
+    r"|(?P<le_words>(?i:\bat\s+(?:the\s+(?:very\s+)?)?most\b|\bno\s+(?:more|greater)\s+than\b"
     r"|\bnot\s+(?:more|greater|over|above)(?:\s+than)?\b|\bup\s+to\b"
     r"|\b(?:at\s+)?maximum(?:\s+of)?\b|\bmax\b"
     r"|\bor\s+(?:less|fewer|below|lower|under)\b|\band\s+(?:below|under|less|lower)\b))"
-    r"|(?P<ne>≠|!=|=/=|<>|(?i:\bnot\b|\bnever\b|n't\b|\bother\s+than\b|\bexcept\b"
+    r"|(?P<ne_words>(?i:\bnot\b|\bnever\b|n't\b|\bother\s+than\b|\bexcept\b"
     r"|\b(?:anything|everything|all)\s+but\b))"
-    r"|(?P<gt>>|(?i:\bmore\s+than\b|\bgreater\s+than\b|\bhigher\s+than\b|\blarger\s+than\b"
+    r"|(?P<gt_words>(?i:\bmore\s+than\b|\bgreater\s+than\b|\bhigher\s+than\b|\blarger\s+than\b"
     r"|\bover\b|\babove\b|\bexceed(?:s|ing)?\b|\bbeyond\b|\bin\s+excess\s+of\b))"
-    r"|(?P<lt><|(?i:\bless\s+than\b|\bfewer\s+than\b|\blower\s+than\b|\bsmaller\s+than\b"
-    r"|\bunder\b|\bbelow\b))"
-    r"|(?P<pm>±|\+/-)"
+    r"|(?P<lt_words>(?i:\bless\s+than\b|\bfewer\s+than\b|\blower\s+than\b|\bsmaller\s+than\b"
+    r"|\bunder\b|\bbelow\b)))"
 )
 _COMPARISON_OPS = {"ge": ">=", "le": "<=", "ne": "!=", "gt": ">", "lt": "<", "pm": "±"}
+# The op of each group, by position (a group of words is named after its symbol's: "ge_words").
+_COMPARISON_GROUP_OPS = tuple(
+    _COMPARISON_OPS[name.split("_")[0]]
+    for name, _ in sorted(_COMPARISON.groupindex.items(), key=lambda item: item[1])
+)
 # What any comparison needs: one of these symbols, or one of these words.
-_COMPARISON_SYMBOL = re.compile(r"[<>≤≥≠±=!']")
+_COMPARISON_SYMBOL = re.compile(r"[<>≤≥≠±=!'⩾⩽≳≲≫≪∓\\]")
 _WORD = re.compile(r"[^\W\d_]+")
 _COMPARISON_WORDS = frozenset(
     "least most less fewer more greater higher larger lower smaller over above under below not"
     " never other except minimum maximum exceed exceeds exceeding beyond excess up min max"
     " upward upwards plus but".split()
 )
-_LAST_WORD = re.compile(r"([^\W\d_]+)[^\w]*$")
 _FIRST_WORD = re.compile(r"^[^\w]*([^\W\d_]+)")
 _FILLER = frozenset(
     {
@@ -566,22 +670,60 @@ def _comparisons(*texts: str) -> tuple[frozenset[str], list[str]]:
     for text in texts:
         if text and (
             _COMPARISON_SYMBOL.search(text)
-            or not _COMPARISON_WORDS.isdisjoint(w.lower() for w in _WORD.findall(text))
+            or not _COMPARISON_WORDS.isdisjoint(_WORD.findall(text.lower()))
         ):
-            pieces = []
-            last = 0
-            for match in _COMPARISON.finditer(text):
-                found.add(_COMPARISON_OPS[match.lastgroup or ""])
-                pieces.append(text[last : match.start()])
-                last = match.end()
-            pieces.append(text[last:])
-            text = " ".join(pieces)
+            # Every match replaced by a space; then, if there was one, the distinct (ge, le, ne,
+            # gt, lt, pm) tuples, each with one group set. Both in C: a loop per match cost a
+            # second per MiB.
+            removed, count = _COMPARISON.subn(" ", text)
+            if count:
+                for groups in set(_COMPARISON.findall(text)):
+                    found.add(_COMPARISON_GROUP_OPS[next(i for i, g in enumerate(groups) if g)])
+                text = removed
         rest.append(text)
     return frozenset(found), rest
 
 
 _NO_COMPARISON: frozenset[str] = frozenset()
 _PLAIN_REST = (_NO_COMPARISON, None, None, False, True)
+
+
+_BASIS_POINTS = frozenset(["bp", "bps", "bip", "bips"])
+_BASIS_POINT = re.compile(r"[^\w]*(?i:basis)[\s-]+(?i:points?)\b")
+
+
+def _temporal(rest: str) -> str | None:
+    """The comparison a word like "before" or "since" right at the end of `rest` makes."""
+    # Only the last 40 characters: the pattern is anchored at the end, and the words are short.
+    found = _TEMPORAL.search(rest[-40:])
+    if found is None:
+        return None
+    return "<" if found.group("lt") is not None else ">"
+
+
+def _trailing_symbols(text: str) -> str:
+    r"""What `re.search(r"[^\w]+$", text)` matches ("" for none): the run of non-word
+    characters that ends the text."""
+    if not text or _WORD_CHAR.match(text, len(text) - 1):
+        return ""
+    return text[len(text) - _non_word_run(text[::-1]) :]
+
+
+def _last_word(text: str) -> str | None:
+    r"""What group 1 of `re.search(r"([^\W\d_]+)[^\w]*$", text)` holds: the letters that end
+    the text but for non-word characters (None when a digit or `_` comes after them)."""
+    backwards = text[::-1]
+    letters = _LETTER_RUN.match(backwards, _non_word_run(backwards))
+    return None if letters is None else letters.group()[::-1]
+
+
+def _non_word_run(text: str) -> int:
+    """How many non-word characters start `text`."""
+    found = _NON_WORD_RUN.match(text)
+    return 0 if found is None else found.end()  # `[^\w]*` always matches
+
+
+_WORD_CHAR = re.compile(r"\w")
 
 
 def _value(token: _Token, before: str, after: str) -> Value:
@@ -595,8 +737,7 @@ def _value(token: _Token, before: str, after: str) -> Value:
         comparison = comparison | {">="}
         rest = rest[: minimum.start()]
     # The symbols between the last word and the number: a sign, a currency.
-    tail = _TAIL.search(rest)
-    symbols = tail.group() if tail is not None else ""
+    symbols = _trailing_symbols(rest)
     rest = rest[: len(rest) - len(symbols)]
     # A dash glued to a word ("x-5", "COVID-19") is a hyphen, not a sign.
     negative = any(ch in _MINUSES for ch in symbols) and not (rest and symbols[0] in _MINUSES)
@@ -604,6 +745,11 @@ def _value(token: _Token, before: str, after: str) -> Value:
     if minus_word is not None:
         negative = True
         rest = rest[: minus_word.start()]
+    if symbols.startswith("|") and after.lstrip().startswith("|"):
+        negative = False  # |-17| is 17 (issue 33)
+    temporal = _temporal(rest) if rest else None
+    if temporal is not None:
+        comparison = comparison | {temporal}
     unit = None
     for ch in symbols:
         if ch in _CURRENCY:
@@ -611,12 +757,13 @@ def _value(token: _Token, before: str, after: str) -> Value:
             break
     label = None
     if rest:
-        found = _LAST_WORD.search(rest)
-        if found is not None:
-            word = found.group(1).lower()
+        word = _last_word(rest)
+        if word is not None:
+            word = word.lower()
             if word not in _FILLER:
                 label = word
     percent = token.percent
+    magnitude = token.magnitude
     if after and unit is None:
         currency_after = _CURRENCY_AFTER.match(after)
         if currency_after is not None:
@@ -627,16 +774,20 @@ def _value(token: _Token, before: str, after: str) -> Value:
             word = found.group(1).lower()
             if word in ("percent", "pct") or (word == "per" and "cent" in after.lower()):
                 percent = True
+            elif word in _BASIS_POINTS or (word == "basis" and _BASIS_POINT.match(after)):
+                # 12.5 bps is 0.125% (issue 33: it passed for 12.5%, a 100x error).
+                percent = True
+                magnitude = magnitude * 0.01
             elif word not in _FILLER:
                 unit = _canonical_unit(word)
     digits = token.value
     return _new(
         Value,
         (
-            (-digits if negative else digits) * token.magnitude,
+            (-digits if negative else digits) * magnitude,
             digits,
             negative,
-            token.magnitude,
+            magnitude,
             percent,
             comparison,
             label,
@@ -651,10 +802,16 @@ def _value(token: _Token, before: str, after: str) -> Value:
 
 _PLAIN = re.compile(r"\s*(-?)(\d+(?:\.\d+)?)\s*")
 # Between two numbers: a list separator, a range word or dash, or a math operator.
-_LIST_GAP = re.compile(r"[,;\n]|(?i:\band\b)|&")
-_RANGE_GAP = re.compile(r"\s*(?:[" + _MINUSES + r"]|(?i:to|through|thru|until|till))\s*[$€£¥₹]?\s*")
-_BETWEEN = re.compile(r"(?i:\b(?:between|from)\s*[$€£¥₹]?\s*)$")
-_AND_GAP = re.compile(r"\s*(?i:and|to|&)\s*[$€£¥₹]?\s*")
+# `|` too (issue 33): "12 | 7 | 3" is a list; a list never answers one value, so "17 | 12" is
+# still refused for 12.
+_LIST_GAP = re.compile(r"[,;\n|]|(?i:\band\b)|&")
+# `\s*(?:[$€£¥₹]\s*)?`, not `\s*[$€£¥₹]?\s*`: the two `\s*` could share a long run of spaces
+# in every way, which is quadratic when the match fails after it.
+_RANGE_GAP = re.compile(
+    r"\s*(?:[" + _MINUSES + r"]|(?i:to|through|thru|until|till))\s*(?:[$€£¥₹]\s*)?"
+)
+_BETWEEN = re.compile(r"(?i:\b(?:between|from)\s*(?:[$€£¥₹]\s*)?)$")
+_AND_GAP = re.compile(r"\s*(?i:and|to|&)\s*(?:[$€£¥₹]\s*)?")
 _OPERATOR_GAP = re.compile(r"[\s)\]]*(?:[/^*×÷·+]|\\(?:cdot|times|div|over))[\s(\[{]*|\s*}\s*{\s*")
 _MATH_MARK = re.compile(r"\\(?:frac|dfrac|tfrac|sqrt|pi|cdot|times|div|log|ln|exp|binom)|[√π^]")
 _BULLET = re.compile(r"(?m)^[ \t]*[-*•][ \t]+")
@@ -687,6 +844,8 @@ def read(text: str) -> Reading:
 
 def remember(text: str, reading: Reading) -> None:
     """Keep `reading` as `read(text)`'s (for a reading made another way, e.g. `read_words`)."""
+    if len(text) > _CACHE_MAX_CHARS:
+        return  # up to 65,536 entries of up to 1 MiB each would be 64 GiB
     if len(_cache) >= _CACHE_MAX:
         _cache.clear()
     _cache[text] = reading
@@ -698,6 +857,8 @@ def read_item(text: str) -> Reading:
     if cached is not None:
         return cached
     reading = _read(text, whole=False)
+    if len(text) > _CACHE_MAX_CHARS:
+        return reading
     if len(_item_cache) >= _CACHE_MAX:
         _item_cache.clear()
     _item_cache[text] = reading
@@ -705,6 +866,8 @@ def read_item(text: str) -> Reading:
 
 
 _CACHE_MAX = 65_536
+# As the grade memo (grader._MEMO_MAX_KEY_CHARS): longer sides are read afresh each time.
+_CACHE_MAX_CHARS = 4_096
 # The readings of whole sides by text, filled by `read`: callers on a hot path look here first
 # and call `read` only on a miss (a function call costs as much as the look-up).
 remembered: dict[str, Reading] = {}
@@ -718,6 +881,12 @@ def clear_cache() -> None:
     _simple_words.clear()
 
 
+def _crowd(text: str) -> Crowd | None:
+    """A `Crowd` for a side of more than MAX_NUMBERS digit runs, else None (one C-speed pass)."""
+    count = len(_DIGIT_RUN.findall(text))
+    return Crowd(count) if count > MAX_NUMBERS else None
+
+
 def _read(text: str, *, whole: bool) -> Reading:
     plain = _PLAIN.fullmatch(text)
     if plain is not None:
@@ -726,6 +895,10 @@ def _read(text: str, *, whole: bool) -> Reading:
         return _new(
             Value, (-digits if negative else digits, digits, negative, 1.0, False, *_PLAIN_REST)
         )
+    if len(text) >= _CROWD_MIN_CHARS:
+        crowd = _crowd(text)
+        if crowd is not None:
+            return crowd
     quick = _shapes(text, whole)
     if quick is not None:
         return quick
@@ -841,6 +1014,7 @@ _SPECIAL_WORDS = (
     | frozenset(_MAGNITUDES)
     | frozenset(
         "minus negative percent pct per cent thousands hundreds millions billions trillions"
+        " bp bps bip bips basis before after since prior earlier later"
         " between from to and or through thru until till no".split()
     )
 )
@@ -946,6 +1120,8 @@ def read_words(text: str, words: list[str]) -> Value | Multi | None:
     """`read(text.strip())` for a side of plain numbers and ordinary words only, from its
     lowercased `words` and without tokenising ("The answer is 12 years", "12 or maybe 17",
     "5134.7 (sd 919.1)"); None for any other side (tests/scorers/test_reading.py)."""
+    if len(text) >= _CROWD_MIN_CHARS:
+        return None  # perhaps a Crowd: the full reading counts its numbers first
     numbers: list[str] = []
     label = unit = None
     special = False
@@ -1139,12 +1315,22 @@ _EXPRESSIONS = (
         re.compile(_SIGNED + r"(?:\\times|\\cdot|×|\*|x)10\^\{?(-?\d+)\}?"),
         "scientific",
     ),
+    # a product (issue 33: "2 \\times 42" and "-1 \\times 42" passed for 42); after the
+    # scientific form, which it would not match anyway (the `^` is left over).
+    (re.compile(_SIGNED + r"(?:\\times|\\cdot|×|\*|·)" + _SIGNED), "product"),
 )
-_EXPRESSION_NOISE = re.compile(r"[\s$]|[.?!]+$")
+_EXPRESSION_NOISE = re.compile(r"[\s$]")
+
+
+def _compact(text: str) -> str:
+    r"""`re.sub(r"[\s$]|[.?!]+$", "", text)` in linear time: the end-anchored alternative
+    retried from every `.` of a long run of dots that does not end the text (issue 33)."""
+    end = len(text) - 1 if text.endswith("\n") else len(text)
+    return _EXPRESSION_NOISE.sub("", text[:end].rstrip(".?!"))
 
 
 def _expression(text: str) -> Expr:
-    compact = _EXPRESSION_NOISE.sub("", text)
+    compact = _compact(text)
     for pattern, kind in _EXPRESSIONS:
         found = pattern.fullmatch(compact)
         if found is None:
@@ -1162,6 +1348,8 @@ def _expression(text: str) -> Expr:
                 return Expr(float(base**exponent))
             if kind == "root":
                 return Expr(float(found.group(1)) ** 0.5)
+            if kind == "product":
+                return Expr(float(found.group(1)) * float(found.group(2)))
             return Expr(float(found.group(1)) * 10.0 ** int(found.group(2)))
         except (ZeroDivisionError, OverflowError, ValueError, TypeError):
             return _EXPR
@@ -1177,6 +1365,15 @@ def _single(text: str, token: _Token, before: str, after: str) -> Reading:
         # A number in words alone: the published ladder finds no number in it either.
         return _TEXT
     assert token.reading is not None
+    if token.kind == "date" and (before or after):
+        # "not 2019-03-01", "before 2019-03-01": a date is compared as numbers are (issue 33).
+        comparison, (rest, _) = _comparisons(before, after)
+        temporal = _temporal(rest) if rest else None
+        if temporal is not None:
+            comparison = comparison | {temporal}
+        if comparison:
+            assert type(token.reading) is Date
+            return Date((*token.reading.key, comparison))
     return token.reading
 
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 import re
 
 from smoldataenvs_tasks.scorers.reading import (
+    Crowd,
     Date,
     Expr,
     Items,
@@ -226,6 +227,9 @@ def _disagreement(
     # order of precedence: values, lists, hedges, dates, expressions, ranges, quarters, ratios.
     if type(gold) is Value and type(cand) is Value:
         return _values(gold, cand, rel, abs_, scaled, symbolic)
+    if type(gold) is Crowd or type(cand) is Crowd:
+        # Thousands of numbers are no one answer (a table, a log); exact matches never get here.
+        return "one_expression" if symbolic else "one_number"
     if type(gold) is Items:
         if type(cand) is Items:
             return _lists(gold, cand, rel, abs_, symbolic=symbolic)
@@ -237,8 +241,12 @@ def _disagreement(
     if type(gold) is Multi:
         return _hedge(gold, cand, rel, abs_, symbolic=symbolic)
     if type(gold) is Date or type(cand) is Date:
-        if type(gold) is Date and type(cand) is Date and gold.key == cand.key:
-            return None
+        if type(gold) is Date and type(cand) is Date:
+            if gold.key == cand.key:
+                return None
+            # A date read with a comparison ("before 2019-03-01") ends its key with it.
+            if _date_only(gold.key) == _date_only(cand.key):
+                return "comparison"
         return "dates"
     # The numeric rung's first number is not an expression's value. Where math-verify judges,
     # a simple expression strict values itself must come to the other side's value.
@@ -270,6 +278,10 @@ def _disagreement(
         return None
     # One side holds no number at all (a number in words, a LaTeX symbol): math-verify decides.
     return None if symbolic else "one_number"
+
+
+def _date_only(key: tuple) -> tuple:
+    return key[:-1] if key and type(key[-1]) is frozenset else key
 
 
 def _expression_disagreement(
@@ -325,6 +337,10 @@ def _values(
     if gold.comparison != cand.comparison:
         return "comparison"
     if gold.label is not None and gold.label != cand.label:
+        return "label_words"
+    if gold.label is not None and gold.unit is None and cand.unit is not None:
+        # A word after a labelled gold's number extends the label: "iPhone 12 Pro" is another
+        # product than "iPhone 12" (issue 33).
         return "label_words"
     if gold.unit is not None and cand.unit is not None and gold.unit != cand.unit:
         return "label_words"

@@ -344,7 +344,7 @@ def test_unit_synonyms_are_kept(gold: str, candidate: str) -> None:
     kept(gold, candidate, "numeric", reward_mode="numeric", abs_tol=0, rel_tol=0)
 
 
-@pytest.mark.parametrize("candidate", ["12; 7; 3", "12, 7 and 3", "12\n7\n3"])
+@pytest.mark.parametrize("candidate", ["12; 7; 3", "12, 7 and 3", "12\n7\n3", "12 | 7 | 3"])
 def test_lists_in_another_separator_are_compared_item_by_item(candidate: str) -> None:
     kept("12, 7, 3", candidate, "math_verify", reward_mode="list")
 
@@ -363,7 +363,9 @@ RULE_TABLE = [
     ("list_items", "12, 7, 3", "12; 7; 3", "10 apples, 20 pears", "10 pears, 20 apples", "list"),
     ("list_rung_only", "12, 7, 3", "12\n7\n3", "1, 2, 3", "3", "list"),
     ("numeric_rung_only", "1/2", "0.5", "8.3e-4", "8.3e-3", ""),
-    ("one_expression", "0.75", "\\frac{3}{4}", "12", "17 | 12", ""),
+    # "17 | 12" was this rule's example until issue 33 made ` | ` a list separator: it is now
+    # refused as a list for one value (list_rung_only).
+    ("one_expression", "0.75", "\\frac{3}{4}", "12", "17 = 12", ""),
 ]
 
 
