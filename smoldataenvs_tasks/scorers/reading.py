@@ -119,7 +119,9 @@ class Text(NamedTuple):
 
 
 class Crowd(NamedTuple):
-    numbers: int  # how many digit runs the side holds (more than MAX_NUMBERS)
+    # How many numbers were counted (more than MAX_NUMBERS): its digit runs, or the tokens read
+    # until there were too many (numbers in words: "one. one. one. ...").
+    numbers: int
 
 
 Reading = Value | Range | Date | Period | Ratio | Expr | Items | Multi | Text | Crowd
@@ -362,6 +364,8 @@ def _tokens(text: str, *, quick: bool = True) -> list[_Token]:
         start = found.start()
         if start < end:
             continue
+        if len(tokens) > MAX_NUMBERS:
+            break  # a Crowd: the rest is not read (issue 33)
         piece = found.group()
         if piece[-1].isdecimal():
             if quick and piece[0] != "." and not _COMPLEX_AFTER.match(text, found.end()):
@@ -917,6 +921,8 @@ def _read(text: str, *, whole: bool) -> Reading:
     if whole and "\n" in text:
         text = _unbullet(text)
     tokens = _tokens(text)
+    if len(tokens) > MAX_NUMBERS:
+        return Crowd(len(tokens))
     if not tokens:
         return _expression(text) if _MATH_MARK.search(text) or "$" in text else _TEXT
     if len(tokens) == 1:

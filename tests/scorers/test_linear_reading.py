@@ -116,6 +116,14 @@ def test_a_side_at_the_crowd_bound_is_still_read_number_by_number() -> None:
 
 
 @pytest.mark.unit
+def test_numbers_in_words_past_the_bound_read_as_a_crowd() -> None:
+    # No digit to count: the token reading stops at the first number over the bound.
+    text = "one. " * (reading.MAX_NUMBERS + 5) + "42"
+    assert read(text) == Crowd(reading.MAX_NUMBERS + 1)
+    assert type(read("one. " * (reading.MAX_NUMBERS - 1) + "42")) is not Crowd
+
+
+@pytest.mark.unit
 def test_long_sides_are_not_kept_in_the_reading_caches() -> None:
     reading.clear_cache()
     long_side = "The answer is " + "very " * 2_000 + "12"
@@ -134,7 +142,9 @@ def test_a_180_kb_table_ending_in_its_answer_is_graded_within_half_a_second() ->
 
 
 # Shapes that were quadratic or costly per character before issue 33, at 1 MiB.
-ONE_MIB_UNITS = ["1,", "1.", "1e", "ak!", "!", ">", "not ", "±", " from", "..x", "\t", "a a "]
+ONE_MIB_UNITS = [
+    "1,", "1.", "1e", "ak!", "!", ">", "not ", "±", " from", "..x", "\t", "a a ", "one.",
+]  # fmt: skip
 
 
 @pytest.mark.slow
