@@ -27,7 +27,7 @@ AGENTIC_GOLD = (
 
 def validate(*args: str) -> tuple[int, dict]:
     result = CliRunner().invoke(main, ["validate", *args, "--json"], catch_exceptions=False)
-    return result.exit_code, json.loads(result.output)
+    return result.exit_code, json.loads(result.stdout)  # progress lines go to stderr
 
 
 @pytest.mark.slow
