@@ -480,7 +480,11 @@ def recompute(submission: Submission) -> Submission:
     rebuilt = assemble(header_of(submission), records, tasks)
     # a submission without the field is rebuilt with it; the comparison then names the difference
     by_mode = submission.get("pass@1_by_reward_mode")
-    if isinstance(by_mode, dict) and OLD_EMPTY_REWARD_MODE in by_mode and EMPTY_REWARD_MODE not in by_mode:
+    if (
+        isinstance(by_mode, dict)
+        and OLD_EMPTY_REWARD_MODE in by_mode
+        and EMPTY_REWARD_MODE not in by_mode
+    ):
         # Written before the empty mode was named `empty` everywhere: its figures are read
         # under the name it was written with, so an old submission still verifies.
         rebuilt["pass@1_by_reward_mode"] = {
