@@ -12,6 +12,7 @@ deleted, not listed here (the last two groups are the exceptions, each with its 
 from smoldataenvs_tasks import __getattr__ as lazy_package_attribute
 from smoldataenvs_tasks.cli import _LazyGroup
 from smoldataenvs_tasks.data.cli import cache_clear, cache_info, cache_verify, prefetch
+from smoldataenvs_tasks.harbor_adapter.cli import build_image_command, export_command
 from smoldataenvs_tasks.inspect_adapter.models import ReplayModel
 from smoldataenvs_tasks.inspect_adapter.program_host import as_program_host
 from smoldataenvs_tasks.inspect_adapter.provider_base import (
@@ -59,6 +60,8 @@ verify_command
 leaderboard_command
 compare_command
 validate_command
+export_command
+build_image_command
 
 # click.Group's hooks, overridden by the lazy group (click calls them with the context).
 _LazyGroup.list_commands

@@ -1,5 +1,5 @@
-"""`smoldataenvs` command line: grade, prefetch, mirror, cache, sandbox, report, regrade, verify,
-leaderboard, validate, compare.
+"""`smoldataenvs` command line: grade, prefetch, mirror, cache, sandbox, harbor, report, regrade,
+verify, leaderboard, validate, compare.
 
 Subcommands live beside the code they drive and are imported only when invoked, so
 `smoldataenvs grade` does not pay for importing Inspect or lm-eval.
@@ -24,6 +24,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "mirror": ("smoldataenvs_tasks.data.cli:mirror", "Write an air-gapped mirror directory."),
     "cache": ("smoldataenvs_tasks.data.cli:cache", "Show or clear the local cache."),
     "sandbox": ("smoldataenvs_tasks.sandboxes.cli:sandbox", "Set up and inspect sandboxes."),
+    "harbor": (
+        "smoldataenvs_tasks.harbor_adapter.cli:harbor",
+        "Export SmolDataEnvs as Harbor tasks (docs/harbor.md).",
+    ),
     "report": ("smoldataenvs_tasks.results.cli:report_command", "Write submission.json + report."),
     "validate": (
         "smoldataenvs_tasks.validate:validate_command",

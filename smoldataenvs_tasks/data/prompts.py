@@ -143,6 +143,19 @@ def adapt_instruction_for_submit(instruction: str) -> str:
     return f"{instruction.rstrip()}\n\nSubmit only the final value with the `submit` tool."
 
 
+def agent_user_prompt(
+    instruction: str | None, question: str, files: Sequence[str], *, protocol: str = "answer_file"
+) -> str:
+    """The agentic variant's user turn for a row: its own `instruction` (adapted to the submit
+    protocol) or one built from its question. Inspect's agentic task and the Harbor export's
+    instruction.md both come from here, so an agent sees the same words in either."""
+    if not instruction:
+        return agent_instruction(question, files, protocol=protocol)
+    if protocol == "submit":
+        return adapt_instruction_for_submit(instruction)
+    return instruction
+
+
 def relocate_paths(text: str, input_dir: str, workdir: str) -> str:
     """Point a prompt's contract paths at another place (the `local` sandbox's temp dirs)."""
     return text.replace(INPUT_DIR, input_dir).replace(WORKDIR, workdir)

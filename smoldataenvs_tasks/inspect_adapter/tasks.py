@@ -41,9 +41,8 @@ from smoldataenvs_tasks._pins import DATASET_REPO_ID, DATASET_REVISION, reward_m
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.data.prompts import (
     PROGRAM_SYSTEM_PROMPT,
-    adapt_instruction_for_submit,
-    agent_instruction,
     agent_system_prompt,
+    agent_user_prompt,
     program_prompt,
 )
 from smoldataenvs_tasks.data.rows import TaskRecord
@@ -162,12 +161,7 @@ def _require_provider(sandbox: SandboxKind) -> None:
 def _user_prompt(record: TaskRecord, variant: Variant, protocol: Protocol) -> str:
     if variant == "program":
         return program_prompt(record.question, record.files)
-    instruction = record.instruction or agent_instruction(
-        record.question, record.files, protocol=protocol
-    )
-    if protocol == "submit" and record.instruction:
-        instruction = adapt_instruction_for_submit(instruction)
-    return instruction
+    return agent_user_prompt(record.instruction, record.question, record.files, protocol=protocol)
 
 
 def _record_to_sample(

@@ -1,0 +1,71 @@
+"""`smoldataenvs harbor`: export a split as Harbor tasks, build the grader image they run on.
+
+smoldataenvs harbor export --split sample ./harbor-sample
+smoldataenvs harbor build-image
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from smoldataenvs_tasks._pins import ALL_SPLITS
+from smoldataenvs_tasks.errors import SmolDataEnvsError
+from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES
+
+
+@click.group("harbor")
+def harbor() -> None:
+    """Run SmolDataEnvs in Harbor: export tasks, build their grader image (docs/harbor.md)."""
+
+
+@harbor.command("export")
+@click.option("--split", required=True, type=click.Choice(ALL_SPLITS), help="The split to export.")
+@click.option(
+    "--mirror",
+    type=click.Path(file_okay=False, exists=True),
+    default=None,
+    help="An air-gapped mirror (`smoldataenvs mirror`); default SMOLDATAENVS_MIRROR, else the "
+    "cache of the pinned Hub revision.",
+)
+@click.option(
+    "--grader",
+    type=click.Choice(GRADER_PROFILES),
+    default="default",
+    show_default=True,
+    help="The grader profile the tasks' verifier grades with.",
+)
+@click.option("--task-id", "task_ids", multiple=True, help="Export only this task (repeatable).")
+@click.argument("out", type=click.Path(file_okay=False))
+def export_command(
+    split: str, mirror: str | None, grader: str, task_ids: tuple[str, ...], out: str
+) -> None:
+    """Write SPLIT as a Harbor dataset in OUT: one task directory per row."""
+    from smoldataenvs_tasks.harbor_adapter.export import export_dataset
+
+    started = time.monotonic()
+    try:
+        summary = export_dataset(split, Path(out), mirror=mirror, grader=grader, task_ids=task_ids)
+    except (SmolDataEnvsError, OSError) as error:
+        raise click.ClickException(str(error)) from None
+    seconds = time.monotonic() - started
+    click.echo(
+        f"exported {summary.tasks} tasks of {split} to {summary.out} in {seconds:.1f}s "
+        f"({len(summary.ungraded)} the data cannot grade); grader image {summary.grader_image}"
+    )
+    for task_id, reason in summary.ungraded.items():
+        click.echo(f"  ungraded: {task_id} ({reason})")
+
+
+@harbor.command("build-image")
+@click.option("--force", is_flag=True, help="Rebuild even if the image exists.")
+def build_image_command(force: bool) -> None:
+    """Build the grader image the exported tasks build FROM (once per package version)."""
+    from smoldataenvs_tasks.harbor_adapter.image import build_image
+
+    try:
+        click.echo(build_image(force=force))
+    except SmolDataEnvsError as error:
+        raise click.ClickException(str(error)) from None

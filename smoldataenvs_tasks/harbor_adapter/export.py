@@ -1,0 +1,394 @@
+"""A split as a Harbor dataset: one task directory per row (docs/harbor.md).
+
+    smoldataenvs harbor export --split sample ./harbor-sample
+    scripts/harbor run -p ./harbor-sample -a oracle --env docker
+
+Each task is the agentic Inspect task's sample in Harbor's shape:
+
+    <task>/instruction.md          the agentic task's prompt (data/prompts.py, as Inspect builds it)
+    <task>/task.toml               the agentic task's limits, no network, [metadata] provenance
+    <task>/environment/Dockerfile  FROM the grader image (image.py), the tables baked in
+    <task>/environment/tables/     the staged tables, their sha256 in task.toml and task.json
+    <task>/tests/test.sh           this package's grader on /workdir/answer.txt (verifier.py)
+    <task>/tests/task.json         the row (with its gold), the profile, the table digests
+    <task>/solution/solve.sh       writes the gold answer (Harbor's `oracle` agent)
+    metric.py                      pass@1 over graded tasks; ungraded ones left out and counted
+    smoldataenvs-export.json       what was exported from where, and which tasks are ungraded
+
+The tables come through `pipeline.prepare_tables`, the one staging path, so a task whose tables
+cannot be had (or are not the recorded bytes, or whose row is invalid) is exported as such: its
+task.json carries the ungraded reason, its verifier writes `graded: 0`, never a silent 0.
+The export is deterministic: the same package, data and options give byte-identical files
+(no times, sorted keys, fixed modes), and it replaces OUT as a whole, atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from smoldataenvs_tasks._pins import DATASET_REPO_ID, reward_mode_label
+from smoldataenvs_tasks.contract import DEFAULT_LIMITS, INPUT_DIR, TABLES_DIR, writable_dir_sizes
+from smoldataenvs_tasks.data.integrity import content_sha256
+from smoldataenvs_tasks.data.prompts import agent_user_prompt
+from smoldataenvs_tasks.data.rows import TaskRecord
+from smoldataenvs_tasks.data.source import DataSource
+from smoldataenvs_tasks.data.staging import new_stage_dir, remove_stage_dir
+from smoldataenvs_tasks.errors import SmolDataEnvsError
+from smoldataenvs_tasks.harbor_adapter import image
+from smoldataenvs_tasks.harbor_adapter.verifier import TASK_FILE_FORMAT
+from smoldataenvs_tasks.pipeline import prepare_tables
+from smoldataenvs_tasks.scorers.verdict import versioned
+
+EXPORT_MANIFEST = "smoldataenvs-export.json"
+EXPORT_FORMAT = 1
+METRIC_FILE = "metric.py"
+# The agentic Inspect task's defaults (inspect_adapter/tasks.py `smoldataenvs`): 17 assistant
+# turns, each tool call `tool_timeout_s`. Harbor bounds an agent by wall time only, so the agent
+# gets the most those turns could spend in tools.
+MAX_TURNS = 17
+AGENT_TIMEOUT_S = MAX_TURNS * DEFAULT_LIMITS.tool_timeout_s
+# The reader's own 60 s (sandboxes/answer_file.py) plus the symbolic rung's worst case.
+VERIFIER_TIMEOUT_S = 180.0
+BUILD_TIMEOUT_S = 600.0
+PROTOCOL = "answer_file"
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class ExportError(SmolDataEnvsError, ValueError):
+    """An export that cannot be written; the message is the one line to show."""
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    out: Path
+    tasks: int
+    ungraded: dict[str, str] = field(default_factory=dict)  # task id -> reason
+    grader_image: str = ""
+
+
+def package_version() -> str:
+    try:
+        return version("smoldataenvs_tasks")
+    except PackageNotFoundError:  # pragma: no cover - the package runs from a plain checkout
+        return "0+unknown"
+
+
+def task_dir_names(task_ids: Sequence[str]) -> dict[str, str]:
+    """A directory (Harbor's task name) per task id: its characters made safe (`/` -> `__`),
+    with a short hash of the id appended where two ids would share one."""
+    import hashlib
+
+    base = {
+        tid: _UNSAFE_NAME.sub("-", tid.replace("/", "__")).strip(".-") or "task" for tid in task_ids
+    }
+    counts: dict[str, int] = {}
+    for name in base.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {
+        tid: name if counts[name] == 1 else f"{name}-{hashlib.sha256(tid.encode()).hexdigest()[:8]}"
+        for tid, name in base.items()
+    }
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    # A JSON string is a TOML basic string (json.dumps escapes only what both define).
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _toml_table(name: str, values: dict[str, Any]) -> str:
+    lines = [f"[{name}]"]
+    lines += [
+        f"{json.dumps(key)} = {_toml_value(value)}"
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", key)
+        else f"{key} = {_toml_value(value)}"
+        for key, value in values.items()
+    ]
+    return "\n".join(lines)
+
+
+def task_toml(metadata: dict[str, Any], table_sha256: dict[str, str]) -> str:
+    sizes = writable_dir_sizes(DEFAULT_LIMITS)
+    sections = [
+        '# Written by `smoldataenvs harbor export` (docs/harbor.md).\nschema_version = "1.4"',
+        _toml_table("metadata", metadata),
+        _toml_table("metadata.table_sha256", dict(sorted(table_sha256.items()))),
+        # The grader runs as root so that it can end the agent's processes first and write
+        # /logs/verifier; it reads the answer as the agent's user (verifier.py).
+        _toml_table("verifier", {"timeout_sec": VERIFIER_TIMEOUT_S, "user": "root"}),
+        _toml_table("agent", {"timeout_sec": AGENT_TIMEOUT_S}),
+        _toml_table(
+            "environment",
+            {
+                "build_timeout_sec": BUILD_TIMEOUT_S,
+                "cpus": int(DEFAULT_LIMITS.cpus),
+                "memory_mb": DEFAULT_LIMITS.memory_bytes // 2**20,
+                # The contract's writable directories together (contract.writable_dir_sizes).
+                "storage_mb": sum(sizes.values()) // 2**20,
+                "network_mode": "no-network",
+            },
+        ),
+    ]
+    return "\n\n".join(sections) + "\n"
+
+
+def dockerfile(task_id: str, grader_image: str, has_tables: bool) -> str:
+    lines = [
+        f"# SmolDataEnvs task {task_id}: the grader image (the sandbox image plus this",
+        "# package's grader) with the task's tables baked in, read-only, their sha256 in",
+        "# task.toml; linked into the input directory as every SmolDataEnvs sandbox does.",
+        f"FROM {grader_image}",
+        "USER root",
+    ]
+    if has_tables:
+        lines.append(f"COPY tables/ {TABLES_DIR}/")
+    lines += [
+        f"RUN set -eu; chown -R root:root {TABLES_DIR}; chmod -R a-w,a+rX {TABLES_DIR}; \\",
+        f'    for f in {TABLES_DIR}/* {TABLES_DIR}/.[!.]*; do [ -e "$f" ] || continue; '
+        f'ln -sfn "$f" {INPUT_DIR}/"${{f##*/}}"; done',
+        "USER 1000:1000",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _launcher() -> str:
+    paths = json.dumps([image.GRADER_SRC, image.GRADER_LIB])
+    return (
+        f"import sys; sys.path[:0] = {paths}; "
+        "from smoldataenvs_tasks.harbor_adapter.verifier import main; sys.exit(main(sys.argv[1:]))"
+    )
+
+
+def test_sh() -> str:
+    return (
+        "#!/bin/sh\n"
+        "# SmolDataEnvs verifier: this package's grader, the Inspect answer-file scorer's own path,\n"
+        "# on /workdir/answer.txt. Writes /logs/verifier/reward.json ({reward, graded}),\n"
+        "# reward.txt and verdict.json (method, category, the answer read).\n"
+        "set -eu\n"
+        "mkdir -p /logs/verifier\n"
+        f"exec {image.GRADER_PYTHON} -I -c {shlex.quote(_launcher())} \\\n"
+        "    /tests/task.json /logs/verifier\n"
+    )
+
+
+def solve_sh(gold: str | None) -> str:
+    body = f"printf '%s' {shlex.quote(gold)} > /workdir/answer.txt\n" if gold else ""
+    return "#!/bin/sh\n# The gold answer, for Harbor's oracle agent.\nset -eu\n" + body
+
+
+METRIC_PY = '''\
+# /// script
+# dependencies = []
+# ///
+"""SmolDataEnvs pass@1 over a Harbor job's rewards (Harbor's metric.py protocol: -i rewards.jsonl,
+-o metric.json). A task the data cannot grade ({"graded": 0}) is left out and counted, never
+averaged in as a 0; a trial with no reward at all (the trial failed) counts as a 0, as our reports
+count a run's failures."""
+
+import argparse
+import json
+from pathlib import Path
+
+
+def main(input_path: Path, output_path: Path) -> None:
+    graded = passed = ungraded = no_reward = 0
+    for line in input_path.read_text().splitlines():
+        reward = json.loads(line) if line.strip() else None
+        if reward is None:
+            no_reward += 1
+            graded += 1
+        elif reward.get("graded", 1) == 0:
+            ungraded += 1
+        else:
+            graded += 1
+            passed += 1 if reward.get("reward", 0) == 1 else 0
+    result = {
+        "pass@1": passed / graded if graded else 0.0,
+        "graded": graded,
+        "ungraded": ungraded,
+        "no_reward": no_reward,
+    }
+    output_path.write_text(json.dumps(result, sort_keys=True))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-i", "--input-path", type=Path, required=True)
+    parser.add_argument("-o", "--output-path", type=Path, required=True)
+    args = parser.parse_args()
+    main(args.input_path, args.output_path)
+'''
+
+
+def _write(path: Path, text: str | bytes, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+    os.chmod(path, mode)
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _export_task(
+    record: TaskRecord,
+    task_dir: Path,
+    *,
+    source: DataSource,
+    split: str,
+    split_sha256: str,
+    mirror: str | None,
+    grader: str,
+    grader_image: str,
+) -> str | None:
+    """Write one task; returns the ungraded reason, or None for a gradable task."""
+    stage = new_stage_dir()
+    try:
+        prepared = prepare_tables(record, stage, mirror=mirror, revision=source.revision)
+        tables: dict[str, bytes] = {}
+        if prepared.problem is None:
+            for name, digest in sorted(prepared.table_sha256.items()):
+                staged = (stage / name).resolve()
+                if content_sha256(staged) != digest:
+                    raise ExportError(f"{record.task_id}: table {name} changed while exporting")
+                tables[name] = staged.read_bytes()
+    finally:
+        remove_stage_dir(stage)
+    ungraded = (
+        {"reason": prepared.problem.value, "detail": prepared.reason}
+        if prepared.problem is not None
+        else None
+    )
+    metadata: dict[str, Any] = {
+        "benchmark": "SmolDataEnvs",
+        "task_id": record.task_id,
+        "difficulty_tier": record.difficulty_tier or "",
+        "reward_mode": reward_mode_label(record.reward_mode),
+        "dataset": DATASET_REPO_ID,
+        "dataset_revision": source.revision or "",
+        "split": split,
+        "split_sha256": split_sha256,
+        "grader": grader,
+        "grader_version": versioned(grader),
+        "grader_image": grader_image,
+        "protocol": PROTOCOL,
+        "max_turns": MAX_TURNS,
+        "tool_timeout_s": DEFAULT_LIMITS.tool_timeout_s,
+        "graded": ungraded is None,
+        "exporter": f"smoldataenvs_tasks {package_version()}",
+    }
+    if ungraded is not None:
+        metadata["ungraded_reason"] = ungraded["reason"]
+    prompt = agent_user_prompt(record.instruction, record.question, record.files, protocol=PROTOCOL)
+    _write(task_dir / "instruction.md", prompt.rstrip("\n") + "\n")
+    _write(task_dir / "task.toml", task_toml(metadata, prepared.table_sha256))
+    _write(
+        task_dir / "environment" / "Dockerfile",
+        dockerfile(record.task_id, grader_image, bool(tables)),
+    )
+    for name, data in tables.items():
+        _write(task_dir / "environment" / "tables" / name, data, 0o444)
+    task_file = {
+        "format": TASK_FILE_FORMAT,
+        "task_id": record.task_id,
+        "record": record.to_doc(),
+        "grader": grader,
+        "grader_version": versioned(grader),
+        "table_sha256": dict(sorted(prepared.table_sha256.items())),
+        "ungraded": ungraded,
+    }
+    _write(task_dir / "tests" / "task.json", _json(task_file))
+    _write(task_dir / "tests" / "test.sh", test_sh(), 0o755)
+    _write(task_dir / "solution" / "solve.sh", solve_sh(record.answer or None), 0o755)
+    return ungraded["reason"] if ungraded else None
+
+
+def export_dataset(
+    split: str,
+    out: Path,
+    *,
+    mirror: str | None = None,
+    grader: str = "default",
+    task_ids: Sequence[str] | None = None,
+) -> ExportSummary:
+    """Write `split` (or its `task_ids`) as a Harbor dataset at `out`, replacing a previous
+    export there. Needs no Docker: the grader image is named by its content tag and built by
+    `smoldataenvs harbor build-image` (or the first `scripts/harbor run`)."""
+    out = out.resolve()
+    if out.exists() and not (out / EXPORT_MANIFEST).is_file():
+        if not out.is_dir() or any(out.iterdir()):
+            raise ExportError(
+                f"{out} exists and is not a SmolDataEnvs Harbor export: give a new or empty directory"
+            )
+    source = DataSource.resolve(split, mirror=mirror)
+    records = source.load_tasks(split, task_ids=list(task_ids) if task_ids else None)
+    if not records:
+        raise ExportError(f"no tasks to export in split {split!r}")
+    split_sha256 = source.split_sha256(split)
+    grader_image = image.content_tag()
+    names = task_dir_names([r.task_id for r in records])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        ungraded: dict[str, str] = {}
+        for record in records:
+            reason = _export_task(
+                record,
+                building / names[record.task_id],
+                source=source,
+                split=split,
+                split_sha256=split_sha256,
+                mirror=mirror,
+                grader=grader,
+                grader_image=grader_image,
+            )
+            if reason is not None:
+                ungraded[record.task_id] = reason
+        _write(building / METRIC_FILE, METRIC_PY)
+        manifest = {
+            "format": EXPORT_FORMAT,
+            "benchmark": "SmolDataEnvs",
+            "dataset": DATASET_REPO_ID,
+            "dataset_revision": source.revision,
+            "data_source": source.kind,
+            "split": split,
+            "split_sha256": split_sha256,
+            "split_tasks": len(source.load_tasks(split)),
+            "grader": grader,
+            "grader_version": versioned(grader),
+            "grader_image": grader_image,
+            "protocol": PROTOCOL,
+            "max_turns": MAX_TURNS,
+            "tool_timeout_s": DEFAULT_LIMITS.tool_timeout_s,
+            "exporter": f"smoldataenvs_tasks {package_version()}",
+            "tasks": {names[r.task_id]: r.task_id for r in records},
+            "ungraded": dict(sorted(ungraded.items())),
+        }
+        _write(building / EXPORT_MANIFEST, _json(manifest))
+        os.chmod(building, 0o755)
+        if out.exists():
+            retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            os.replace(out, retired / "export")
+            os.replace(building, out)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            os.replace(building, out)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return ExportSummary(out, len(records), ungraded, grader_image)

@@ -1,0 +1,150 @@
+"""`smoldataenvs harbor export`: the files of each task, what they say, and that a re-export is
+byte for byte the same (docs/harbor.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from smoldataenvs_tasks.cli import main
+from smoldataenvs_tasks.contract import DEFAULT_LIMITS
+from smoldataenvs_tasks.data.prompts import agent_user_prompt
+from smoldataenvs_tasks.data.source import load_tasks
+from smoldataenvs_tasks.harbor_adapter import image
+from smoldataenvs_tasks.harbor_adapter.export import (
+    EXPORT_MANIFEST,
+    METRIC_FILE,
+    ExportError,
+    export_dataset,
+    task_dir_names,
+)
+from smoldataenvs_tasks.scorers.verdict import versioned
+
+pytestmark = pytest.mark.unit
+
+TASK_FILES = (
+    "instruction.md",
+    "task.toml",
+    "environment/Dockerfile",
+    "tests/test.sh",
+    "tests/task.json",
+    "solution/solve.sh",
+)
+
+
+def _tree(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mode & 0o777)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("export") / "sample"
+    export_dataset("sample", out)
+    return out
+
+
+def test_every_row_is_a_task_with_harbors_files(exported: Path) -> None:
+    records = load_tasks("sample")
+    names = task_dir_names([r.task_id for r in records])
+    manifest = json.loads((exported / EXPORT_MANIFEST).read_text())
+    assert manifest["tasks"] == {names[r.task_id]: r.task_id for r in records}
+    for record in records:
+        task = exported / names[record.task_id]
+        for name in TASK_FILES:
+            assert (task / name).is_file(), f"{task.name}: no {name}"
+        assert (task / "tests/test.sh").stat().st_mode & 0o111
+        assert (task / "solution/solve.sh").stat().st_mode & 0o111
+        # The agent reads the words the Inspect agentic task would give it.
+        expected = agent_user_prompt(record.instruction, record.question, record.files)
+        assert (task / "instruction.md").read_text().rstrip("\n") == expected.rstrip("\n")
+
+
+def test_task_toml_carries_the_agentic_limits_no_network_and_provenance(exported: Path) -> None:
+    record = load_tasks("sample")[0]
+    task = exported / task_dir_names([record.task_id])[record.task_id]
+    config = tomllib.loads((task / "task.toml").read_text())
+    assert config["environment"]["network_mode"] == "no-network"
+    assert config["environment"]["memory_mb"] * 2**20 == DEFAULT_LIMITS.memory_bytes
+    assert config["environment"]["cpus"] == DEFAULT_LIMITS.cpus
+    assert config["agent"]["timeout_sec"] == 17 * DEFAULT_LIMITS.tool_timeout_s
+    meta = config["metadata"]
+    assert meta["task_id"] == record.task_id
+    assert meta["difficulty_tier"] == record.difficulty_tier
+    assert meta["dataset_revision"] == "sample-1"
+    assert meta["grader_version"] == versioned("default")
+    assert meta["grader_image"] == image.content_tag()
+    assert f"FROM {image.content_tag()}" in (task / "environment/Dockerfile").read_text()
+    # The baked tables are the recorded bytes, and the digests say so.
+    import hashlib
+
+    for name, digest in meta["table_sha256"].items():
+        data = (task / "environment/tables" / name).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == digest
+    assert meta["table_sha256"]
+
+
+def test_a_task_without_tables_is_exported_as_ungraded_never_a_silent_zero(exported: Path) -> None:
+    manifest = json.loads((exported / EXPORT_MANIFEST).read_text())
+    assert manifest["ungraded"] == {"sample/0009/returns.ipynb_qa_1": "table_unavailable"}
+    task = (
+        exported
+        / task_dir_names(["sample/0009/returns.ipynb_qa_1"])["sample/0009/returns.ipynb_qa_1"]
+    )
+    task_file = json.loads((task / "tests/task.json").read_text())
+    assert task_file["ungraded"]["reason"] == "table_unavailable"
+    assert tomllib.loads((task / "task.toml").read_text())["metadata"]["graded"] is False
+    assert not (task / "environment/tables").exists()
+
+
+def test_metric_leaves_out_and_counts_ungraded_tasks(exported: Path, tmp_path: Path) -> None:
+    rewards = tmp_path / "rewards.jsonl"
+    lines = [{"reward": 1.0, "graded": 1}, {"reward": 0.0, "graded": 1}, {"reward": 0, "graded": 0}]
+    rewards.write_text("\n".join([*map(json.dumps, lines), "null"]) + "\n")
+    out = tmp_path / "metric.json"
+    subprocess.run(
+        [sys.executable, str(exported / METRIC_FILE), "-i", str(rewards), "-o", str(out)],
+        check=True,
+    )
+    # The trial with no reward at all counts as a 0; the ungraded task counts only as ungraded.
+    assert json.loads(out.read_text()) == {
+        "pass@1": pytest.approx(1 / 3),
+        "graded": 3,
+        "ungraded": 1,
+        "no_reward": 1,
+    }
+
+
+def test_a_re_export_is_byte_identical(exported: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    export_dataset("sample", again)
+    assert _tree(again) == _tree(exported)
+    # Into the same place, replacing it: still the same bytes.
+    export_dataset("sample", again)
+    assert _tree(again) == _tree(exported)
+
+
+def test_export_refuses_a_directory_that_is_not_an_export(tmp_path: Path) -> None:
+    (tmp_path / "mine.txt").write_text("keep me")
+    with pytest.raises(ExportError, match="not a SmolDataEnvs Harbor export"):
+        export_dataset("sample", tmp_path)
+    result = CliRunner().invoke(main, ["harbor", "export", "--split", "sample", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "not a SmolDataEnvs Harbor export" in result.output
+    assert "Traceback" not in result.output
+    assert (tmp_path / "mine.txt").read_text() == "keep me"
+
+
+def test_task_names_are_safe_and_unique() -> None:
+    names = task_dir_names(["a/b c", "a/b-c", "x/../y"])
+    assert len(set(names.values())) == 3
+    assert all("/" not in n and " " not in n and n not in (".", "..") for n in names.values())
