@@ -101,12 +101,18 @@ class InspectSandboxHost:
 
 def _at_output_cap(*streams: str) -> bool:
     """Providers may cut a stream to its last MAX_EXEC_OUTPUT_SIZE bytes instead of raising
-    (Inspect's `local` does, keeping whole 4 KiB reads): a stream within one read buffer of the
-    cap was cut, so the output limit was hit."""
+    (Inspect's `local` and `docker` do, keeping whole 4 KiB reads): a stream within one read
+    buffer of the cap was cut, so the output limit was hit.
+
+    Bytes, not characters: the cap is in bytes. Counted in characters, a flood of 4-byte
+    characters cut to the cap stayed a quarter of it, and the cut stream, its runner marker gone
+    from the front, ended in the runner's failure line the program printed itself: a forged
+    broken sandbox (issue 32). Decoding replaces bad bytes and never shortens a stream, so a
+    cut stream always counts at least its bytes."""
     from inspect_ai.util import SandboxEnvironmentLimits
 
     floor = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE - 65536
-    return any(len(stream) >= floor and len(stream.encode()) >= floor for stream in streams)
+    return any(len(stream.encode(errors="surrogatepass")) >= floor for stream in streams)
 
 
 def as_program_host(environment: Any) -> InspectSandboxHost:

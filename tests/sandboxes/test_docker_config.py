@@ -24,6 +24,7 @@ from smoldataenvs_tasks.contract import (
 )
 from smoldataenvs_tasks.sandboxes import docker as docker_mod
 from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
+from smoldataenvs_tasks.sandboxes.docker import container
 from smoldataenvs_tasks.sandboxes.docker import image as image_mod
 
 SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
@@ -82,7 +83,16 @@ def test_compose_sandbox_states_the_contract_like_docker_session(compose: str) -
     assert service["ulimits"]["nofile"] == docker_mod.NOFILE
     assert service["cap_drop"] == ["ALL"] and flags["--cap-drop"] == ["ALL"]
     assert service["read_only"] is True and "--read-only" in flags
-    assert service["init"] is True and "--init" in flags
+    # DockerSession's init is tini (root, or uid 65534 without a keeper: out of the sandbox
+    # user's reach); compose's main process must be uid 1000 (execs take the service's user), so
+    # it is the namespace's PID 1 itself, which the sandbox user cannot signal (issue 32).
+    assert "--init" in flags and service["init"] is False
+    assert service["command"][:4] == ["python3", "-I", "-S", "-c"]
+    # The same IPC limits (memory no process holds stays bounded), in their own IPC namespace.
+    sysctls = container.ipc_sysctls(limits)
+    assert service["ipc"] == "private" == flags["--ipc"][0]
+    assert service["sysctls"] == sysctls
+    assert flags["--sysctl"] == [f"{name}={value}" for name, value in sysctls.items()]
     # Every writable directory is a tmpfs of the contract's size, in compose as in DockerSession.
     assert tmpfs_sizes(service) == writable_dir_sizes(limits)
     assert not [v for v in service["volumes"] if v["target"] == WORKDIR]

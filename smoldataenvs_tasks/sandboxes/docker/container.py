@@ -8,6 +8,7 @@ test_docker_config.py checks the two agree.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from smoldataenvs_tasks.contract import INPUT_DIR, SandboxLimits, writable_dir_sizes
@@ -27,8 +28,15 @@ def container_args(limits: SandboxLimits) -> list[str]:
     # read (cgroup_file), not a sample's: a reused container would show one sample's counters to
     # the next, and bwrap shows no /sys at all.
     tmpfs += ["--tmpfs", "/sys/fs/cgroup:ro,size=4k"]
+    sysctls = [
+        arg
+        for name, value in ipc_sysctls(limits).items()
+        for arg in ("--sysctl", f"{name}={value}")
+    ]
     return [
         "--init",
+        "--ipc", "private",  # the container's own IPC namespace, so the sysctls below are its own
+        *sysctls,
         "--log-driver", "none",  # the keeper prints nothing; exec output never goes to logs
         "--network", "none",
         "--memory", memory,
@@ -44,6 +52,30 @@ def container_args(limits: SandboxLimits) -> list[str]:
         *tmpfs,
         "--workdir", INPUT_DIR,
     ]  # fmt: skip
+
+
+def ipc_sysctls(limits: SandboxLimits) -> dict[str, str]:
+    """The container's System V IPC limits (its own IPC namespace): memory that no process holds
+    stays bounded, so killing the sample's processes always frees the memory limit again.
+
+    A segment of System V shared memory, a message queue or a semaphore set outlives every process
+    that made it, and its pages are charged to the container's memory cgroup. Unbounded (the
+    kernel's defaults are effectively unlimited), a sample filled the memory with segments nobody
+    held; the out-of-memory killer then killed every process in turn, down to the keeper and the
+    container's init, and the container died: an ungraded sample instead of the model's 0
+    (issue 32). `shm_rmid_forced` destroys a segment as soon as no process is attached to it (or
+    its creator exits without attaching it), and the totals are capped: shared memory at 1/16 of
+    the memory limit, message queues at 32 x 16 KiB, semaphores at the kernel's old defaults.
+    compose.yaml states the same values (tests/sandboxes/test_docker_config.py).
+    """
+    shm_bytes = limits.memory_bytes // 16
+    return {
+        "kernel.shm_rmid_forced": "1",
+        "kernel.shmmax": str(shm_bytes),
+        "kernel.shmall": str(shm_bytes // 4096),  # in pages
+        "kernel.msgmni": "32",
+        "kernel.sem": "250 32000 32 128",
+    }
 
 
 def cgroup_file(container_id: str, controller: str, name_v1: str, name_v2: str) -> Path | None:
@@ -78,3 +110,79 @@ def mount_field(key: str, value: str) -> str:
     if any(c in value for c in ',"\n'):
         return '"' + field.replace('"', '""') + '"'
     return field
+
+
+def _parent_pid(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    # The command name (in parentheses) may hold spaces: the fields after its last ")".
+    fields = stat.rpartition(")")[2].split()
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+def _procs(group: Path) -> set[int]:
+    try:
+        text = (group / "cgroup.procs").read_text(encoding="utf-8")
+    except OSError:
+        return set()
+    return {int(line) for line in text.split() if line.isdigit()}
+
+
+def _move(pid: int, group: Path) -> None:
+    (group / "cgroup.procs").write_text(str(pid), encoding="utf-8")
+
+
+def shelter_init(container_id: str, *, wait_s: float = 2.0) -> str | None:
+    """Move the container's init and its child (the keeper's root shell, or `sleep`) out of the
+    container's memory cgroup, into its parent's; None when done, else why not.
+
+    Those two processes are the container's life: when either dies, the container stops, and a
+    sample's wrong answer would become an ungraded sample (docs/threat-model.md, invariant 2).
+    Outside the container's memory cgroup, its out-of-memory killer cannot pick them, whatever
+    the sample fills the memory with (memory nobody holds, a tiny process holding a memfd); they
+    use ~1 MB between them. Lowering their `oom_score_adj` instead needs CAP_SYS_RESOURCE, which
+    not every engine has (this CI's host root lacks it). The keeper itself (their grandchild) and
+    every command stay inside: a keeper found born outside is moved back before the first
+    command (OSError when it cannot be: the container must not be used). Needs the host's cgroup v1 memory hierarchy, writable (the harness as root with a
+    local engine); elsewhere the IPC caps (`ipc_sysctls`) still bound what no process holds.
+    """
+    group = Path(f"/sys/fs/cgroup/memory/docker/{container_id}")
+    parent = group.parent
+    if not (group / "cgroup.procs").is_file():
+        return "no cgroup v1 memory group of the container on this host"
+    pids = _procs(group)
+    inits = [pid for pid in pids if _parent_pid(pid) not in pids]
+    if len(inits) != 1:
+        return f"expected one init in {group}, found {sorted(inits)}"
+    init = inits[0]
+    children = [pid for pid in pids if _parent_pid(pid) == init]
+    try:
+        for pid in (init, *children):
+            _move(pid, parent)
+    except OSError as error:
+        return f"cannot move the init out of {group}: {error}"
+    # The keeper's shell forks the keeper right away; one forked after the move was born in the
+    # parent group and goes back, and its commands (forked later) are born inside.
+    deadline = time.monotonic() + wait_s
+    shells = [pid for pid in children if _comm(pid) == "sh"]
+    while shells:
+        outside = [pid for pid in _procs(parent) if _parent_pid(pid) in shells]
+        for pid in outside:
+            # Raises: a keeper left outside would run commands with no memory limit, so the
+            # caller removes this container.
+            _move(pid, group)
+        if outside or any(_parent_pid(pid) in shells for pid in _procs(group)):
+            return None
+        if time.monotonic() > deadline:
+            return "the keeper did not start"
+        time.sleep(0.002)
+    return None
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""

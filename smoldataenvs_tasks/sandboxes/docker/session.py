@@ -44,7 +44,11 @@ from smoldataenvs_tasks.sandboxes.base import SandboxFailure
 from smoldataenvs_tasks.sandboxes.docker import api, keeper
 from smoldataenvs_tasks.sandboxes.docker.cleanup import sweep_once
 from smoldataenvs_tasks.sandboxes.docker.commands import ContainerCommands
-from smoldataenvs_tasks.sandboxes.docker.container import container_args, mount_field
+from smoldataenvs_tasks.sandboxes.docker.container import (
+    container_args,
+    mount_field,
+    shelter_init,
+)
 from smoldataenvs_tasks.sandboxes.docker.engine import (
     LABEL_SESSION,
     docker,
@@ -125,6 +129,15 @@ class DockerSession(ContainerCommands):
             message = err.decode(errors="replace").strip()
             raise engine_error(message) or SandboxFailure(f"docker run failed: {message}")
         container_id = out.decode().strip()
+        try:
+            sheltered = await asyncio.to_thread(shelter_init, container_id)
+        except OSError as error:
+            await docker("rm", "--force", container_id)
+            raise SandboxFailure(
+                f"cannot place the keeper in the container's cgroup: {error}"
+            ) from error
+        if sheltered is not None:
+            logger.debug(f"container {container_id[:12]}: init not sheltered: {sheltered}")
         if socket_path is None:
             return cls(container_id, image=image, limits=limits)
         transport = keeper.KeeperTransport(container_id, socket_path)

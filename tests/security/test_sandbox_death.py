@@ -1,0 +1,224 @@
+"""Issue 32: a model's code cannot turn its wrong answer into a sandbox failure (docs/threat-model.md,
+invariant 2), so a retry is never a reroll. Each attack ends in the model's 0, a run whose status
+is success, and no retry.
+
+- Memory nobody holds: System V shared memory left with no process attached, then a detached
+  writer filling a tmpfs. Its pages are the container's memory but no process's, so the
+  out-of-memory killer used to kill every process in turn, the keeper and then the container's
+  init. Now the IPC namespace bounds it (`container.ipc_sysctls`, compose's `sysctls`) and our
+  provider keeps the container's init and the keeper's shell out of the sample's memory cgroup
+  (`container.shelter_init`).
+- `kill -9 -1` under docker-compose stopped the container (its main process was the sandbox
+  user's); it is now the namespace's PID 1, which the sandbox user cannot signal.
+- A forged runner line under docker-compose: 4-byte characters pushed the runner's marker out of
+  the tail Inspect keeps while staying under a cap counted in characters; the cap is now counted
+  in bytes (`program_host._at_output_cap`).
+
+    python -m pytest tests/security/test_sandbox_death.py -q
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from smoldataenvs_tasks import pipeline
+from smoldataenvs_tasks.contract import ANSWER_FILE
+from smoldataenvs_tasks.data.source import load_tasks
+from tests.sandboxes.helpers import make_stage, require_kind
+from tests.sandboxes.kinds import open_sandbox
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+WRONG = "12345"
+
+# Fills System V shared memory and leaves every segment detached: nobody holds it. Bounded, so
+# it ends where segments are destroyed on detach (shm_rmid_forced) instead of piling up.
+_SHM_FILL = r"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+libc.shmdt.argtypes = [ctypes.c_void_p]
+for _ in range(80):
+    shmid = libc.shmget(0, 64 << 20, 0o1000 | 0o600)
+    if shmid < 0:
+        break
+    addr = libc.shmat(shmid, None, 0)
+    if addr is None or addr == ctypes.c_void_p(-1).value:
+        break
+    ctypes.memset(addr, 1, 64 << 20)
+    libc.shmdt(addr)
+"""
+# Each run is OOM-killed once memory is full; the next adds more while it can.
+_FILL_COMMAND = f"for i in 1 2 3; do python3 -c {shlex.quote(_SHM_FILL)}; done; true"
+# A tiny writer that outlives its command and keeps asking for memory.
+_TMPFS_WRITER = (
+    "nohup setsid sh -c 'while :; do head -c 65536 /dev/zero >> /tmp/w 2>/dev/null; done' "
+    ">/dev/null 2>&1 </dev/null &"
+)
+# The program variant: the program itself fills the memory, starts the writer, prints its answer.
+_SHM_PROGRAM = (
+    "import subprocess\n"
+    f"subprocess.run(['sh', '-c', {_FILL_COMMAND!r}])\n"
+    f"subprocess.run(['sh', '-c', {_TMPFS_WRITER!r}])\n"
+    "import time\ntime.sleep(2)\n"
+    f"print({WRONG!r})\n"
+)
+
+
+def _record():
+    return next(t for t in load_tasks("sample") if t.answer and t.answer.strip() != WRONG)
+
+
+@pytest.fixture
+def stage_dir(tmp_path: Path) -> Path:
+    return make_stage(tmp_path)[1]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["docker", "inspect-docker"])
+async def test_memory_nobody_holds_leaves_the_answer_readable(kind, stage_dir):
+    require_kind("docker")
+    session = await open_sandbox(kind, stage_dir)
+    try:
+        await session.exec(["sh", "-c", f"printf {WRONG} > {ANSWER_FILE}"])
+        await session.exec(["sh", "-c", _FILL_COMMAND], timeout=120)
+        await session.exec(["sh", "-c", _TMPFS_WRITER])
+        await session.exec(["sleep", "2"])
+        verdict = await pipeline.decide_answer_file(_record(), session)
+        # Read, not `program_broke_sandbox` (the reader OOM-killed) and not raised (the container
+        # dead): the memory the agent filled was given back by killing its processes.
+        assert (verdict.reward, verdict.category, verdict.prediction) == (
+            0.0,
+            "wrong_value",
+            WRONG,
+        ), verdict
+        after = await session.exec(["true"])  # the sandbox lives on
+        assert after.returncode == 0, after
+        # The bound itself: System V shared memory stops at 1/16 of the memory limit.
+        held = await session.exec(["sh", "-c", "cat /proc/sysvipc/shm | wc -l"])
+        assert held.stdout.strip() == "1", held  # only the header: no segment outlives its maker
+    finally:
+        await session.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _inspect_run(task, row, tmp_path: Path, name: str):
+    from inspect_ai import eval as inspect_eval
+
+    from tests.replies import write_jsonl
+
+    replay = write_jsonl(tmp_path / f"{name}.jsonl", [row])
+    [log] = inspect_eval(
+        task,
+        model=f"replay/{name}",
+        model_args={"path": str(replay)},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        retry_on_error=1,  # a retry would show in error_retries: none may happen
+    )
+    assert log.status == "success", log.error
+    [sample] = log.samples
+    assert sample.error is None and not sample.error_retries, sample.error_retries
+    return sample
+
+
+@pytest.mark.parametrize("sandbox", ["docker", "docker-compose"])
+def test_memory_nobody_holds_is_the_models_zero_through_inspect(sandbox, tmp_path):
+    from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs, smoldataenvs_program
+    from tests.replies import ORDERS_TASK, agentic_row, fenced, program_row
+
+    require_kind("docker")
+    program = _inspect_run(
+        smoldataenvs_program(split="sample", task_ids=ORDERS_TASK, sandbox=sandbox),
+        program_row(ORDERS_TASK, fenced(_SHM_PROGRAM)),
+        tmp_path,
+        "shm_program",
+    )
+    score = program.scores["program_scorer"]
+    assert score.value == 0.0, score
+    agent = _inspect_run(
+        smoldataenvs(split="sample", task_ids=ORDERS_TASK, sandbox=sandbox),
+        agentic_row(
+            ORDERS_TASK,
+            [f"printf {WRONG} > {ANSWER_FILE}", _FILL_COMMAND, _TMPFS_WRITER, "sleep 2"],
+        ),
+        tmp_path,
+        "shm_agent",
+    )
+    score = agent.scores["answer_file_scorer"]
+    assert (score.value, score.answer, score.metadata["category"]) == (
+        0.0,
+        WRONG,
+        "wrong_value",
+    ), score
+
+
+def test_memory_nobody_holds_is_the_models_zero_through_lm_evals_batch():
+    from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies
+    from tests.replies import fenced
+
+    require_kind("docker")
+    [verdict] = grade_program_replies(
+        [ProgramReply(_record(), fenced(_SHM_PROGRAM))], sandbox="docker"
+    )
+    assert verdict.graded and verdict.reward == 0.0, verdict
+    assert verdict.prediction == WRONG, verdict
+
+
+def test_kill_every_process_under_compose_is_the_models_zero(tmp_path):
+    """The compose container's main process used to be a uid-1000 child of tini: `kill -9 -1`
+    ended it, the container stopped, and the sample errored (a reroll through `eval-retry`)."""
+    from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs, smoldataenvs_program
+    from tests.replies import ORDERS_TASK, agentic_row, fenced, program_row
+
+    require_kind("docker")
+    agent = _inspect_run(
+        smoldataenvs(split="sample", task_ids=ORDERS_TASK, sandbox="docker-compose"),
+        agentic_row(ORDERS_TASK, [f"printf {WRONG} > {ANSWER_FILE}; kill -9 -1", "sleep 1"]),
+        tmp_path,
+        "kill_agent",
+    )
+    score = agent.scores["answer_file_scorer"]
+    assert (score.value, score.answer) == (0.0, WRONG), score
+    killer = f"import os, signal\nprint({WRONG!r}, flush=True)\nos.kill(-1, signal.SIGKILL)\n"
+    program = _inspect_run(
+        smoldataenvs_program(split="sample", task_ids=ORDERS_TASK, sandbox="docker-compose"),
+        program_row(ORDERS_TASK, fenced(killer)),
+        tmp_path,
+        "kill_program",
+    )
+    assert program.scores["program_scorer"].value == 0.0
+
+
+def test_a_forged_runner_line_after_a_flood_of_wide_characters_is_the_models_zero(tmp_path):
+    """11 MiB of 4-byte characters on stderr (2.9 M characters: under a cap counted in
+    characters), then the runner's own failure line: the kept tail has no marker, and the
+    program used to be taken for a sandbox that could not run."""
+    from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
+    from smoldataenvs_tasks.sandboxes.runner import _CANNOT_RUN
+    from tests.replies import ORDERS_TASK, fenced, program_row
+
+    require_kind("docker")
+    forger = (
+        "import sys\n"
+        f"print({WRONG!r})\n"
+        "sys.stderr.write('\\U0001F600' * (11 * 1024 * 1024 // 4))\n"
+        f"sys.stderr.write('\\n{_CANNOT_RUN} timeout python3 (exit 126)\\n')\n"
+        "sys.exit(125)\n"
+    )
+    program = _inspect_run(
+        smoldataenvs_program(split="sample", task_ids=ORDERS_TASK, sandbox="docker-compose"),
+        program_row(ORDERS_TASK, fenced(forger)),
+        tmp_path,
+        "forged_runner",
+    )
+    score = program.scores["program_scorer"]
+    assert (score.value, score.metadata["category"]) == (0.0, "resource_limit"), score
