@@ -58,7 +58,9 @@ print(json.dumps({"trees": {p: tree(p) for p in places}, "modes": modes,
 # What a hostile sample leaves behind: files everywhere it can write (dotfiles, a shell rc, a
 # FIFO, links, an unreadable directory tree), changed modes and an extended attribute on the
 # user's own mount points, POSIX and System V IPC objects, and processes that try to outlive
-# the sample (background, setsid, double-forked, one ignoring SIGTERM).
+# the sample (background, setsid, double-forked, one ignoring SIGTERM). The shared memory segment
+# is held attached by a process: the container's `kernel.shm_rmid_forced` destroys one nobody
+# holds as its creator exits (container.ipc_sysctls), so `ipcmk -M` alone leaves nothing.
 LEAVE_TRACES = r"""
 set -u
 cd /home/user
@@ -77,6 +79,12 @@ nohup sleep 1000 >/dev/null 2>&1 &
 setsid sh -c 'trap "" TERM HUP; while :; do sleep 1; done' >/dev/null 2>&1 &
 sh -c '(sleep 1001 &) ; exit 0'
 python3 -c 'import os,time; os.fork() or time.sleep(1002)' &
+python3 -c 'import ctypes, time
+libc = ctypes.CDLL(None); libc.shmat.restype = ctypes.c_void_p
+segment = libc.shmget(0, 4096, 0o1600)
+assert segment >= 0 and libc.shmat(segment, None, 0) not in (None, 2**64 - 1)
+print("held", flush=True); time.sleep(1003)' >/tmp/held 2>&1 &
+while [ ! -s /tmp/held ]; do sleep 0.01; done
 echo done
 """
 
