@@ -20,6 +20,7 @@ from smoldataenvs_tasks.results.leaderboard import (
     LeaderboardTable,
     PassKValue,
 )
+from smoldataenvs_tasks.results.markdown import md_text as _md_text
 from smoldataenvs_tasks.results.schema import EstimateEntry
 
 
@@ -83,7 +84,8 @@ _SECTION_WORDS = {
 
 # -- markdown ----------------------------------------------------------------------------------
 def _md_row(cells: list[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+    """A table row of cells already made safe (`_md_text` for anything a submission wrote)."""
+    return "| " + " | ".join(cells) + " |"
 
 
 def render_markdown(board: Leaderboard) -> str:
@@ -103,7 +105,7 @@ def render_markdown(board: Leaderboard) -> str:
             out += [f"# {section.capitalize()}", "", _SECTION_WORDS[section], ""]
         entries = table["entries"]
         tiers, modes, ks = _columns(entries)
-        out += [f"## {table['title']}", ""]
+        out += [f"## {_md_text(table['title'])}", ""]
         header = ["#", "model", "framework", "variant", "split", "pass@1", "95% CI"]
         header += [f"pass@1 {t}" for t in tiers] + [f"mode {m}" for m in modes]
         header += [f"pass@{k}" for k in ks]
@@ -111,15 +113,15 @@ def render_markdown(board: Leaderboard) -> str:
         header += ["grader", "date", "coverage"]
         out += [_md_row(header), "|" + "|".join("---" for _ in header) + "|"]
         for e in entries:
-            model = e["id"] + "".join(f" **{note}**" for note in _model_note(e))
-            row = [_rank(e), model, e["framework"], e["variant"], e["split"]]
+            model = _md_text(e["id"]) + "".join(f" **{note}**" for note in _model_note(e))
+            row = [_rank(e), model, *map(_md_text, (e["framework"], e["variant"], e["split"]))]
             row += [_pct(e["pass@1"]["value"]), _interval(e["pass@1"])]
             row += [_pct(_value(e["pass@1_by_tier"].get(t))) for t in tiers]
             row += [_pct(_value(e["pass@1_by_reward_mode"].get(m))) for m in modes]
             row += [_pct(_value(e["pass@k"].get(k))) for k in ks]
             row += [str(e["n_countable"]), str(e["n_left_ungraded"]), str(e["n_ungradable"])]
-            row += [_pct(e["pass@1_graded"]["value"]), e["grader"], e["date"] or "—"]
-            row += [e["coverage"]]
+            row += [_pct(e["pass@1_graded"]["value"]), _md_text(e["grader"])]
+            row += [_md_text(e["date"]) if e["date"] else "—", _md_text(e["coverage"])]
             out.append(_md_row(row))
         out.append("")
         if table["comparisons"]:
@@ -134,12 +136,13 @@ def render_markdown(board: Leaderboard) -> str:
                 ci = "—"
                 if d["ci95"]:
                     ci = f"{_signed_points(d['ci95'][0])} – {_signed_points(d['ci95'][1])}"
-                row = [c["a"], c["b"], str(c["n_tasks"]), _signed_points(d["value"]), ci]
-                row += [c["verdict"], _text_count(c["tasks_to_separate"])]
+                row = [_md_text(c["a"]), _md_text(c["b"]), str(c["n_tasks"])]
+                row += [_signed_points(d["value"]), ci]
+                row += [_md_text(c["verdict"]), _text_count(c["tasks_to_separate"])]
                 out.append(_md_row(row))
             out.append("")
         out += ["### Is this number any good?", ""]
-        out += [f"- {line}" for line in _diagnostic_lines(table)]
+        out += [f"- {_md_text(line)}" for line in _diagnostic_lines(table)]
         out.append("")
     return "\n".join(out)
 

@@ -12,6 +12,7 @@ Inputs, any mix:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +46,8 @@ def load_runs(paths: Sequence[str | Path], *, allow_incomplete: bool = False) ->
             raise RunLoadError(
                 f"{path}: malformed run record ({type(exc).__name__}: {exc})"[:300]
             ) from None
+        for run in found:
+            _refuse_lone_surrogates(run, path)
         if not found:
             raise RunLoadError(
                 f"{path}: no SmolDataEnvs run found (expected an Inspect log of the smoldataenvs "
@@ -106,6 +109,19 @@ def _load_file(path: Path, *, allow_incomplete: bool) -> list[Run]:
     if path.suffix in INSPECT_SUFFIXES:
         return [load_inspect_log(path, allow_incomplete=allow_incomplete)]
     raise RunLoadError(f"{path}: not an Inspect log (.eval/.json) nor an lm-eval results file")
+
+
+def _refuse_lone_surrogates(run: Run, path: Path) -> None:
+    """A log's text may hold JSON's `"\\ud800"`, which no UTF-8 file can: refused here, naming
+    the field, before a submission's hash or a report's text tries to write it."""
+    from smoldataenvs_tasks.results.schema import lone_surrogate
+
+    found = lone_surrogate(dataclasses.asdict(run))
+    if found is not None:
+        raise RunLoadError(
+            f"{path}: {found}: text holds a lone surrogate (\\ud800-\\udfff), "
+            "which is not Unicode text"
+        )
 
 
 _LOG_START = re.compile(rb'\A\s*\{\s*"version"\s*:')

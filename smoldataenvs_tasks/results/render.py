@@ -7,12 +7,15 @@ files cannot disagree).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from smoldataenvs_tasks.results.coverage import coverage_phrase
+from smoldataenvs_tasks.results.markdown import md_text
 from smoldataenvs_tasks.results.schema import EstimateEntry, Sampling, Submission
 
 _MAX_TASK_ROWS = 50
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 _MAX_LISTED_IDS = 10
 
 
@@ -28,7 +31,8 @@ def _estimate_cells(entry: EstimateEntry) -> list[str]:
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    # A pipe md_text already escaped stays one escape.
+    lines += ["| " + " | ".join(_UNESCAPED_PIPE.sub(r"\\|", c) for c in row) + " |" for row in rows]
     return lines
 
 
@@ -44,7 +48,10 @@ def render_markdown(sub: Submission) -> str:
     """The submission as tables a person reads in ten seconds."""
     coverage = sub["coverage"]
     partial = "" if coverage["complete"] else " (PARTIAL RUN)"
-    out: list[str] = [f"# SmolDataEnvs — {sub['model']} on {sub['split']}{partial}", ""]
+    out: list[str] = [
+        f"# SmolDataEnvs — {md_text(sub['model'])} on {md_text(sub['split'])}{partial}",
+        "",
+    ]
     if not coverage["complete"]:
         out += [f"> **{coverage_phrase(coverage)}.** This is not a score on the split.", ""]
     pass1 = sub["pass@1"]
@@ -81,7 +88,7 @@ def render_markdown(sub: Submission) -> str:
         ]
 
     setup = [
-        ["model as the frameworks named it", ", ".join(sub["model_ids"])],
+        ["model as the frameworks named it", ", ".join(map(md_text, sub["model_ids"]))],
         ["coverage", coverage_phrase(coverage)],
         ["variant / protocol", f"{sub['variant']} / {sub['protocol']}"],
         ["framework", _text(sub["framework"])],
@@ -114,7 +121,8 @@ def render_markdown(sub: Submission) -> str:
     if seeds:
         per_run = seeds["pass@1"]["per_run"]
         rows = [
-            [run["source"], _pct(value)] for run, value in zip(sub["runs"], per_run, strict=True)
+            [md_text(run["source"]), _pct(value)]
+            for run, value in zip(sub["runs"], per_run, strict=True)
         ]
         out += [
             f"## Runs (pass@1 over the {seeds['n_tasks']} countable tasks of every run)",
@@ -137,7 +145,9 @@ def render_markdown(sub: Submission) -> str:
         "",
     ]
     if failures["crash_by_exception"]:
-        rows = [[name, str(count)] for name, count in failures["crash_by_exception"].items()]
+        rows = [
+            [md_text(name), str(count)] for name, count in failures["crash_by_exception"].items()
+        ]
         out += ["Crashes by exception:", "", *_table(["exception", "attempts"], rows), ""]
     if failures["resource_limit_by_limit"]:
         rows = [[name, str(count)] for name, count in failures["resource_limit_by_limit"].items()]
@@ -169,7 +179,7 @@ def render_markdown(sub: Submission) -> str:
         rows = []
         for task in unsolved[:_MAX_TASK_ROWS]:
             outcomes = ", ".join(
-                a["category"] + (f" ({a['detail']})" if a["detail"] else "")
+                a["category"] + (f" ({md_text(a['detail'])})" if a["detail"] else "")
                 for a in task["attempts"]
             )
             rows.append(

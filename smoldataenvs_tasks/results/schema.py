@@ -581,10 +581,44 @@ def parse_json(raw: str, where: str) -> Any:
         raise ValueError(f"{name} is not a JSON number")
 
     try:
-        return json.loads(raw, parse_float=finite, parse_constant=constant)
+        data = json.loads(raw, parse_float=finite, parse_constant=constant)
     except json.JSONDecodeError as exc:
         raise SubmissionFormatError(f"{where}: not JSON: {exc}") from None
     except RecursionError:
         raise SubmissionFormatError(f"{where}: JSON nested too deeply") from None
     except ValueError as exc:
         raise SubmissionFormatError(f"{where}: {exc}") from None
+    if (found := lone_surrogate(data)) is not None:
+        raise SubmissionFormatError(
+            f"{where}: {found or '(top level)'}: text holds a lone surrogate (\\ud800-\\udfff), "
+            "which is not Unicode text"
+        )
+    return data
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def lone_surrogate(data: Any) -> str | None:
+    """The path of the first key or string holding a lone surrogate (JSON's `"\\ud800"` escape
+    decodes to one; it cannot be written as UTF-8, so hashing or printing it would crash)."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if not _is_text(value):
+                return path
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                here = f"{path}.{key}" if path else str(key)
+                if not _is_text(key):
+                    return here.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+                stack.append((item, here))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{index}]") for index, item in enumerate(value))
+    return None

@@ -78,6 +78,10 @@ DATASET_DEFECTS = frozenset(
 )
 
 
+_TEXT_FIELDS = ("method", "reason", "prediction", "detail", "grader_version")
+_REQUIRED = ("method", "reason")
+
+
 @dataclass(frozen=True)
 class Verdict:
     reward: float | None
@@ -116,6 +120,13 @@ class Verdict:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
         fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
+        # A verdict read back from a log is the submitter's file: its text fields are checked
+        # here so a number, list or NaN in one is a malformed verdict, not a crash later on.
+        for name in _TEXT_FIELDS:
+            if not isinstance(fields[name], str) and (
+                fields[name] is not None or name in _REQUIRED
+            ):
+                raise TypeError(f"{name} must be text, not {type(fields[name]).__name__}")
         fields["category"] = Category(data["category"])
         # Verdicts recorded before profiles existed were all decided by the default one.
         fields["profile"] = fields.get("profile") or profile_of_version(fields["grader_version"])

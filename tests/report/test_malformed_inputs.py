@@ -332,3 +332,95 @@ def test_regrade_of_a_malformed_lm_eval_folder_is_one_line(line, tmp_path):
     assert_no_traceback(result, line[:20])
     assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1
     assert "verdicts_2026-01-01T00-00-00.jsonl" in result.output
+
+
+# --- the fields the loaders read, each given values of every kind (issue 35) --------------------
+# A lone surrogate and NaN are what JSON can carry that Python strings and floats choke on later
+# (hashing, printing, comparing); the others are wrong types and markup.
+_HOSTILE: list[Any] = [5, [1], None, float("nan"), "\ud800", {}, "<b>x</b> | *y*", -1e308]
+FIELD_MUTATIONS = 120  # per framework
+
+
+def _leaves(tree: Any, path: tuple = ()) -> Iterator[tuple]:
+    if isinstance(tree, dict) and tree:
+        for key, value in tree.items():
+            yield from _leaves(value, (*path, key))
+    elif isinstance(tree, list) and tree:
+        for index, value in enumerate(tree[:2]):
+            yield from _leaves(value, (*path, index))
+    else:
+        yield path
+
+
+def _set(tree: Any, path: tuple, value: Any) -> Any:
+    tree = copy.deepcopy(tree)
+    _parent(tree, path)[path[-1]] = value
+    return tree
+
+
+def _run_both(log_path: Path, gold_submission: Path, out: Path, what: str) -> tuple[int, int]:
+    reported = run("report", str(log_path), "--out", str(out), "--allow-partial")
+    assert_no_traceback(reported, f"report: {what}")
+    verified = run("verify", str(gold_submission), "--logs", str(log_path))
+    assert_no_traceback(verified, f"verify: {what}")
+    return reported.exit_code, verified.exit_code
+
+
+@pytest.mark.slow
+def test_every_field_the_inspect_loader_reads_given_hostile_values_is_one_line_in_report(
+    inspect_gold_log, gold_submission, tmp_path
+):
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    as_json = tmp_path / "base" / "gold.json"
+    as_json.parent.mkdir()
+    write_eval_log(read_eval_log(str(inspect_gold_log)), str(as_json), format="json")
+    base = json.loads(as_json.read_text(encoding="utf-8"))
+    # What the loader reads: the header, the plan's config, the stats, and a sample's id, epoch,
+    # metadata, scores (the verdict), error, usage; not the transcript's text.
+    read = ("eval", "plan", "stats", "status", "results")
+    sample_keys = ("id", "epoch", "metadata", "scores", "error", "model_usage", "output")
+    paths = [p for p in _leaves(base) if p[0] in read]
+    paths += [p for p in _leaves(base) if p[:2] == ("samples", 0) and p[2] in sample_keys]
+    paths += [("samples", 0, "error"), ("samples", 0, "scores", "program_scorer", "metadata")]
+    rng = random.Random(SEED + 3)
+    picks = [(rng.choice(paths), rng.choice(_HOSTILE)) for _ in range(FIELD_MUTATIONS)]
+    target = tmp_path / "logs" / "gold.json"
+    target.parent.mkdir()
+    exits: dict[int, int] = {0: 0, 1: 0, 2: 0}
+    for number, (path, value) in enumerate(picks):
+        target.write_text(json.dumps(_set(base, path, value)), encoding="utf-8")
+        code, _ = _run_both(target, gold_submission, tmp_path / "r", f"{number} {path}={value!r}")
+        exits[code] += 1
+    assert sum(exits.values()) == FIELD_MUTATIONS and exits[2] > 10 and exits[0] > 10, exits
+
+
+@pytest.mark.slow
+def test_every_field_the_lm_eval_loader_reads_given_hostile_values_is_one_line_in_report(
+    lm_eval_mixed_dir, gold_submission, tmp_path
+):
+    (folder,) = [p for p in lm_eval_mixed_dir.iterdir() if p.is_dir()]
+    (results,) = folder.glob("results_*.json")
+    (verdicts,) = folder.glob("verdicts_*.jsonl")
+    (samples,) = folder.glob("samples_*.jsonl")
+    trees = {
+        results.name: json.loads(results.read_text(encoding="utf-8")),
+        verdicts.name: json.loads(verdicts.read_text(encoding="utf-8").splitlines()[0]),
+        samples.name: json.loads(samples.read_text(encoding="utf-8").splitlines()[0]),
+    }
+    paths = [(name, p) for name, tree in trees.items() for p in _leaves(tree) if p]
+    rng = random.Random(SEED + 4)
+    exits: dict[int, int] = {0: 0, 1: 0, 2: 0}
+    for number in range(FIELD_MUTATIONS):
+        (name, path), value = rng.choice(paths), rng.choice(_HOSTILE)
+        work = _log_copy(folder, tmp_path / f"m{number}" / folder.name)
+        victim = work / name
+        text = json.dumps(_set(trees[name], path, value))
+        if victim.suffix == ".jsonl":
+            lines = victim.read_text(encoding="utf-8").splitlines()
+            text = "\n".join([text, *lines[1:]]) + "\n"
+        victim.write_text(text, encoding="utf-8")
+        code, _ = _run_both(work.parent, gold_submission, tmp_path / "r", f"{number} {name} {path}")
+        exits[code] += 1
+        shutil.rmtree(work.parent)
+    assert sum(exits.values()) == FIELD_MUTATIONS and exits[2] > 10, exits

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -712,3 +713,128 @@ def test_a_16_row_mirror_labelled_eval_is_nonstandard_and_never_complete(
     assert all(
         e["sha256"] != sub["sha256"] for t in tables if t is not nonstandard for e in t["entries"]
     )
+
+
+# --- robustness: what a submitter's files hold is one line, never a traceback (issue 35) -------
+
+
+def _one_line_error(result: Result) -> str:
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    assert "Traceback" not in result.output
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def test_a_lone_surrogate_in_a_submission_is_one_line_in_verify_and_leaderboard(tmp_path):
+
+    sub = synthetic_submission("model-a", [[1.0], [0.0]])
+    sub["model"] = "gold\ud800"
+    # The hash a forger can compute over the escaped text; ours cannot encode the surrogate.
+    text = json.dumps(sub).replace('"sha256": "', '"sha256": "0', 1)
+    path = tmp_path / "surrogate.json"
+    path.write_text(text, encoding="utf-8")
+    assert "\\ud800" in text
+    for command in (("verify",), ("leaderboard", "--out", tmp_path / "lb")):
+        result = CliRunner().invoke(main, [*map(str, command), str(path)])
+        line = _one_line_error(result)
+        assert "model" in line and "lone surrogate" in line
+    # in a key, deep inside
+    sub = synthetic_submission("model-a", [[1.0], [0.0]])
+    sub["tasks"][1]["attempts"][0]["x\udfff"] = 1
+    path.write_text(json.dumps(sub), encoding="utf-8")
+    line = _one_line_error(CliRunner().invoke(main, ["verify", str(path)]))
+    assert "tasks[1].attempts[0]" in line and "lone surrogate" in line
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("prediction", 5, "prediction must be text, not int"),
+        ("prediction", [1], "prediction must be text, not list"),
+        ("method", float("nan"), "method must be text, not float"),
+        ("reason", None, "reason must be text, not NoneType"),
+    ],
+)
+def test_a_non_text_prediction_or_a_nan_method_in_an_inspect_log_is_one_line_in_report(
+    field, value, words, gold_log, tmp_path
+):
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(gold_log))
+    assert log.samples
+    for score in log.samples[0].scores.values():
+        score.metadata[field] = value
+    forged = tmp_path / "logs"
+    forged.mkdir()
+    write_eval_log(log, str(forged / "x.json"), format="json")
+    line = _one_line_error(invoke_caught("report", forged, "--out", tmp_path / "r"))
+    assert "score metadata is not a verdict" in line and words in line
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("prediction", 5, "prediction must be text, not int"),
+        ("prediction", {"a": 1}, "prediction must be text, not dict"),
+        ("method", float("nan"), "NaN is not a JSON number"),
+    ],
+)
+def test_a_non_text_prediction_or_a_nan_method_in_lm_eval_output_is_one_line_in_report(
+    field, value, words, lm_eval_out, tmp_path
+):
+    forged = shutil.copytree(lm_eval_out, tmp_path / "forged")
+    (verdicts,) = forged.glob("verdicts_*.jsonl")
+    rows = [json.loads(line) for line in verdicts.read_text(encoding="utf-8").splitlines()]
+    rows[0]["verdict"][field] = value
+    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (samples,) = forged.glob("samples_*.jsonl")
+    lines = []
+    for text in samples.read_text(encoding="utf-8").splitlines():
+        row = json.loads(text)
+        resps = [json.loads(v) for v in row["filtered_resps"]]
+        for verdict in resps:
+            if row["doc"].get("task_id", None) == rows[0]["task_id"] or verdict.get(
+                "prediction"
+            ) == rows[0]["verdict"].get("prediction"):
+                verdict[field] = value
+        row["filtered_resps"] = [json.dumps(v) for v in resps]
+        lines.append(json.dumps(row))
+    samples.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = invoke_caught("report", forged, "--out", tmp_path / "r", "--allow-partial")
+    assert words in _one_line_error(result)
+
+
+def invoke_caught(*args: Any) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=True)
+
+
+def test_leaderboard_md_shows_raw_html_and_markdown_in_a_model_name_as_typed(tmp_path):
+    from smoldataenvs_tasks.results.submission import submission_sha256
+
+    hostile = "<img src=x onerror=alert(1)> [click](http://evil.example) *bold* | `code`"
+    sub = synthetic_submission("model-a", [[1.0], [0.0]])
+    sub["model"] = hostile
+    sub["sha256"] = submission_sha256(sub)
+    path = save(sub, tmp_path / "s")
+    other = save(synthetic_submission("model-b", [[0.0], [0.0]]), tmp_path / "o")
+    result = invoke("leaderboard", path, other, "--out", tmp_path / "lb")
+    assert result.exit_code == 0, result.output
+    md = (tmp_path / "lb" / "leaderboard.md").read_text(encoding="utf-8")
+    hostile_lines = [line for line in md.splitlines() if "onerror" in line]
+    assert hostile_lines and "http://" not in md
+    for line in hostile_lines:  # only our own badges (**PARTIAL**) are markup there
+        assert not re.search(r"(?<!\\)[<`*\[]", re.sub(r"\*\*[A-Z ]+\*\*", "", line)), line
+    assert "\\<img src=x onerror=alert(1)\\>" in md and "\\*bold\\*" in md
+    assert "\\[click\\](http:/\\/evil.example)" in md and "\\`code\\`" in md
+    # the escaped name is still one cell: every table row has as many cells as its header
+    for table in md.split("\n\n"):
+        rows = [r for r in table.splitlines() if r.startswith("| ")]
+        cells = {len(re.split(r"(?<!\\)\|", r)) for r in rows}
+        assert len(cells) <= 1, table
+    page = (tmp_path / "lb" / "leaderboard.html").read_text(encoding="utf-8")
+    assert "<img src=x" not in page
