@@ -14,12 +14,7 @@ from inspect_ai.util import sandbox as current_sandbox
 
 from smoldataenvs_tasks.contract import WORKDIR
 from smoldataenvs_tasks.inspect_adapter.program_slots import program_gate
-
-
-def _combined_output(stdout: str, stderr: str) -> str:
-    if stdout and stderr:
-        return f"{stdout.rstrip()}\n{stderr}" if not stdout.endswith("\n") else stdout + stderr
-    return stdout or stderr
+from smoldataenvs_tasks.sandboxes.tool_output import combined_output
 
 
 async def _gated_exec(argv: list[str], **options: Any) -> Any:
@@ -31,7 +26,7 @@ async def _gated_exec(argv: list[str], **options: Any) -> Any:
 def bash_tool(*, timeout: float) -> Tool:
     async def execute(command: str) -> str:
         result = await _gated_exec(["bash", "-c", command], cwd=WORKDIR, timeout=timeout)
-        return _combined_output(result.stdout, result.stderr)
+        return combined_output(result.stdout, result.stderr)
 
     return ToolDef(
         execute,
@@ -49,7 +44,7 @@ def bash_tool(*, timeout: float) -> Tool:
 def python_tool(*, timeout: float) -> Tool:
     async def execute(code: str) -> str:
         result = await _gated_exec(["python3", "-"], input=code, cwd=WORKDIR, timeout=timeout)
-        return _combined_output(result.stdout, result.stderr)
+        return combined_output(result.stdout, result.stderr)
 
     return ToolDef(
         execute,
