@@ -1,5 +1,6 @@
 # Sourced by scripts/test and scripts/run-sample: system packages, then ./.venv with the package.
 #   EXTRAS=dev . scripts/bootstrap.sh
+#   EXTRAS=dev,rl . scripts/bootstrap.sh      # also TRL, verifiers and the CPU build of torch
 # Works on a fresh Debian machine (as root it installs bubblewrap and python3-venv with apt).
 
 say() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
@@ -24,6 +25,13 @@ if [ ! -x .venv/bin/python ]; then
   "${PYTHON:-python3}" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
+case ",${EXTRAS:-}," in
+  *,rl,*)
+    # torch first, at the version whose CPU build this kind of machine's wheel store holds
+    # (pip's find-links), so TRL's requirement does not pull a newer torch, with its gigabytes
+    # of CUDA libraries, from PyPI. tests/rl and CPU training need no more.
+    .venv/bin/python -m pip install -q "torch==${TORCH_VERSION:-2.13.0}" ;;
+esac
 .venv/bin/python -m pip install -q -e ".${EXTRAS:+[$EXTRAS]}"
 # The locked Python environment programs run in under bwrap (built once, under the cache dir).
 .venv/bin/smoldataenvs sandbox setup

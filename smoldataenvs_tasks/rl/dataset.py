@@ -1,0 +1,101 @@
+"""The training rows: each task's prompt as Inspect and lm-eval send it, never its gold answer.
+
+    from smoldataenvs_tasks.rl import rl_dataset
+    train = rl_dataset("train")            # 5,000 rows: prompt, task_id, split, tier, mode
+    rl_dataset("test")                     # HeldOutSplitError: the held-out splits stay unseen
+
+The reward looks the gold answer up by `task_id` (and `split`) in the same data, so a trainer's
+logs and a model's context never hold it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from smoldataenvs_tasks._pins import ALL_SPLITS, reward_mode_label
+from smoldataenvs_tasks.data.prompts import (
+    PROGRAM_SYSTEM_PROMPT,
+    agent_instruction,
+    agent_system_prompt,
+    program_prompt,
+)
+from smoldataenvs_tasks.data.rows import TaskRecord
+from smoldataenvs_tasks.data.source import DataSource
+from smoldataenvs_tasks.errors import SmolDataEnvsError
+
+# The splits whose numbers are reported: a model trained on them has seen the exam.
+HELD_OUT_SPLITS = ("test", "eval")
+
+Variant = Literal["program", "agentic"]
+
+
+class HeldOutSplitError(SmolDataEnvsError, ValueError):
+    """Training rows asked of a held-out split without `allow_heldout=True`."""
+
+
+def check_split(split: str, *, allow_heldout: bool) -> None:
+    if split not in ALL_SPLITS:
+        raise SmolDataEnvsError(f"unknown split {split!r}: choose one of {', '.join(ALL_SPLITS)}")
+    if split in HELD_OUT_SPLITS and not allow_heldout:
+        raise HeldOutSplitError(
+            f"split {split!r} is held out for evaluation: training on it voids its pass@1. "
+            "Train on 'train' (or 'sample'); pass allow_heldout=True only to study the held-out "
+            "rows, never for a model you will report on them"
+        )
+
+
+def program_messages(record: TaskRecord) -> list[dict[str, str]]:
+    """The program task's two messages, the ones Inspect's `smoldataenvs_program` and lm-eval's
+    `smoldataenvs_program_*` (with a chat template) send."""
+    return [
+        {"role": "system", "content": PROGRAM_SYSTEM_PROMPT},
+        {"role": "user", "content": program_prompt(record.question, record.files)},
+    ]
+
+
+def agent_task_text(record: TaskRecord) -> str:
+    """The agentic task's user turn (answer-file protocol): the row's own instruction, else one
+    with its elements, as Inspect's `smoldataenvs` task sends it."""
+    return record.instruction or agent_instruction(record.question, record.files)
+
+
+def agent_messages() -> list[dict[str, str]]:
+    """The agentic prompt before `DataAnalysisEnv.reset` appends the task text to its empty user
+    turn (TRL's environment_factory contract), giving the two messages Inspect sends."""
+    return [
+        {"role": "system", "content": agent_system_prompt()},
+        {"role": "user", "content": ""},
+    ]
+
+
+def rl_dataset(
+    split: str = "train",
+    *,
+    mirror: str | os.PathLike[str] | None = None,
+    revision: str | None = None,
+    allow_heldout: bool = False,
+    variant: Variant = "program",
+) -> Any:
+    """A `datasets.Dataset` of the split's tasks: `prompt` (conversational), `task_id`, `split`,
+    `difficulty_tier`, `reward_mode`. `variant="agentic"` gives the prompt `DataAnalysisEnv`
+    completes. No column holds the gold answer."""
+    check_split(split, allow_heldout=allow_heldout)
+    if variant not in ("program", "agentic"):
+        raise SmolDataEnvsError(f"unknown variant {variant!r}: choose program or agentic")
+    from datasets import Dataset
+
+    source = DataSource.resolve(split, mirror=mirror, revision=revision)
+    records = source.load_tasks(split)
+    return Dataset.from_list(
+        [
+            {
+                "prompt": program_messages(r) if variant == "program" else agent_messages(),
+                "task_id": r.task_id,
+                "split": split,
+                "difficulty_tier": r.difficulty_tier,
+                "reward_mode": reward_mode_label(r.reward_mode),
+            }
+            for r in records
+        ]
+    )
