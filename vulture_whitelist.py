@@ -31,6 +31,7 @@ from smoldataenvs_tasks.results.cli import (
     verify_command,
 )
 from smoldataenvs_tasks.results.submission import COVERAGE_INPUTS, verify_submission
+from smoldataenvs_tasks.rl.environment import DataAnalysisEnv
 from smoldataenvs_tasks.sandboxes.docker.spares import Spares, reuse_enabled
 from smoldataenvs_tasks.sandboxes.inputs import link_inputs_script
 from smoldataenvs_tasks.scorers import grader
@@ -104,6 +105,13 @@ _.disable_tqdm
 _.add_generation_prompt
 _.levelno
 _.levelname
+
+# TRL's environment_factory contract: GRPOTrainer calls reset and get_reward, and offers every
+# other public method (bash) to the model as a tool; last_verdict is public, for the caller.
+DataAnalysisEnv.reset
+DataAnalysisEnv.bash
+DataAnalysisEnv.get_reward
+DataAnalysisEnv.last_verdict
 
 # The sandbox kinds' records name code as "module:attribute" strings (sandboxes/kinds.py), loaded
 # on use.
