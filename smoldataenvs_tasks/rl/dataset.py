@@ -16,8 +16,8 @@ from typing import Any, Literal
 from smoldataenvs_tasks._pins import ALL_SPLITS, reward_mode_label
 from smoldataenvs_tasks.data.prompts import (
     PROGRAM_SYSTEM_PROMPT,
-    agent_instruction,
     agent_system_prompt,
+    agent_user_prompt,
     program_prompt,
 )
 from smoldataenvs_tasks.data.rows import TaskRecord
@@ -55,9 +55,9 @@ def program_messages(record: TaskRecord) -> list[dict[str, str]]:
 
 
 def agent_task_text(record: TaskRecord) -> str:
-    """The agentic task's user turn (answer-file protocol): the row's own instruction, else one
-    with its elements, as Inspect's `smoldataenvs` task sends it."""
-    return record.instruction or agent_instruction(record.question, record.files)
+    """The agentic task's user turn (answer-file protocol), from the builder Inspect's
+    `smoldataenvs` task and the Harbor export use."""
+    return agent_user_prompt(record.instruction, record.question, record.files)
 
 
 def agent_messages() -> list[dict[str, str]]:
