@@ -87,6 +87,9 @@ class InspectSandboxHost:
                 # (a SandboxLost, or a failure a sample's code may have caused). A new one:
                 # re-raising the cause itself would make a cycle of causes.
                 raise type(cause)(str(cause)) from None
+            death = await sandbox_death(self.environment)
+            if death is not None:
+                return died_result(death, time.monotonic() - started)
             raise SandboxLost(f"the sandbox is unavailable: {error}") from error
         if isinstance(result, SessionExecResult):
             return result.session_result
@@ -97,6 +100,31 @@ class InspectSandboxHost:
             limit="output" if _at_output_cap(result.stdout, result.stderr) else None,
             duration_s=time.monotonic() - started,
         )
+
+
+async def sandbox_death(environment: Any) -> str | None:
+    """Why an Inspect `docker` (compose) sandbox that stopped did, when the engine's record shows
+    its sample did it (`container.died_of_memory`); None otherwise, and for every other provider
+    (ours report a sample's doing in their own results).
+
+    Inspect's provider raises SandboxUnavailableError for a container that stopped, whatever
+    stopped it; the sample would error and `--retry-on-error` or `eval-retry` re-run it, a model
+    rerolling its own 0 by filling its memory (issue 32)."""
+    from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
+    from inspect_ai.util._sandbox.events import SandboxEnvironmentProxy
+
+    while isinstance(environment, SandboxEnvironmentProxy):  # the transcript's recording layer
+        environment = environment._sandbox
+    if not isinstance(environment, DockerSandboxEnvironment):
+        return None
+    from smoldataenvs_tasks.sandboxes.docker.container import compose_died_of_memory
+
+    return await compose_died_of_memory(environment._project.name, environment._service)
+
+
+def died_result(death: str, duration_s: float) -> ExecResult:
+    """A command in a container its sample's memory took down: ended at the memory limit."""
+    return ExecResult(137, "", death + "\n", limit="memory", duration_s=duration_s)
 
 
 def _at_output_cap(*streams: str) -> bool:

@@ -13,14 +13,28 @@ from inspect_ai.tool import Tool, ToolDef
 from inspect_ai.util import sandbox as current_sandbox
 
 from smoldataenvs_tasks.contract import WORKDIR
+from smoldataenvs_tasks.inspect_adapter.program_host import sandbox_death
 from smoldataenvs_tasks.inspect_adapter.program_slots import program_gate
 from smoldataenvs_tasks.sandboxes.tool_output import combined_output
 
 
 async def _gated_exec(argv: list[str], **options: Any) -> Any:
+    """The sandbox's result of `argv`; a container the agent's own memory took down (the
+    engine's record, `program_host.sandbox_death`) answers every call as killed at the memory
+    limit instead of erroring the sample, which a retry would re-run (issue 32)."""
+    from inspect_ai.util import ExecResult as InspectExecResult
+    from inspect_ai.util import SandboxUnavailableError
+
+    environment = current_sandbox()
     gate = program_gate()
     async with gate() if gate is not None else contextlib.nullcontext():
-        return await current_sandbox().exec(argv, **options)
+        try:
+            return await environment.exec(argv, **options)
+        except SandboxUnavailableError:
+            death = await sandbox_death(environment)
+            if death is None:
+                raise
+            return InspectExecResult(success=False, returncode=137, stdout="", stderr=death)
 
 
 def bash_tool(*, timeout: float) -> Tool:

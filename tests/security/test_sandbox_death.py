@@ -19,6 +19,7 @@ is success, and no retry.
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
@@ -27,7 +28,9 @@ import pytest
 from smoldataenvs_tasks import pipeline
 from smoldataenvs_tasks.contract import ANSWER_FILE
 from smoldataenvs_tasks.data.source import load_tasks
-from tests.sandboxes.helpers import make_stage, require_kind
+from tests.replies import fenced
+from tests.sandboxes.docker_support import docker_lines
+from tests.sandboxes.helpers import SMALL_LIMITS, make_stage, require_kind
 from tests.sandboxes.kinds import open_sandbox
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -222,3 +225,143 @@ def test_a_forged_runner_line_after_a_flood_of_wide_characters_is_the_models_zer
     )
     score = program.scores["program_scorer"]
     assert (score.value, score.metadata["category"]) == (0.0, "resource_limit"), score
+
+
+# A program that prints its (wrong) answer, then asks for four times the small limits' memory,
+# touching every page: the out-of-memory killer of the container's memory cgroup runs at once.
+_MEMORY_HOG = f"print({WRONG!r}, flush=True)\nhog = b'\\1' * (2 << 30)\n"
+
+
+def _expose_init(container_id: str, *, shelter: bool) -> None:
+    """Host side, as root: make the container's init the out-of-memory killer's first pick, as on
+    a host where it cannot be kept out of the container's memory cgroup (cgroup v2, a rootless
+    engine) at its worst; with `shelter`, first move it back into that cgroup (our provider moves
+    it out, container.shelter_init). A sample cannot do either: lowering another process's pick
+    order, or moving it, needs the host's root. Only then can its memory stop the container."""
+    [pid] = docker_lines("inspect", "--format", "{{.State.Pid}}", container_id)
+    group = Path(f"/sys/fs/cgroup/memory/docker/{container_id}")
+    if not (group / "cgroup.procs").is_file() or os.geteuid() != 0:
+        pytest.skip("needs the host's cgroup v1 memory hierarchy, as root")
+    if shelter:
+        (group / "cgroup.procs").write_text(pid, encoding="utf-8")
+    Path(f"/proc/{pid}/oom_score_adj").write_text("1000", encoding="utf-8")
+
+
+def _state(container: str) -> list[str]:
+    return docker_lines("inspect", "--format", "{{.State.Running}} {{.State.OOMKilled}}", container)
+
+
+@pytest.mark.anyio
+async def test_a_container_its_samples_memory_stopped_is_the_models_zero(stage_dir):
+    """The container's init killed by its memory cgroup's out-of-memory killer: the engine's
+    record (State.OOMKilled) proves the sample did it, so the agent's answer file, gone with the
+    container, is its `program_broke_sandbox` 0, and a program's run its `resource_limit` 0 (the
+    lm-eval batch and Inspect's scorers decide both this way). Never SandboxLost, never retried."""
+    from smoldataenvs_tasks.sandboxes.docker import DockerSession
+
+    require_kind("docker")
+    record = _record()
+    agent = await DockerSession.start(stage_dir, limits=SMALL_LIMITS)
+    try:
+        await agent.exec(["sh", "-c", f"printf {WRONG} > {ANSWER_FILE}"])
+        _expose_init(agent.container_id, shelter=True)
+        hog = await agent.exec(["python3", "-c", _MEMORY_HOG], timeout=60)
+        assert hog.limit == "memory", hog
+        assert _state(agent.container_id) == ["false", "true"]  # stopped, of memory
+        verdict = await pipeline.decide_answer_file(record, agent)
+        assert (verdict.reward, verdict.category) == (0.0, "program_broke_sandbox"), verdict
+    finally:
+        await agent.close()
+
+    program = await DockerSession.start(stage_dir, limits=SMALL_LIMITS)
+    try:
+        await program.exec(["true"])
+        _expose_init(program.container_id, shelter=True)
+        verdict = await pipeline.decide_program_reply(
+            fenced(_MEMORY_HOG), record, program, limits=SMALL_LIMITS
+        )
+        assert (verdict.reward, verdict.category, verdict.detail) == (
+            0.0,
+            "resource_limit",
+            "memory",
+        ), verdict
+        assert _state(program.container_id) == ["false", "true"]
+    finally:
+        await program.close()
+
+
+@pytest.mark.anyio
+async def test_a_container_stopped_from_outside_is_still_the_infrastructures(stage_dir):
+    """The other side: a container killed by the host (no out-of-memory record) is SandboxLost,
+    for a retry, not a 0 (docs/threat-model.md, "Transient and permanent failures")."""
+    from smoldataenvs_tasks.sandboxes.base import SandboxLost
+    from smoldataenvs_tasks.sandboxes.docker import DockerSession
+
+    require_kind("docker")
+    session = await DockerSession.start(stage_dir, limits=SMALL_LIMITS)
+    try:
+        await session.exec(["sh", "-c", f"printf {WRONG} > {ANSWER_FILE}"])
+        docker_lines("kill", session.container_id)
+        with pytest.raises(SandboxLost):
+            await pipeline.decide_answer_file(_record(), session)
+    finally:
+        await session.close()
+
+
+@pytest.mark.anyio
+async def test_a_compose_container_its_samples_memory_stopped_is_the_models_zero(tmp_path):
+    """Inspect's own `docker` provider (docker-compose) raises SandboxUnavailableError for a
+    stopped container; with the engine's out-of-memory record, the answer reader, a program's
+    run and the agent's tools take it as the memory limit instead (program_host.sandbox_death)."""
+    import yaml
+    from inspect_ai.util._sandbox.context import (
+        sandbox_default,
+        sandbox_environments_context_var,
+    )
+    from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
+
+    from smoldataenvs_tasks.inspect_adapter import tools
+    from smoldataenvs_tasks.inspect_adapter.program_host import InspectSandboxHost
+    from smoldataenvs_tasks.sandboxes import RESOURCES
+
+    require_kind("docker")
+    # The project's compose file with the small limits' memory (the hog stays small).
+    service_file = yaml.safe_load((RESOURCES / "compose.yaml").read_text(encoding="utf-8"))
+    service = service_file["services"]["default"]
+    service["mem_limit"] = service["memswap_limit"] = str(SMALL_LIMITS.memory_bytes)
+    config = tmp_path / "compose.yaml"
+    config.write_text(yaml.safe_dump(service_file), encoding="utf-8")
+    stage = make_stage(tmp_path / "stage")[1]
+    record = _record()
+    await DockerSandboxEnvironment.task_init("security", str(config))
+    environments = await DockerSandboxEnvironment.sample_init(
+        "security", str(config), {"stage_dir": str(stage)}
+    )
+    try:
+        environment = environments["default"]
+        host = InspectSandboxHost(environment)
+        await host.exec(["sh", "-c", f"printf {WRONG} > {ANSWER_FILE}"])
+        [container] = docker_lines(
+            "ps", "--quiet", "--no-trunc",
+            "--filter", f"label=com.docker.compose.project={environment._project.name}",
+        )  # fmt: skip
+        _expose_init(container, shelter=False)
+        hog = await host.exec(["python3", "-c", _MEMORY_HOG], timeout=60)
+        # Inspect's provider reports the command that took the container down as it ended
+        # (killed, with what it printed); the calls after it find the container stopped.
+        assert hog.returncode == 137, hog
+        assert _state(container) == ["false", "true"]
+        verdict = await pipeline.decide_answer_file(record, host)
+        assert (verdict.reward, verdict.category) == (0.0, "program_broke_sandbox"), verdict
+        outcome = await pipeline.run_program_outcome(host, _MEMORY_HOG, limits=SMALL_LIMITS)
+        assert (outcome.failure, outcome.failure_detail) == ("resource_limit", "memory")
+        token = sandbox_environments_context_var.set(environments)
+        try:
+            with sandbox_default("default"):
+                said = await tools.bash_tool(timeout=20)(command="echo hello")
+        finally:
+            sandbox_environments_context_var.reset(token)
+        assert "out-of-memory" in str(said), said
+    finally:
+        await DockerSandboxEnvironment.sample_cleanup("security", str(config), environments, False)
+        await DockerSandboxEnvironment.task_cleanup("security", str(config), True)

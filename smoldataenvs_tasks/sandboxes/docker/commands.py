@@ -37,7 +37,7 @@ from smoldataenvs_tasks.contract import (
 )
 from smoldataenvs_tasks.sandboxes import seccomp
 from smoldataenvs_tasks.sandboxes.base import ExecResult, FileTooLarge, SandboxFailure, SandboxLost
-from smoldataenvs_tasks.sandboxes.docker.container import cgroup_file, read_counter
+from smoldataenvs_tasks.sandboxes.docker.container import cgroup_file, died_of_memory, read_counter
 from smoldataenvs_tasks.sandboxes.docker.engine import docker, engine_error
 from smoldataenvs_tasks.sandboxes.docker.image import INIT_SCRIPT
 from smoldataenvs_tasks.sandboxes.docker.keeper import KeeperTransport
@@ -145,6 +145,8 @@ class ContainerCommands:
             container_id, "memory", "memory.oom_control", "memory.events"
         )
         self._pids_events = cgroup_file(container_id, "pids", "pids.events", "pids.events")
+        # Why the container stopped, once the engine's record shows its sample did it (exec).
+        self._death: str | None = None
 
     @property
     def transport(self) -> Transport:
@@ -180,9 +182,38 @@ class ContainerCommands:
         env: Mapping[str, str] | None = None,
     ) -> ExecResult:
         """Run `argv` as the sandbox user, killed after `timeout` seconds (default: the tool
-        timeout). Never raises for the program's own failures; SandboxFailure when docker fails."""
+        timeout). Never raises for the program's own failures; SandboxFailure when docker fails.
+
+        A container that stopped of its sample's doing (the engine's out-of-memory record:
+        `container.died_of_memory`) is the sample's: this command and every later one end at
+        the memory limit, so a program is its `resource_limit` 0 and an answer file that cannot
+        be read any more its `program_broke_sandbox` 0, never an ungraded sample. A container
+        gone without that record raises SandboxLost (issue 32)."""
         if self._closed:
             raise SandboxLost("the docker session is closed")
+        started = time.monotonic()
+        if self._death is None:
+            try:
+                return await self._exec(argv, input=input, cwd=cwd, timeout=timeout, env=env)
+            except SandboxLost:
+                if self._closed:
+                    raise
+                self._death = await died_of_memory(self.container_id)
+                if self._death is None:
+                    raise
+        return ExecResult(
+            137, "", self._death + "\n", limit="memory", duration_s=time.monotonic() - started
+        )
+
+    async def _exec(
+        self,
+        argv: list[str],
+        *,
+        input: str | bytes | None,
+        cwd: str | None,
+        timeout: float | None,
+        env: Mapping[str, str] | None,
+    ) -> ExecResult:
         if not argv:
             raise ValueError("exec needs a command")
         seconds = float(timeout) if timeout is not None else self.limits.tool_timeout_s

@@ -7,11 +7,13 @@ test_docker_config.py checks the two agree.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 
 from smoldataenvs_tasks.contract import INPUT_DIR, SandboxLimits, writable_dir_sizes
+from smoldataenvs_tasks.sandboxes.docker.engine import docker
 
 NOFILE = 4096
 
@@ -102,6 +104,51 @@ def read_counter(path: Path | None, key: str) -> int | None:
     except (OSError, ValueError):
         return None
     return None
+
+
+async def died_of_memory(container: str) -> str | None:
+    """Why the container `container` (an id or name) stopped, when the engine's own record proves
+    its sample did it; None while it runs, once it is gone, or when it stopped with no such record.
+
+    The evidence is Docker's `State.OOMKilled`, which the engine sets when the kernel's
+    out-of-memory killer killed any process of the container's memory cgroup: only the sample's
+    processes and files (tmpfs, shared memory, a memfd) fill that cgroup (the harness's own
+    processes in it hold a few MB), and nothing in a container can write the engine's record. A
+    container stopped with no out-of-memory kill on record (the engine restarted, a `docker rm`,
+    the host's own out-of-memory killer, which does not set it) is the infrastructure's failure,
+    and the caller raises SandboxLost (docs/threat-model.md, invariant 2). Needs the stopped
+    container to still exist: DockerSession runs without `--rm` and removes it itself.
+    """
+    rc, out, _ = await docker(
+        "inspect", "--type", "container", "--format", "{{json .State}}", container, timeout=30
+    )
+    if rc != 0:
+        return None
+    try:
+        state = json.loads(out)
+    except ValueError:
+        return None
+    if not isinstance(state, dict) or state.get("Running") or state.get("OOMKilled") is not True:
+        return None
+    return (
+        f"the sandbox container stopped (exit {state.get('ExitCode')}) after its out-of-memory "
+        "killer ran: the sample's processes and files filled its memory"
+    )
+
+
+async def compose_died_of_memory(project: str, service: str) -> str | None:
+    """`died_of_memory` for the container of a compose project's service (Inspect's `docker`
+    provider, which keeps a stopped sample's containers until the sample's cleanup)."""
+    rc, out, _ = await docker(
+        "ps", "--all", "--quiet", "--no-trunc",
+        "--filter", f"label=com.docker.compose.project={project}",
+        "--filter", f"label=com.docker.compose.service={service}",
+        timeout=30,
+    )  # fmt: skip
+    containers = out.decode(errors="replace").split() if rc == 0 else []
+    if len(containers) != 1:
+        return None
+    return await died_of_memory(containers[0])
 
 
 def mount_field(key: str, value: str) -> str:

@@ -116,7 +116,9 @@ class DockerSession(ContainerCommands):
             keeper_flags = ["--user", KEEPER_USER, "--entrypoint", "/bin/sleep"]
             command = ["infinity"]
         rc, out, err = await docker(
-            "run", "--detach", "--rm", "--pull", "never",
+            # No `--rm`: a container that stopped is kept until `close` removes it, so the
+            # engine's record of why (container.died_of_memory) can still be read.
+            "run", "--detach", "--pull", "never",
             "--name", name,
             "--label", f"{LABEL_SESSION}=1",
             "--label", owner_label(),
