@@ -15,6 +15,8 @@ from smoldataenvs_tasks._pins import ALL_SPLITS
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES
 
+NETWORK_MODES = ("no-network", "public")
+
 
 @click.group("harbor")
 def harbor() -> None:
@@ -37,17 +39,39 @@ def harbor() -> None:
     show_default=True,
     help="The grader profile the tasks' verifier grades with.",
 )
+@click.option(
+    "--network",
+    "network_mode",
+    type=click.Choice(NETWORK_MODES),
+    default="no-network",
+    show_default=True,
+    help="task.toml's network_mode. Harbor 0.26's docker environment enforces no-network with "
+    "an egress sidecar image from Docker Hub and refuses the task where it cannot; `public` "
+    "runs there with the engine's network (recorded in every task's metadata).",
+)
 @click.option("--task-id", "task_ids", multiple=True, help="Export only this task (repeatable).")
 @click.argument("out", type=click.Path(file_okay=False))
 def export_command(
-    split: str, mirror: str | None, grader: str, task_ids: tuple[str, ...], out: str
+    split: str,
+    mirror: str | None,
+    grader: str,
+    network_mode: str,
+    task_ids: tuple[str, ...],
+    out: str,
 ) -> None:
     """Write SPLIT as a Harbor dataset in OUT: one task directory per row."""
     from smoldataenvs_tasks.harbor_adapter.export import export_dataset
 
     started = time.monotonic()
     try:
-        summary = export_dataset(split, Path(out), mirror=mirror, grader=grader, task_ids=task_ids)
+        summary = export_dataset(
+            split,
+            Path(out),
+            mirror=mirror,
+            grader=grader,
+            task_ids=task_ids,
+            network_mode=network_mode,
+        )
     except (SmolDataEnvsError, OSError) as error:
         raise click.ClickException(str(error)) from None
     seconds = time.monotonic() - started

@@ -121,7 +121,9 @@ def _toml_table(name: str, values: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def task_toml(metadata: dict[str, Any], table_sha256: dict[str, str]) -> str:
+def task_toml(
+    metadata: dict[str, Any], table_sha256: dict[str, str], network_mode: str = "no-network"
+) -> str:
     sizes = writable_dir_sizes(DEFAULT_LIMITS)
     sections = [
         '# Written by `smoldataenvs harbor export` (docs/harbor.md).\nschema_version = "1.4"',
@@ -139,7 +141,7 @@ def task_toml(metadata: dict[str, Any], table_sha256: dict[str, str]) -> str:
                 "memory_mb": DEFAULT_LIMITS.memory_bytes // 2**20,
                 # The contract's writable directories together (contract.writable_dir_sizes).
                 "storage_mb": sum(sizes.values()) // 2**20,
-                "network_mode": "no-network",
+                "network_mode": network_mode,
             },
         ),
     ]
@@ -255,6 +257,7 @@ def _export_task(
     mirror: str | None,
     grader: str,
     grader_image: str,
+    network_mode: str,
 ) -> str | None:
     """Write one task; returns the ungraded reason, or None for a gradable task."""
     stage = new_stage_dir()
@@ -290,13 +293,14 @@ def _export_task(
         "max_turns": MAX_TURNS,
         "tool_timeout_s": DEFAULT_LIMITS.tool_timeout_s,
         "graded": ungraded is None,
+        "network_mode": network_mode,
         "exporter": f"smoldataenvs_tasks {package_version()}",
     }
     if ungraded is not None:
         metadata["ungraded_reason"] = ungraded["reason"]
     prompt = agent_user_prompt(record.instruction, record.question, record.files, protocol=PROTOCOL)
     _write(task_dir / "instruction.md", prompt.rstrip("\n") + "\n")
-    _write(task_dir / "task.toml", task_toml(metadata, prepared.table_sha256))
+    _write(task_dir / "task.toml", task_toml(metadata, prepared.table_sha256, network_mode))
     _write(
         task_dir / "environment" / "Dockerfile",
         dockerfile(record.task_id, grader_image, bool(tables)),
@@ -325,6 +329,7 @@ def export_dataset(
     mirror: str | None = None,
     grader: str = "default",
     task_ids: Sequence[str] | None = None,
+    network_mode: str = "no-network",
 ) -> ExportSummary:
     """Write `split` (or its `task_ids`) as a Harbor dataset at `out`, replacing a previous
     export there. Needs no Docker: the grader image is named by its content tag and built by
@@ -356,6 +361,7 @@ def export_dataset(
                 mirror=mirror,
                 grader=grader,
                 grader_image=grader_image,
+                network_mode=network_mode,
             )
             if reason is not None:
                 ungraded[record.task_id] = reason
@@ -375,6 +381,7 @@ def export_dataset(
             "protocol": PROTOCOL,
             "max_turns": MAX_TURNS,
             "tool_timeout_s": DEFAULT_LIMITS.tool_timeout_s,
+            "network_mode": network_mode,
             "exporter": f"smoldataenvs_tasks {package_version()}",
             "tasks": {names[r.task_id]: r.task_id for r in records},
             "ungraded": dict(sorted(ungraded.items())),

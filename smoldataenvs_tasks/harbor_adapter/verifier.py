@@ -4,9 +4,9 @@
 
 It is the Inspect answer-file scorer's own path, `pipeline.decide_answer_file`: the answer file
 read by `sandboxes.answer_file`'s reader as the sandbox user (uid 1000, the agent's user), then
-graded by the ladder under the exported profile. Before reading, every process the agent left
-is killed, so nothing of the agent's can rewrite the answer or the reward while it is graded
-(our Docker provider's reset does the same between samples).
+graded by the ladder under the exported profile. Processes the agent left behind are not killed
+first (the container's keep-alive process is the agent's user's too, and ending it ends the
+container): an open item in docs/harbor.md.
 
 Outputs in `/logs/verifier/` (Harbor returns that directory to the host):
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -93,31 +92,6 @@ class SandboxUserHost:
         )
 
 
-def kill_sandbox_user_processes(deadline_s: float = 5.0) -> None:
-    """SIGKILL every process of the sandbox user until none is left (or the deadline passes)."""
-    if os.geteuid() != 0:
-        return
-    end = time.monotonic() + deadline_s
-    while True:
-        left = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                if entry.stat().st_uid == SANDBOX_UID:
-                    left.append(int(entry.name))
-            except OSError:
-                continue
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        if not left or time.monotonic() > end:
-            return
-        time.sleep(0.05)
-
-
 def task_verdict(task: Mapping[str, Any]) -> Verdict:
     """The verdict of the answer in this container for the exported `task` (tests/task.json)."""
     profile = str(task["grader"])
@@ -160,7 +134,6 @@ def main(argv: list[str] | None = None) -> int:
     if task.get("format") != TASK_FILE_FORMAT:
         print(f"smoldataenvs verifier: unknown task file format {task.get('format')!r}")
         return 2
-    kill_sandbox_user_processes()
     verdict = task_verdict(task)
     write_outputs(task, verdict, Path(out_dir))
     print(f"{task['task_id']}: {verdict.category.value} ({verdict.method}) {verdict.reason}")
