@@ -43,6 +43,7 @@ from smoldataenvs_tasks.data.prompts import agent_user_prompt
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import DataSource
 from smoldataenvs_tasks.data.staging import new_stage_dir, remove_stage_dir
+from smoldataenvs_tasks.data.tables import resolve_tables, tables_manifest_digest
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.harbor_adapter import image
 from smoldataenvs_tasks.harbor_adapter.verifier import TASK_FILE_FORMAT
@@ -258,6 +259,8 @@ def _export_task(
     grader: str,
     grader_image: str,
     network_mode: str,
+    split_tasks: int,
+    tables_digest: str | None,
 ) -> str | None:
     """Write one task; returns the ungraded reason, or None for a gradable task."""
     stage = new_stage_dir()
@@ -286,6 +289,8 @@ def _export_task(
         "dataset_revision": source.revision or "",
         "split": split,
         "split_sha256": split_sha256,
+        "split_tasks": split_tasks,
+        "tables_manifest_digest": tables_digest or "",
         "grader": grader,
         "grader_version": versioned(grader),
         "grader_image": grader_image,
@@ -315,6 +320,25 @@ def _export_task(
         "grader_version": versioned(grader),
         "table_sha256": dict(sorted(prepared.table_sha256.items())),
         "ungraded": ungraded,
+        # What a report of the job needs, copied into each verdict.json (verifier.py).
+        "provenance": {
+            key: metadata[key]
+            for key in (
+                "dataset",
+                "dataset_revision",
+                "split",
+                "split_sha256",
+                "split_tasks",
+                "tables_manifest_digest",
+                "difficulty_tier",
+                "reward_mode",
+                "protocol",
+                "max_turns",
+                "tool_timeout_s",
+                "network_mode",
+                "exporter",
+            )
+        },
     }
     _write(task_dir / "tests" / "task.json", _json(task_file))
     _write(task_dir / "tests" / "test.sh", test_sh(), 0o755)
@@ -346,6 +370,13 @@ def export_dataset(
         raise ExportError(f"no tasks to export in split {split!r}")
     split_sha256 = source.split_sha256(split)
     grader_image = image.content_tag()
+    split_tasks = len(source.load_tasks(split))
+    # Tables fetched (or found in the cache) first: the digest over their manifests goes into
+    # every task, and it is known only once they are.
+    for record in records:
+        if record.invalid_row is None:
+            resolve_tables(record, mirror=mirror, revision=source.revision)
+    tables_digest = tables_manifest_digest(records, source)
     names = task_dir_names([r.task_id for r in records])
     out.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -362,6 +393,8 @@ def export_dataset(
                 grader=grader,
                 grader_image=grader_image,
                 network_mode=network_mode,
+                split_tasks=split_tasks,
+                tables_digest=tables_digest,
             )
             if reason is not None:
                 ungraded[record.task_id] = reason
@@ -374,7 +407,8 @@ def export_dataset(
             "data_source": source.kind,
             "split": split,
             "split_sha256": split_sha256,
-            "split_tasks": len(source.load_tasks(split)),
+            "split_tasks": split_tasks,
+            "tables_manifest_digest": tables_digest,
             "grader": grader,
             "grader_version": versioned(grader),
             "grader_image": grader_image,

@@ -107,6 +107,13 @@ def task_verdict(task: Mapping[str, Any]) -> Verdict:
     return asyncio.run(decide_answer_file(record, SandboxUserHost(), profile=profile))
 
 
+def _tables(record: Mapping[str, Any]) -> str | None:
+    """Where the task's tables live, "<hf_bucket>/<bucket_prefix>" (the contamination view)."""
+    if record.get("hf_bucket") and record.get("bucket_prefix"):
+        return f"{record['hf_bucket']}/{record['bucket_prefix']}"
+    return None
+
+
 def _write(path: Path, text: str) -> None:
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(text, encoding="utf-8")
@@ -119,6 +126,8 @@ def write_outputs(task: Mapping[str, Any], verdict: Verdict, out_dir: Path) -> N
         "format": TASK_FILE_FORMAT,
         "task_id": task["task_id"],
         "table_sha256": task.get("table_sha256") or {},
+        "tables": _tables(task.get("record") or {}),
+        "provenance": task.get("provenance") or {},
         "verdict": verdict.to_dict(),
     }
     _write(out_dir / VERDICT_FILE, json.dumps(record, indent=2, sort_keys=True) + "\n")

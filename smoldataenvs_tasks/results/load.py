@@ -4,7 +4,8 @@ Inputs, any mix:
 - an Inspect log file (`.eval` or `.json`), read only through Inspect's log API (`load_inspect`);
 - a directory of Inspect logs (every SmolDataEnvs log in it, recursively);
 - an lm-eval `--output_path` folder (or a model folder inside it, or one `results_*.json`)
-  (`load_lm_eval`).
+  (`load_lm_eval`);
+- a Harbor job folder of exported tasks (`load_harbor`).
 
     python -c "from smoldataenvs_tasks.results.load import load_runs; \
         print([r.label for r in load_runs(['logs/'])])"
@@ -17,6 +18,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from smoldataenvs_tasks.results.load_harbor import is_harbor_job, load_harbor_job
 from smoldataenvs_tasks.results.load_inspect import (
     INSPECT_SUFFIXES,
     NotASmolDataEnvsLog,
@@ -79,6 +81,8 @@ def load_unique_runs(
 def _load_path(path: Path, *, allow_incomplete: bool) -> list[Run]:
     if path.is_file():
         return _load_file(path, allow_incomplete=allow_incomplete)
+    if is_harbor_job(path):
+        return [load_harbor_job(path)]
     runs: list[Run] = []
     for file in sorted(path.rglob("results_*.json")):
         runs.extend(load_lm_eval_results(file))

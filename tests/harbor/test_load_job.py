@@ -1,0 +1,79 @@
+"""Reading a Harbor job folder into a Run (results/load_harbor.py): verdict.json as the exported
+task's verifier writes it (`harbor_adapter.verifier.write_outputs`, the real writer), Harbor's
+result.json in the shape harbor 0.26 writes (tests/harbor/test_harbor_run.py reads real ones)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from smoldataenvs_tasks.harbor_adapter.verifier import task_verdict, write_outputs
+from smoldataenvs_tasks.results.load import load_runs
+from smoldataenvs_tasks.results.load_harbor import is_harbor_job, load_harbor_job
+from smoldataenvs_tasks.scorers.decide import verdict_for_answer_file
+from smoldataenvs_tasks.scorers.verdict import Verdict
+
+pytestmark = pytest.mark.unit
+
+PROVENANCE = {"split": "sample", "dataset_revision": "sample-1", "split_tasks": 10,
+              "difficulty_tier": "easy", "reward_mode": "numeric", "protocol": "answer_file"}  # fmt: skip
+
+
+def _job(root: Path) -> Path:
+    job = root / "job"
+    job.mkdir()
+    (job / "config.json").write_text(json.dumps({"job_name": "job", "n_attempts": 1,
+                                                 "environment": {"type": "docker"}}))  # fmt: skip
+    return job
+
+
+def _trial(job: Path, name: str, verdict: Verdict | None, task_id: str) -> None:
+    trial = job / name
+    trial.mkdir()
+    result = {"task_name": name, "trial_name": name, "started_at": "2026-12-03T07:54:46Z",
+              "agent_info": {"name": "terminus-2", "version": "2.0.0",
+                             "model_info": {"name": "gpt-x", "provider": "openai"}},
+              "verifier_result": None,
+              "exception_info": None if verdict else {"exception_type": "EnvironmentStartTimeoutError"}}  # fmt: skip
+    (trial / "result.json").write_text(json.dumps(result))
+    if verdict is not None:
+        task = {"task_id": task_id, "table_sha256": {"t.csv": "0" * 64}, "provenance": PROVENANCE,
+                "record": {"hf_bucket": "o/b", "bucket_prefix": "p"}}  # fmt: skip
+        write_outputs(task, verdict, trial / "verifier")
+
+
+def test_a_job_becomes_a_run_and_a_trial_without_verdict_is_the_runs_failure(tmp_path):
+    job = _job(tmp_path)
+    _trial(job, "a__1", verdict_for_answer_file("5", gold="5"), "a/1")
+    _trial(job, "b__1", verdict_for_answer_file("", gold="5"), "b/1")
+    _trial(job, "c__1", None, "c/1")
+    assert is_harbor_job(job)
+    run = load_harbor_job(job)
+    assert run.framework == "harbor"
+    assert run.model == "terminus-2/openai/gpt-x"
+    assert run.split == "sample" and run.split_tasks == 10
+    assert run.tasks["a/1"].attempts[0].verdict.category.value == "correct"
+    assert run.tasks["a/1"].attempts[0].table_sha256 == {"t.csv": "0" * 64}
+    assert run.tasks["a/1"].tables == "o/b/p"
+    assert run.tasks["b/1"].attempts[0].verdict.category.value == "no_answer"
+    failed = run.tasks["c__1"].attempts[0].verdict
+    assert failed.detail == "sandbox_failed" and "EnvironmentStartTimeoutError" in failed.reason
+    assert run.pass1() == 0.5
+    # Harbor's attempts are the protocol's own: never the Inspect task's 17 bash turns.
+    assert run.settings["sandbox"] == "harbor-docker" and run.settings["max_turns"] is None
+    [loaded] = load_runs([job])
+    assert loaded.run_id == run.run_id
+
+
+def test_an_ungraded_export_task_is_ungraded_in_the_run(tmp_path):
+    job = _job(tmp_path)
+    ungraded = task_verdict(
+        {"grader": "default", "ungraded": {"reason": "table_unavailable", "detail": "no t.csv"}}
+    )
+    _trial(job, "a__1", ungraded, "a/1")
+    rewards = json.loads((job / "a__1" / "verifier" / "reward.json").read_text())
+    assert rewards == {"reward": 0.0, "graded": 0}
+    run = load_harbor_job(job)
+    assert run.tasks["a/1"].graded == [] and run.pass1() is None
