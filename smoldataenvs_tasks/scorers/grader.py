@@ -1,9 +1,9 @@
 """The SmolDataEnvs grader ladder: a drop-in for the dataset's own `grader.grade`.
 
 Pure: imports neither inspect_ai nor lm_eval. The first five rungs run in-process; the symbolic
-rung (math-verify) runs in a small pool of worker processes with a hard deadline
-(`scorers/symbolic.py`), so `grade` is safe from threads and from asyncio code via
-`asyncio.to_thread`.
+rung (math-verify) runs under a hard deadline, in-process for a tame pair called from the main
+thread and in a small pool of worker processes otherwise (`scorers/symbolic.py`), so `grade` is
+safe from threads and from asyncio code via `asyncio.to_thread`.
 
     python -c "from smoldataenvs_tasks import grade; print(grade('45%', '0.45'))"
     smoldataenvs grade 5768.04 5768 --mode numeric --atol 0.05 --rtol 0.01
@@ -537,8 +537,8 @@ _golds: dict[str, list] = {}
 
 
 def _symbolic(gold: str, candidate: str) -> symbolic.Outcome:
-    """math-verify's outcome for a pair the shortcuts could not settle, from the worker pool and
-    remembered per pair: it depends on neither the mode,
+    """math-verify's outcome for a pair the shortcuts could not settle (in this process or from
+    the worker pool, `symbolic.settle`), remembered per pair: it depends on neither the mode,
     the tolerances nor the profile, so regrading under the other profile (or another row with the
     same gold) costs no second worker round trip."""
     key = (gold, candidate)
@@ -547,7 +547,7 @@ def _symbolic(gold: str, candidate: str) -> symbolic.Outcome:
         hit = _symbolic_memo.recall(key)
         if hit is not None:
             return hit
-    outcome = symbolic.default_pool().verify(gold, candidate)
+    outcome = symbolic.settle(gold, candidate)
     if cacheable and outcome is not symbolic.Outcome.TIMEOUT:
         _symbolic_memo.keep(key, outcome)
     return outcome
@@ -560,6 +560,7 @@ def clear_memo() -> None:
     _symbolic_memo.clear()
     _golds.clear()
     reading.clear_cache()
+    symbolic.clear_cache()
 
 
 def memo_info() -> dict[str, int]:

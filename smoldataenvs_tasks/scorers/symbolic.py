@@ -1,4 +1,5 @@
-"""The symbolic rung: math-verify in the main thread of worker processes, with a hard deadline.
+"""The symbolic rung: math-verify under a hard deadline, in this process where that is safe and
+in the main thread of worker processes otherwise.
 
 Why a process pool: math-verify's own timeouts use `signal.alarm`, which fails outside the main
 thread, and `parse` behaves differently in threads (Math-Verify #22, #50); some inputs also hang
@@ -11,6 +12,19 @@ call outlives its deadline, measured from the moment the worker reports it has *
 Workers are started with `subprocess` (fork+exec of a fresh interpreter, like multiprocessing's
 "spawn"), which is safe in a process that already runs threads and never re-imports the caller's
 `__main__`. They load only this file (stdlib imports) and math-verify, not the rest of the package.
+
+The warm in-process path (issue 33): a worker round trip costs little CPU, but a fresh worker
+pays math-verify's and sympy's lazy set-up again, and every call pays two context switches. So a
+pair whose sides are both *tame* is verified in this process, when the caller is the main thread
+and no one else uses SIGALRM: an interval timer (`setitimer`) raises `_DeadlineExceeded`, a
+BaseException math-verify's `except Exception` cannot swallow, at the same deadline, and keeps
+raising until the call unwinds. A timer interrupts Python code only, never a long computation in
+C, so tame means a side that cannot start one: at most `_IN_PROCESS_MAX_CHARS` characters, no
+power, factorial or function call (`^`, `**`, `!`, `pow(`), no long digit run or large exponent,
+and LaTeX commands from a short list. Every other pair, and every call from another thread, goes
+to a worker. Both paths make the same calls (`parse(text, parsing_timeout=None)`, each distinct
+string parsed once; `verify(..., timeout_seconds=None)`), so the outcome is the same
+(tests/scorers/test_symbolic.py compares them).
 
 Two in-process shortcuts skip the round trip for pairs math-verify 0.9.0 provably cannot match
 (tests/scorers/test_symbolic_shortcuts.py checks them against the real library over many pairs):
@@ -27,16 +41,20 @@ from __future__ import annotations
 import atexit
 import enum
 import json
+import logging
 import os
 import queue
 import re
 import select
+import signal
 import subprocess
 import sys
 import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from typing import Any
 
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 
@@ -46,8 +64,10 @@ __all__ = [
     "Outcome",
     "SymbolicPool",
     "SymbolicUnavailableError",
+    "clear_cache",
     "configure",
     "default_pool",
+    "settle",
     "shortcut",
     "shutdown",
     "verify",
@@ -117,14 +137,190 @@ def verify(gold: str, candidate: str, *, deadline_s: float | None = None) -> Out
     quick = shortcut(gold, candidate)
     if quick is not None:
         return quick
+    return settle(gold, candidate, deadline_s=deadline_s)
+
+
+def settle(gold: str, candidate: str, *, deadline_s: float | None = None) -> Outcome:
+    """math-verify's outcome for a pair the shortcuts left open: in this process when the pair
+    is tame and the caller may arm a timer, else from the worker pool."""
+    if _default_settings["in_process"] and _tame(gold) and _tame(candidate):
+        deadline = float(_default_settings["deadline_s"]) if deadline_s is None else deadline_s
+        outcome = _in_process(gold, candidate, deadline)
+        if outcome is not None:
+            return outcome
     return default_pool().verify(gold, candidate, deadline_s=deadline_s)
+
+
+# --- the warm in-process path ------------------------------------------------------------------
+
+_IN_PROCESS_MAX_CHARS = 200
+# A side made of these characters only (ASCII letters, digits, spaces, punctuation; no `^`, `!`,
+# `#` or `@`), with a backslash only before a command of `_TAME_COMMANDS`.
+_TAME_CHARACTERS = re.compile(r"[0-9A-Za-z \t\n.,:;%$+\-*/=()<>\[\]{}|&'\"?_~\\]*")
+_LATEX_COMMAND = re.compile(r"\\([A-Za-z]+|.?)")
+_TAME_COMMANDS = frozenset(
+    {
+        "frac",
+        "dfrac",
+        "tfrac",
+        "sqrt",
+        "boxed",
+        "text",
+        "textbf",
+        "mathrm",
+        "mathbf",
+        "left",
+        "right",
+        "cdot",
+        "times",
+        "div",
+        "pi",
+        "approx",
+        "le",
+        "ge",
+        "leq",
+        "geq",
+        "neq",
+        "lt",
+        "gt",
+        "pm",
+        "displaystyle",
+        "quad",
+        "%",
+        "$",
+        ",",
+        ";",
+        " ",
+        "(",
+        ")",
+        "[",
+        "]",
+    }
+)
+# What can start a long computation in C (a big power, a product of huge integers, a function
+# call sympy would evaluate): a power, a call, a root with an index, a long digit run, a large
+# exponent.
+# (`**` between operands is a power; markdown bold, `**Answer:** 12`, is not.)
+_UNTAME = re.compile(
+    r"[\w)}\]]\s*\*\*\s*[-+]?\s*[\w({.]|[A-Za-z_]\s*\(|\\sqrt\s*\[|\d{16}"
+    r"|\d\s*[eE]\s*[-+]?\s*\d{3}"
+)
+
+
+def _tame(side: str) -> bool:
+    if len(side) > _IN_PROCESS_MAX_CHARS or _TAME_CHARACTERS.fullmatch(side) is None:
+        return False
+    if _UNTAME.search(side) is not None:
+        return False
+    if "\\" in side:
+        for command in _LATEX_COMMAND.findall(side):
+            if command not in _TAME_COMMANDS:
+                return False
+    return True
+
+
+class _DeadlineExceeded(BaseException):
+    """Raised into math-verify by the timer; a BaseException, so `except Exception` in
+    math-verify or sympy lets it through."""
+
+
+class _Alarm:
+    armed = False
+    fired = False
+
+
+def _on_alarm(_signum: int, _frame: object) -> None:
+    _Alarm.fired = True
+    if _Alarm.armed:
+        raise _DeadlineExceeded
+
+
+_in_process_parse: Any = None
+_in_process_verify: Any = None
+# A deadline missed inside a swallowed exception is raised again this often until the call ends.
+_ALARM_REPEAT_S = 0.05
+
+
+def _in_process(gold: str, candidate: str, deadline_s: float) -> Outcome | None:
+    """The outcome computed here under a SIGALRM deadline, or None when this call may not arm
+    one (another thread, a SIGALRM handler or timer of the host's, math-verify missing)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN):
+        return None
+    if signal.getitimer(signal.ITIMER_REAL) != (0.0, 0.0):
+        return None
+    parse = _in_process_parse
+    if parse is None:
+        parse = _load_in_process()
+        if parse is None:
+            return None
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    _Alarm.fired = False
+    _Alarm.armed = True
+    try:
+        signal.setitimer(signal.ITIMER_REAL, deadline_s, _ALARM_REPEAT_S)
+        try:
+            matched = bool(_in_process_verify(parse(gold), parse(candidate), timeout_seconds=None))
+        except _DeadlineExceeded:
+            matched = False
+        except Exception:  # upstream: any exception in the symbolic rung is "no match"
+            matched = False
+    except _DeadlineExceeded:  # the timer fired between two of the statements above
+        matched = False
+    finally:
+        _Alarm.armed = False
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, previous)
+    if _Alarm.fired:
+        return Outcome.TIMEOUT
+    return Outcome.MATCH if matched else Outcome.NO_MATCH
+
+
+def _load_in_process() -> Any:
+    global _in_process_parse, _in_process_verify
+    try:
+        from math_verify import parse
+        from math_verify import verify as mv_verify
+    except ImportError:
+        return None
+
+    # Parse each distinct string once, as a worker does.
+    @lru_cache(maxsize=1024)
+    def parsed(text: str) -> list:
+        return parse(text, parsing_timeout=None)
+
+    # math-verify warns once per process that its own timeouts are off: the deadline is ours.
+    quiet = logging.getLogger("math_verify")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL + 1)
+    try:
+        mv_verify(parsed("1"), parsed("1"), timeout_seconds=None)
+    except Exception:
+        pass
+    finally:
+        quiet.setLevel(level)
+    _in_process_verify = mv_verify
+    _in_process_parse = parsed
+    return parsed
+
+
+def clear_cache() -> None:
+    """Forget the strings parsed in this process and by the idle workers of the default pool
+    (benchmarks and tests start cold; a worker keeps what it loaded, as this process does)."""
+    if _in_process_parse is not None:
+        _in_process_parse.cache_clear()
+    pool = _default_pool
+    if pool is not None:
+        pool.clear_caches()
 
 
 _default_pool: SymbolicPool | None = None
 _default_lock = threading.Lock()
-_default_settings: dict[str, float | int] = {
+_default_settings: dict[str, float | int | bool] = {
     "workers": DEFAULT_WORKERS,
     "deadline_s": DEFAULT_DEADLINE_S,
+    "in_process": True,
 }
 
 
@@ -143,8 +339,11 @@ def default_pool() -> SymbolicPool:
         return _default_pool
 
 
-def configure(*, workers: int | None = None, deadline_s: float | None = None) -> None:
-    """Change the default pool's size or per-call deadline; the old pool's workers are stopped."""
+def configure(
+    *, workers: int | None = None, deadline_s: float | None = None, in_process: bool | None = None
+) -> None:
+    """Change the default pool's size or per-call deadline (the old pool's workers are stopped),
+    or whether tame pairs may be verified in this process (`in_process=False`: always a worker)."""
     global _default_pool
     if workers is not None and workers < 1:
         raise ValueError("workers must be >= 1")
@@ -155,6 +354,8 @@ def configure(*, workers: int | None = None, deadline_s: float | None = None) ->
             _default_settings["workers"] = workers
         if deadline_s is not None:
             _default_settings["deadline_s"] = deadline_s
+        if in_process is not None:
+            _default_settings["in_process"] = in_process
         old, _default_pool = _default_pool, None
     if old is not None:
         old.close()
@@ -259,9 +460,11 @@ class _Worker:
             )
         self.ready = True
 
-    def send(self, gold: str, candidate: str) -> None:
-        # ensure_ascii keeps lone surrogates representable; one JSON document per line.
-        payload = json.dumps([gold, candidate], ensure_ascii=True).encode("ascii") + b"\n"
+    def send(self, gold: str | None, candidate: str | None = None) -> None:
+        # ensure_ascii keeps lone surrogates representable; one JSON document per line. A gold of
+        # None asks the worker to forget what it parsed (`null`).
+        message = None if gold is None else [gold, candidate]
+        payload = json.dumps(message, ensure_ascii=True).encode("ascii") + b"\n"
         try:
             self._in.write(payload)
             self._in.flush()
@@ -354,6 +557,30 @@ class SymbolicPool:
                     self._retire(worker)
                 self._idle.put(None)
 
+    def clear_caches(self) -> None:
+        """Make every idle worker forget the strings it parsed and sympy's expression cache (a
+        worker busy with a call keeps them)."""
+        taken: list[_Worker | None] = []
+        while True:
+            try:
+                taken.append(self._idle.get_nowait())
+            except queue.Empty:
+                break
+        try:
+            for index, worker in enumerate(taken):
+                if worker is None or not worker.ready or self._closed:
+                    continue
+                try:
+                    worker.send(None)
+                    if worker.read_line(WORKER_ACK_TIMEOUT_S) != b"C":
+                        raise _WorkerDied("worker did not clear its caches")
+                except _WorkerDied:
+                    self._retire(worker)
+                    taken[index] = None
+        finally:
+            for worker in taken:
+                self._idle.put(worker)
+
     def _start_worker(self) -> _Worker:
         try:
             worker = self._spawner.submit(_Worker).result()
@@ -393,7 +620,8 @@ class SymbolicPool:
 
 
 def _worker_main() -> None:  # pragma: no cover - runs in the worker process
-    """Serve [gold, candidate] lines on stdin; reply R (ready), S (started), then 1 or 0."""
+    """Serve [gold, candidate] lines on stdin; reply R (ready), S (started), then 1 or 0; a
+    `null` line clears the caches (reply C)."""
     out_fd = os.dup(1)
     # Whatever math-verify or sympy print must not corrupt the protocol stream.
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -430,7 +658,18 @@ def _worker_main() -> None:  # pragma: no cover - runs in the worker process
 
     reply(b"R")
     for raw in sys.stdin.buffer:
-        gold, candidate = json.loads(raw)
+        message = json.loads(raw)
+        if message is None:  # forget what was parsed (benchmarks and tests start cold)
+            parsed.cache_clear()
+            try:
+                from sympy.core.cache import clear_cache as clear_sympy_cache
+
+                clear_sympy_cache()
+            except ImportError:
+                pass
+            reply(b"C")
+            continue
+        gold, candidate = message
         reply(b"S")
         try:
             matched = bool(mv_verify(parsed(gold), parsed(candidate), timeout_seconds=None))

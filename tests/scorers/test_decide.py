@@ -235,11 +235,12 @@ def test_reason_never_quotes_the_gold() -> None:
 
 
 def test_grader_failure_is_ungraded_not_zero() -> None:
-    # A closed pool is a real infrastructure failure of the symbolic rung.
+    # A closed pool is a real infrastructure failure of the symbolic rung (a power is never
+    # verified in-process, so this pair needs a worker).
     grader.clear_memo()
     symbolic.default_pool().close()
     try:
-        verdict = verdict_for_answer("0.5", gold="1/2")
+        verdict = verdict_for_answer("0.5", gold="$2^{-1}$")
     finally:
         symbolic.shutdown()
     assert verdict.reward is None
@@ -248,7 +249,7 @@ def test_grader_failure_is_ungraded_not_zero() -> None:
     assert verdict.prediction == "0.5"
     assert Verdict.from_dict(verdict.to_dict()) == verdict
     # With the pool back, the same answer is graded.
-    assert verdict_for_answer("0.5", gold="1/2").category is Category.CORRECT
+    assert verdict_for_answer("0.5", gold="$2^{-1}$").category is Category.CORRECT
 
 
 # --- grader profiles and re-grading ------------------------------------------------------------

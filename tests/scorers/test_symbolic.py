@@ -6,6 +6,7 @@ python -m pytest tests/scorers/test_symbolic.py -q
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 import textwrap
@@ -228,3 +229,116 @@ def _alive(pid: int) -> bool:
 
 if not sys.platform.startswith("linux"):  # pragma: no cover
     pytestmark = pytest.mark.skip("process checks read /proc")
+
+
+# --- the warm in-process path (issue 33) ---------------------------------------------------------
+# pytest-timeout holds SIGALRM during a test (the in-process path then steps aside, as it does for
+# any host's handler); `timeout(0)` releases it for the tests of that path.
+in_process = pytest.mark.timeout(0)
+
+
+def _reaching_math_verify() -> list[tuple[str, str]]:
+    """Tame pairs of the generated answers that the shortcuts leave to math-verify."""
+    from tests.scorers.phrasings import correct_phrasings, loophole_variants
+
+    pairs = {(p.gold, p.candidate) for p in (*correct_phrasings(), *loophole_variants())}
+    pairs |= {(g, c) for g, c, _ in WORKER_PAIRS}
+    return sorted(
+        (g, c)
+        for g, c in pairs
+        if symbolic.shortcut(g, c) is None and symbolic._tame(g) and symbolic._tame(c)
+    )
+
+
+@in_process
+def test_in_process_outcomes_are_the_workers(pool: SymbolicPool) -> None:
+    pairs = _reaching_math_verify()
+    assert len(pairs) > 300
+    sample = pairs[:: max(1, len(pairs) // 150)]
+    for gold, candidate in sample:
+        here = symbolic._in_process(gold, candidate, 5.0)
+        assert here is not None
+        assert here is pool.verify(gold, candidate), (gold, candidate)
+
+
+@pytest.mark.parametrize(
+    "side",
+    [
+        "$9^{9^{9}}$",  # a power
+        "9**9**9",
+        "pow(9, 99)",  # a call sympy would evaluate
+        "10!",
+        "1e999999999",  # a large exponent
+        "1" * 40,  # a long digit run
+        "\\sqrt[99]{2}",  # a root with an index
+        "\\binom{99}{9}",  # a command outside the list
+        "x" * 201,  # too long
+        "12 \u2212 3",  # outside ASCII
+    ],
+)
+def test_a_side_that_could_compute_long_in_c_goes_to_a_worker(side: str) -> None:
+    assert not symbolic._tame(side)
+
+
+@pytest.mark.parametrize(
+    "side",
+    ["$\\frac{3}{4}$", "**Final answer:** -3579.95", "<answer>42</answer>", "\\(\\boxed{42}\\)"],
+)
+def test_answers_as_models_write_them_are_tame(side: str) -> None:
+    assert symbolic._tame(side)
+
+
+@in_process
+def test_in_process_deadline_interrupts_and_leaves_no_timer() -> None:
+    assert symbolic._in_process("1/3", "0.3", 5.0) is Outcome.NO_MATCH  # loaded, warm
+    started = time.monotonic()
+    assert symbolic._in_process("$\\frac{12}{7}$", "1.714", 1e-5) is Outcome.TIMEOUT
+    assert time.monotonic() - started < 1.0
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
+
+
+@in_process
+def test_settle_from_the_main_thread_needs_no_worker_and_other_threads_use_one() -> None:
+    symbolic.shutdown()
+    grader.clear_memo()
+    assert symbolic.settle("7/8", "0.875") is Outcome.MATCH
+    assert symbolic._default_pool is None  # no worker was started
+    found: list[Outcome] = []
+    thread = threading.Thread(target=lambda: found.append(symbolic.settle("7/8", "0.875")))
+    thread.start()
+    thread.join()
+    assert found == [Outcome.MATCH]
+    assert symbolic.default_pool().live_pids()
+
+
+@in_process
+def test_a_host_sigalrm_handler_is_left_alone() -> None:
+    symbolic.shutdown()
+    calls: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: calls.append(signum))
+    try:
+        assert symbolic.settle("5/8", "0.625") is Outcome.MATCH
+        assert symbolic.default_pool().live_pids()  # a worker answered
+        assert signal.getsignal(signal.SIGALRM) is not signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert calls == []
+
+
+@in_process
+def test_pathological_pair_keeps_its_hard_deadline_from_the_main_thread(
+    short_symbolic_deadline: float,
+) -> None:
+    started = time.monotonic()
+    assert symbolic.settle(*PATHOLOGICAL) is Outcome.TIMEOUT
+    assert time.monotonic() - started < short_symbolic_deadline + 5.0
+
+
+def test_idle_workers_forget_what_they_parsed_and_keep_answering(pool: SymbolicPool) -> None:
+    assert pool.verify("3/8", "0.375") is Outcome.MATCH
+    pids = pool.live_pids()
+    pool.clear_caches()
+    assert pool.live_pids() == pids  # cleared, not replaced
+    assert pool.replaced == 0
+    assert pool.verify("3/8", "0.375") is Outcome.MATCH
