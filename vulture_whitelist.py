@@ -127,6 +127,9 @@ _.system_prompt
 _.sample_limits
 _.generation_extra
 _.model_options
+_.same_as  # leaderboard.json duplicates
+_.n_shared
+_.n_same
 _.n_train_tasks
 _.benchmark
 _.model_ids

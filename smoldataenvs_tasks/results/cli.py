@@ -292,7 +292,7 @@ def verify_command(
 @click.option(
     "--verified-only",
     is_flag=True,
-    help="Refuse submissions without logs instead of listing them as unverified.",
+    help="Refuse submissions without logs, and partial runs, instead of listing them apart.",
 )
 @click.option(
     "--format",
@@ -342,10 +342,15 @@ def leaderboard_command(
         if verified_only and not result.verified:
             refused.append(f"{path}: not verified against logs (--verified-only)")
             continue
+        complete = bool(result.submission["coverage"]["complete"])
+        if verified_only and not complete:
+            refused.append(f"{path}: a partial run, not the whole split (--verified-only)")
+            continue
         standing = Standing(
             verified=result.verified,
             pin_failures=[c.name for c in result.failures()],
             flags=[f"{c.name}: {c.detail}" for c in result.flags],
+            complete=complete,
         )
         entries.append((display_name(path), result.submission, standing))
     if refused:
@@ -365,6 +370,12 @@ def leaderboard_command(
     chosen = [name for name in LEADERBOARD_FORMATS if name in formats or not formats]
     for name in chosen:
         atomic_write_bytes(folder / f"leaderboard.{name}", renderers[name](board).encode("utf-8"))
+    for duplicate in board.get("duplicates", []):
+        click.echo(
+            f"counted as one: {duplicate['file']} holds the same model replies as "
+            f"{duplicate['same_as']} ({duplicate['n_same']} of {duplicate['n_shared']} "
+            "identical); not listed again"
+        )
     for table in board["tables"]:
         ranking = ", ".join(
             ("" if e["rank"] is None else f"{e['rank']}. ")

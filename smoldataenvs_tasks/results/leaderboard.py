@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import NamedTuple, TypedDict
+from typing import NamedTuple, NotRequired, TypedDict
 
 from smoldataenvs_tasks.results.coverage import coverage_phrase
 from smoldataenvs_tasks.results.diagnostics import (
@@ -40,12 +40,20 @@ from smoldataenvs_tasks.results.diagnostics import (
     spread,
     tasks_to_separate,
 )
-from smoldataenvs_tasks.results.schema import EstimateEntry, Statistics, Submission
+from smoldataenvs_tasks.results.fingerprint import content_duplicates, overlap
+from smoldataenvs_tasks.results.schema import (
+    ClusteredEstimate,
+    EstimateEntry,
+    Statistics,
+    Submission,
+)
 from smoldataenvs_tasks.results.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     CONFIDENCE,
     bootstrap_ci,
+    bootstrap_p_value,
+    holm_adjusted,
 )
 from smoldataenvs_tasks.results.submission import STATISTICS
 from smoldataenvs_tasks.results.task_outcomes import TaskOutcomes, outcomes_from_entries
@@ -61,6 +69,8 @@ LeaderboardEntry = TypedDict(
     "LeaderboardEntry",
     {
         "id": str,  # the model, with a digest when a table holds it twice
+        # pass@1's interval clustered by source dataset, when the submission has it
+        "pass@1_clustered": NotRequired[ClusteredEstimate],
         "model": str,
         "model_ids": list[str],
         "framework": str,
@@ -104,6 +114,10 @@ Comparison = TypedDict(
         "pass@1_b": float | None,
         "difference": EstimateEntry,  # A − B, paired bootstrap over the tasks both counted
         "verdict": str,  # "<a> ahead", "<b> ahead", "not separated", ...
+        # The paired bootstrap's two-sided p-value that A − B is 0, and the same after Holm's
+        # correction over every pair of the table: the verdict and the ranks use `p_holm`.
+        "p_value": NotRequired[float | None],
+        "p_holm": NotRequired[float | None],
         "n_a_higher": int,
         "n_b_higher": int,
         "per_task_sd": float | None,
@@ -161,17 +175,31 @@ class LeaderboardStatistics(Statistics):
     tables: str  # what separates tables, in words
 
 
+class DuplicateSubmission(TypedDict):
+    file: str
+    model: str
+    same_as: str  # the file kept in its place
+    n_shared: int  # replies both hold
+    n_same: int  # of those, identical
+
+
 class Leaderboard(TypedDict):
     format: str
     statistics: LeaderboardStatistics
     tables: list[LeaderboardTable]
     submissions: list[ListedSubmission]
+    # Submissions left out because another holds the same model replies (fingerprint.py).
+    duplicates: NotRequired[list[DuplicateSubmission]]
 
 
 LEADERBOARD_FORMAT = "smoldataenvs-leaderboard/2"
 RANKED, OTHER, UNVERIFIED = "ranked", "other settings", "unverified"
+# Verified runs that do not cover their split (filters, --limit, retried failures left out):
+# listed apart, never ranked, since a run of the tasks a model solves would top a complete one.
+PARTIAL = "partial"
 NOT_SEPARATED = "not separated"  # a pair whose paired CI contains 0
-SECTIONS = (RANKED, OTHER, UNVERIFIED)
+SECTIONS = (RANKED, OTHER, PARTIAL, UNVERIFIED)
+UNRANKED = (PARTIAL, UNVERIFIED)
 
 
 @dataclass(frozen=True)
@@ -181,11 +209,14 @@ class Standing:
     verified: bool  # its logs re-graded, and checked against the maintainer's data
     pin_failures: list[str] = field(default_factory=list)  # e.g. ["grader_version"]
     flags: list[str] = field(default_factory=list)  # "protocol: ...", "split_size: ..."
+    complete: bool = True  # the submission covers its whole split (coverage.complete)
 
     @property
     def section(self) -> str:
         if not self.verified:
             return UNVERIFIED
+        if not self.complete:
+            return PARTIAL
         return OTHER if self.pin_failures or self.flags else RANKED
 
 
@@ -253,7 +284,7 @@ def _text(value: str | list[str]) -> str:
 
 def _entry(name: str, sub: Submission, standing: Standing) -> LeaderboardEntry:
     pins = standing.pin_failures
-    return {
+    entry: LeaderboardEntry = {
         "id": sub["model"],
         "model": sub["model"],
         "model_ids": sub["model_ids"],
@@ -284,6 +315,10 @@ def _entry(name: str, sub: Submission, standing: Standing) -> LeaderboardEntry:
         "sha256": str(sub["sha256"]),
         "rank": None,  # set once the table is sorted
     }
+    clustered = sub.get("pass@1_clustered")
+    if clustered is not None:
+        entry["pass@1_clustered"] = clustered
+    return entry
 
 
 def _by_task(sub: Submission) -> dict[str, TaskOutcomes]:
@@ -311,6 +346,8 @@ def compare_pair(
     values_b = [b[t].pass1() or 0.0 for t in common]
     diffs = [x - y for x, y in zip(values_a, values_b, strict=True)]
     estimate = bootstrap_ci(diffs)
+    p_value = bootstrap_p_value(diffs)
+    # Before Holm's correction (`_corrected`): the interval alone.
     ahead = _ahead(estimate.to_dict())
     if estimate.value is None:
         verdict = "no task counted by both"
@@ -327,6 +364,8 @@ def compare_pair(
         "pass@1_b": _mean(values_b),
         "difference": estimate.to_dict(),
         "verdict": verdict,
+        "p_value": None if p_value is None else round(p_value, 6),
+        "p_holm": None if p_value is None else round(p_value, 6),
         "n_a_higher": sum(d > 0 for d in diffs),
         "n_b_higher": sum(d < 0 for d in diffs),
         "per_task_sd": _round(sd),
@@ -334,6 +373,31 @@ def compare_pair(
             None if estimate.value is None else tasks_to_separate(sd, estimate.value)
         ),
     }
+
+
+def _corrected(comparisons: list[Comparison]) -> list[Comparison]:
+    """Holm's correction over a table's pairs: a pair stays "ahead" only when its interval
+    excludes 0 and its Holm-adjusted p-value is below 1 - CONFIDENCE; otherwise it is not
+    separated (and its entries share a rank)."""
+    adjusted = holm_adjusted([c.get("p_value") for c in comparisons])
+    out = []
+    for comparison, p_holm in zip(comparisons, adjusted, strict=True):
+        comparison = {**comparison, "p_holm": None if p_holm is None else round(p_holm, 6)}
+        if comparison["verdict"].endswith(" ahead") and (
+            p_holm is None or p_holm >= 1.0 - CONFIDENCE
+        ):
+            comparison["verdict"] = NOT_SEPARATED
+        out.append(comparison)
+    return out
+
+
+def _pair_ahead(comparison: Comparison) -> int:
+    """1 when A is ahead of B after the correction, -1 when B is, else 0."""
+    if comparison["verdict"] == f"{comparison['a']} ahead":
+        return 1
+    if comparison["verdict"] == f"{comparison['b']} ahead":
+        return -1
+    return 0
 
 
 def _ahead(difference: EstimateEntry) -> int:
@@ -351,7 +415,7 @@ def _ranks(n_entries: int, comparisons: Sequence[Comparison]) -> list[int]:
     behind = [0] * n_entries
     pairs = combinations(range(n_entries), 2)
     for (i, j), comparison in zip(pairs, comparisons, strict=True):
-        ahead = _ahead(comparison["difference"])
+        ahead = _pair_ahead(comparison)
         if ahead == 1:
             behind[j] += 1
         elif ahead == -1:
@@ -422,6 +486,8 @@ def _section_title(key: TableKey) -> str:
     section = SECTIONS[key.section]
     if section == UNVERIFIED:
         return f"UNVERIFIED (no logs: not ranked) · {title}"
+    if section == PARTIAL:
+        return f"PARTIAL (not the whole split: not ranked) · {title}"
     if section == OTHER:
         return f"other settings (ranked only here) · {title}"
     return title
@@ -431,10 +497,12 @@ def _pairs(
     entries: Sequence[LeaderboardEntry], tasks: Sequence[dict[str, TaskOutcomes]]
 ) -> list[Comparison]:
     """Every pair of a table, each entry against the ones below it."""
-    return [
-        compare_pair(entries[i]["id"], tasks[i], entries[j]["id"], tasks[j])
-        for i, j in combinations(range(len(entries)), 2)
-    ]
+    return _corrected(
+        [
+            compare_pair(entries[i]["id"], tasks[i], entries[j]["id"], tasks[j])
+            for i, j in combinations(range(len(entries)), 2)
+        ]
+    )
 
 
 def build_leaderboard(
@@ -445,6 +513,7 @@ def build_leaderboard(
     for name, sub, standing in submissions:
         unique.setdefault(str(sub["sha256"]), (name, sub, standing))
     ordered = [unique[sha] for sha in sorted(unique)]
+    ordered, duplicates = _one_per_content(ordered)
     groups: dict[TableKey, list[tuple[str, Submission, Standing]]] = {}
     for name, sub, standing in ordered:
         groups.setdefault(table_key(sub, standing), []).append((name, sub, standing))
@@ -470,7 +539,7 @@ def build_leaderboard(
         subs = [members[i][1] for i in order]
         tasks = [_by_task(sub) for sub in subs]
         comparisons = _pairs(entries, tasks)
-        if section != UNVERIFIED:
+        if section not in UNRANKED:
             ranks = _ranks(len(entries), comparisons)
             if ranks != sorted(ranks):
                 # An entry below another by pass@1 that fewer entries are ahead of: list it by
@@ -499,7 +568,9 @@ def build_leaderboard(
         "comparison": (
             "paired bootstrap over the tasks both entries counted: the mean of per-task "
             "pass@1 differences (A − B) and its percentile interval; 'ahead' when the "
-            "interval excludes 0"
+            "interval excludes 0 and the pair's bootstrap p-value, Holm-corrected over every "
+            "pair of the table (family-wise error 5%), is below 0.05; entries no corrected "
+            "comparison separates share a rank"
         ),
         "confidence": CONFIDENCE,
         "resamples": BOOTSTRAP_RESAMPLES,
@@ -510,7 +581,7 @@ def build_leaderboard(
             "and split size"
         ),
     }
-    return {
+    board: Leaderboard = {
         "format": LEADERBOARD_FORMAT,
         "statistics": statistics,
         "tables": tables,
@@ -524,6 +595,55 @@ def build_leaderboard(
             for name, sub, standing in ordered
         ],
     }
+    if duplicates:
+        board["duplicates"] = duplicates
+    return board
+
+
+def _reply_digests(sub: Submission) -> dict[tuple[str, int], str]:
+    return {
+        (task["task_id"], number): digest
+        for task in sub["tasks"]
+        for number, attempt in enumerate(task["attempts"], start=1)
+        if (digest := attempt.get("output_sha256"))
+    }
+
+
+def _one_per_content(
+    ordered: list[tuple[str, Submission, Standing]],
+) -> tuple[list[tuple[str, Submission, Standing]], list[DuplicateSubmission]]:
+    """One submission per set of model replies: a copy under new ids, another file name or
+    another framework is listed as a duplicate, never ranked beside its original. The one kept
+    is the best verified (ranked, other settings, partial, unverified), then Inspect's (as in
+    `report`), then the earliest run, then the first by hash, so the choice does not depend on
+    the arguments' order."""
+    by_preference = sorted(
+        ordered,
+        key=lambda item: (
+            SECTIONS.index(item[2].section),
+            _text(item[1]["framework"]),
+            _date(item[1]) or "9999",
+            str(item[1]["sha256"]),
+        ),
+    )
+    kept, _, dropped = content_duplicates(
+        by_preference, lambda item: _reply_digests(item[1]), lambda item: item[0]
+    )
+    duplicates: list[DuplicateSubmission] = []
+    for index, original in sorted(dropped.items()):
+        name, sub, _ = by_preference[index]
+        shared, same = overlap(_reply_digests(sub), _reply_digests(by_preference[original][1]))
+        duplicates.append(
+            {
+                "file": name,
+                "model": sub["model"],
+                "same_as": by_preference[original][0],
+                "n_shared": shared,
+                "n_same": same,
+            }
+        )
+    kept_ids = {id(item) for item in kept}
+    return [item for item in ordered if id(item) in kept_ids], duplicates
 
 
 def display_name(path: str | Path) -> str:

@@ -39,6 +39,15 @@ def _interval(entry: EstimateEntry | PassKValue | None) -> str:
     return f"{_pct(low)} – {_pct(high)}"
 
 
+def _clustered(entry: LeaderboardEntry) -> str:
+    clustered = entry.get("pass@1_clustered")
+    if not clustered or not clustered["ci95"]:
+        return "—"
+    widening = clustered["widening"]
+    times = "" if widening is None else f", ×{widening:.2f}"
+    return f"{_interval(clustered)} ({clustered['n_clusters']}{times})"
+
+
 def _value(entry: EstimateEntry | PassKValue | None) -> float | None:
     return None if entry is None else entry["value"]
 
@@ -77,9 +86,23 @@ _SECTION_WORDS = {
     "other settings": "Other settings: verified, but a setting differs from the task's "
     "defaults, the split is nonstandard, or other pins were used; ranked only within their "
     "own table.",
+    "partial": "PARTIAL: verified, but the run does not cover its whole split (filters, "
+    "--limit, or samples it left ungraded); listed by pass@1, never ranked with complete runs.",
     "unverified": "UNVERIFIED: no logs came with these submissions, so no answer was "
     "re-graded; listed by pass@1, not ranked.",
 }
+
+
+_PAIR_HEADER = [
+    "A",
+    "B",
+    "tasks",
+    "A − B (points)",
+    "95% CI",
+    "p (Holm)",
+    "verdict",
+    "tasks needed",
+]
 
 
 # -- markdown ----------------------------------------------------------------------------------
@@ -98,6 +121,16 @@ def render_markdown(board: Leaderboard) -> str:
         "never ranked or compared together, and unverified submissions are never ranked.",
         "",
     ]
+    duplicates = board.get("duplicates", [])
+    if duplicates:
+        out += ["# Counted as one", ""]
+        out += [
+            f"- {_md_text(d['file'])} ({_md_text(d['model'])}): the same model replies as "
+            f"{_md_text(d['same_as'])} ({d['n_same']} of {d['n_shared']} identical); not "
+            "listed again"
+            for d in duplicates
+        ]
+        out.append("")
     section = None
     for table in board["tables"]:
         if table["section"] != section:
@@ -107,6 +140,7 @@ def render_markdown(board: Leaderboard) -> str:
         tiers, modes, ks = _columns(entries)
         out += [f"## {_md_text(table['title'])}", ""]
         header = ["#", "model", "framework", "variant", "split", "pass@1", "95% CI"]
+        header += ["95% CI clustered by dataset (datasets, × width)"]
         header += [f"pass@1 {t}" for t in tiers] + [f"mode {m}" for m in modes]
         header += [f"pass@{k}" for k in ks]
         header += ["tasks", "left ungraded by the run", "ungradable", "graded only"]
@@ -115,7 +149,7 @@ def render_markdown(board: Leaderboard) -> str:
         for e in entries:
             model = _md_text(e["id"]) + "".join(f" **{note}**" for note in _model_note(e))
             row = [_rank(e), model, *map(_md_text, (e["framework"], e["variant"], e["split"]))]
-            row += [_pct(e["pass@1"]["value"]), _interval(e["pass@1"])]
+            row += [_pct(e["pass@1"]["value"]), _interval(e["pass@1"]), _clustered(e)]
             row += [_pct(_value(e["pass@1_by_tier"].get(t))) for t in tiers]
             row += [_pct(_value(e["pass@1_by_reward_mode"].get(m))) for m in modes]
             row += [_pct(_value(e["pass@k"].get(k))) for k in ks]
@@ -126,10 +160,11 @@ def render_markdown(board: Leaderboard) -> str:
         out.append("")
         if table["comparisons"]:
             out += [
-                "### Pairwise (paired bootstrap on the tasks both counted)",
+                "### Pairwise (paired bootstrap on the tasks both counted; Holm-corrected over the "
+                "table's pairs)",
                 "",
-                _md_row(["A", "B", "tasks", "A − B (points)", "95% CI", "verdict", "tasks needed"]),
-                "|---|---|---|---|---|---|---|",
+                _md_row(_PAIR_HEADER),
+                "|---|---|---|---|---|---|---|---|",
             ]
             for c in table["comparisons"]:
                 d = c["difference"]
@@ -137,7 +172,8 @@ def render_markdown(board: Leaderboard) -> str:
                 if d["ci95"]:
                     ci = f"{_signed_points(d['ci95'][0])} – {_signed_points(d['ci95'][1])}"
                 row = [_md_text(c["a"]), _md_text(c["b"]), str(c["n_tasks"])]
-                row += [_signed_points(d["value"]), ci]
+                p_holm = c.get("p_holm")
+                row += [_signed_points(d["value"]), ci, "—" if p_holm is None else f"{p_holm:.3f}"]
                 row += [_md_text(c["verdict"]), _text_count(c["tasks_to_separate"])]
                 out.append(_md_row(row))
             out.append("")
@@ -444,6 +480,15 @@ def render_html(board: Leaderboard) -> str:
             f"{_comparisons(table, index)}"
             f"<h3>Is this number any good?</h3><ul>{lines}</ul></section>"
         )
+    duplicates = board.get("duplicates", [])
+    if duplicates:
+        items = "".join(
+            f"<li>{_e(d['file'])} ({_e(d['model'])}): the same model replies as "
+            f"{_e(d['same_as'])} ({d['n_same']} of {d['n_shared']} identical); not listed "
+            "again</li>"
+            for d in duplicates
+        )
+        sections.insert(0, f'<h2 class="section">Counted as one</h2><ul>{items}</ul>')
     stats = board["statistics"]
     return (
         "<!DOCTYPE html>\n"

@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from smoldataenvs_tasks.results.fingerprint import dedupe_by_content
 from smoldataenvs_tasks.results.load_harbor import is_harbor_job, load_harbor_job
 from smoldataenvs_tasks.results.load_inspect import (
     INSPECT_SUFFIXES,
@@ -60,17 +61,25 @@ def load_runs(paths: Sequence[str | Path], *, allow_incomplete: bool = False) ->
 
 
 def load_unique_runs(
-    paths: Sequence[str | Path], *, allow_incomplete: bool = False
+    paths: Sequence[str | Path], *, allow_incomplete: bool = False, by_content: bool = True
 ) -> tuple[list[Run], list[str]]:
-    """`load_runs`, one run per run id (`runs.dedupe_runs`), and a note per input left out.
+    """`load_runs`, one run per run id (`runs.dedupe_runs`) and per content (the same model
+    replies: `fingerprint.dedupe_by_content`), and a note per input left out.
 
     A log that did not finish is refused (unless `allow_incomplete`) only when no finished
     attempt of its run stands for it: a folder holding an `inspect eval-retry` and the
-    cancelled original it retried reads as the retry, with a note."""
+    cancelled original it retried reads as the retry, with a note. `by_content=False` keeps
+    runs with the same replies apart (a verifier matches each submission's runs by id; the
+    leaderboard counts same-reply submissions as one)."""
     try:
         runs, notes = dedupe_runs(load_runs(paths, allow_incomplete=True))
     except IncompatibleRunsError as exc:
         raise RunLoadError(str(exc)) from None
+    # A copy under new ids (eval id, run id, sample uuids, a renamed folder) is the same
+    # replies: one run, whichever framework or file holds it.
+    if by_content:
+        runs, same = dedupe_by_content(runs)
+        notes += same
     if not allow_incomplete:
         for run in runs:
             if not run.finished:

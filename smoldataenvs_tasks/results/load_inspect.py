@@ -17,6 +17,7 @@ from typing import Any
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID
 from smoldataenvs_tasks.results.coverage import FILTER_NAMES, normal_filters
+from smoldataenvs_tasks.results.fingerprint import output_digest
 from smoldataenvs_tasks.results.protocol import clipped, normal_settings
 from smoldataenvs_tasks.results.runs import (
     Attempt,
@@ -249,7 +250,8 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
             )
         if any(a.epoch == sample.epoch for a in entry.attempts):
             raise RunLoadError(f"{where}: the sample appears twice")
-        entry.attempts.append(Attempt(int(sample.epoch), verdict, regraded, digests))
+        reply = output_digest(getattr(getattr(sample, "output", None), "completion", None))
+        entry.attempts.append(Attempt(int(sample.epoch), verdict, regraded, digests, reply))
     for entry in tasks.values():
         entry.attempts.sort(key=lambda a: a.epoch)
 

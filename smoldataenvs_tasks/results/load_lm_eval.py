@@ -24,6 +24,7 @@ from typing import Any, TypedDict
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, SAMPLE_SPLIT
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.results.coverage import FILTER_NAMES, normal_filters
+from smoldataenvs_tasks.results.fingerprint import attach_digests, output_digest, tasks_digests
 from smoldataenvs_tasks.results.protocol import clipped, normal_settings
 from smoldataenvs_tasks.results.runs import (
     Attempt,
@@ -179,10 +180,22 @@ def _attempts_from_samples(path: Path) -> tuple[dict[str, TaskAttempts], dict[st
         if task_id in tasks:
             raise RunLoadError(f"{path.name}: task {task_id} appears on two lines")
         entry = tasks[task_id] = _task_entry(doc, task_id, f"{where} doc")
+        replies = _replies(row.get("resps"))
         for repeat, raw in enumerate(filtered):
             verdict, digests = _parse_verdict(raw, f"{where} filtered_resps[{repeat}]")
-            entry.attempts.append(Attempt(repeat + 1, verdict, table_sha256=digests))
+            reply = output_digest(replies[repeat]) if repeat < len(replies) else None
+            entry.attempts.append(Attempt(repeat + 1, verdict, {}, digests, reply))
     return tasks, first_doc
+
+
+def _replies(resps: Any) -> list[Any]:
+    """lm-eval's `resps`, one reply per repeat: [[r1], [r2]] or [[r1, r2]], flattened."""
+    if not isinstance(resps, list):
+        return []
+    flat: list[Any] = []
+    for item in resps:
+        flat.extend(item if isinstance(item, list) else [item])
+    return flat
 
 
 def _attempts_from_verdicts(rows: list[dict[str, Any]], where: str) -> dict[str, TaskAttempts]:
@@ -288,6 +301,7 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 # them was edited after the run.
                 from_samples, first_doc = _attempts_from_samples(samples_file)
                 _check_agree(tasks, from_samples, verdicts_file.name, samples_file.name)
+                attach_digests(tasks, tasks_digests(from_samples))
         elif samples_file.exists():
             tasks, first_doc = _attempts_from_samples(samples_file)
         else:

@@ -65,6 +65,15 @@ def render_markdown(sub: Submission) -> str:
         f"; left ungraded by the run (counted as 0): {sub['n_left_ungraded']}"
         f"; graded only: {_pct(sub['pass@1_graded']['value'])} over {sub['n_graded']}"
     )
+    clustered = sub.get("pass@1_clustered")
+    if clustered and clustered["ci95"]:
+        low, high = clustered["ci95"]
+        widening = clustered["widening"]
+        headline += (
+            f"; clustered by source dataset ({clustered['n_clusters']} datasets): 95% CI "
+            f"{_pct(low)} – {_pct(high)}"
+            + ("" if widening is None else f", {widening:.2f}× the task interval's width")
+        )
     seeds = sub["seeds"]
     if seeds:
         s = seeds["pass@1"]

@@ -38,6 +38,8 @@ class Attempt:
     # name -> sha256 of each table the attempt's sandbox was given; None when none was staged
     # (an invalid row, a table that could not be had) or the run did not record them.
     table_sha256: dict[str, str] | None = None
+    # sha256 of the model's reply, folded (results/fingerprint.py): runs are told apart by it.
+    output_sha256: str | None = None
 
     def under(self, profile: str) -> Verdict | None:
         """This attempt's verdict under the grader `profile`, when the run holds one."""

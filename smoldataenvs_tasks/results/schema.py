@@ -131,6 +131,14 @@ class EstimateEntry(TypedDict):
     n_tasks: int
 
 
+class ClusteredEstimate(EstimateEntry):
+    """pass@1 with its interval from a bootstrap over source datasets (`stats.
+    cluster_bootstrap_ci`): tasks on one Kaggle dataset are not independent."""
+
+    n_clusters: int  # source datasets (a task whose dataset is unknown is its own)
+    widening: float | None  # clustered interval's width / the task bootstrap's; None if 0
+
+
 class PassKEntry(EstimateEntry):
     n_tasks_excluded: int  # tasks with fewer than k graded attempts
 
@@ -224,6 +232,9 @@ class AttemptEntry(TypedDict):
     prediction: str | None  # cut at 200 characters
     by_grader: dict[str, Reward | None]  # the reward under each grader profile
     table_sha256: dict[str, str] | None  # name -> sha256 of each table the attempt was given
+    # sha256 of the model's reply, folded (results/fingerprint.py); absent in submissions
+    # written before issue 35, which cannot be told apart by content.
+    output_sha256: NotRequired[str | None]
 
 
 TaskEntry = TypedDict(
@@ -241,6 +252,9 @@ TaskEntry = TypedDict(
         "n_left_ungraded": Recomputed[int],
         "n_correct": Recomputed[int],
         "attempts": Annotated[list[AttemptEntry], _non_empty],
+        # The source dataset (`<hf_bucket>/<bucket_prefix>`) pass@1's interval clusters on;
+        # absent in submissions written before issue 35.
+        "cluster": NotRequired[str | None],
     },
 )
 
@@ -395,6 +409,8 @@ _SubmissionFigures = TypedDict(
         "ungradable_by_reason": Recomputed[dict[str, int]],
         "pass@1": Recomputed[EstimateEntry],
         "pass@1_graded": Recomputed[EstimateEntry],
+        # Present when the tasks record their source dataset (issue 35).
+        "pass@1_clustered": NotRequired[Recomputed[ClusteredEstimate]],
         "pass@1_by_tier": Recomputed[dict[str, EstimateEntry]],
         "pass@1_by_reward_mode": Recomputed[dict[str, EstimateEntry]],
         "pass@1_by_grader": Recomputed[dict[str, EstimateEntry]],

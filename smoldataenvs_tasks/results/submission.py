@@ -44,6 +44,7 @@ from smoldataenvs_tasks.results.diagnostics import ALPHA, POWER, submission_diag
 from smoldataenvs_tasks.results.protocol import deviations, normal_settings
 from smoldataenvs_tasks.results.runs import Run, RunLoadError, check_combinable
 from smoldataenvs_tasks.results.schema import (
+    ClusteredEstimate,
     CoverageInputs,
     EstimateEntry,
     Failures,
@@ -64,6 +65,7 @@ from smoldataenvs_tasks.results.stats import (
     BOOTSTRAP_SEED,
     CONFIDENCE,
     bootstrap_ci,
+    cluster_bootstrap_ci,
     mean_and_se,
     pass_at_k,
     pass_k_values,
@@ -282,6 +284,22 @@ def _run_entry(
     }
 
 
+def _clustered(scored: list[TaskOutcomes]) -> dict[str, ClusteredEstimate]:
+    """pass@1 with its interval clustered by source dataset, when the tasks record theirs
+    (older submissions do not: nothing to recompute, so nothing is added)."""
+    if not any(t.cluster for t in scored):
+        return {}
+    values = _pass1s(scored)
+    estimate, n_clusters = cluster_bootstrap_ci(values, [t.cluster for t in scored])
+    plain = bootstrap_ci(values)
+    entry = estimate.to_dict()
+    widening = None
+    if plain.low is not None and plain.high is not None and plain.high > plain.low:
+        assert estimate.low is not None and estimate.high is not None
+        widening = round((estimate.high - estimate.low) / (plain.high - plain.low), 3)
+    return {"pass@1_clustered": {**entry, "n_clusters": n_clusters, "widening": widening}}
+
+
 # -- assembling --------------------------------------------------------------------------------
 def assemble(
     header: Header, run_records: Sequence[RunRecord], tasks: list[TaskOutcomes]
@@ -322,6 +340,7 @@ def assemble(
         "ungradable_by_reason": _by_reason(ungradable),
         "pass@1": bootstrap_ci(_pass1s(scored)).to_dict(),
         "pass@1_graded": bootstrap_ci(_pass1s(graded_everywhere)).to_dict(),
+        **_clustered(scored),  # type: ignore[typeddict-item]
         "pass@1_by_tier": _estimates_by(scored, lambda t: t.difficulty_tier, TIERS),
         "pass@1_by_reward_mode": _estimates_by(
             scored,

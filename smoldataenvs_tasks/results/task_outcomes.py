@@ -41,6 +41,7 @@ class AttemptOutcome:
     by_grader: Mapping[str, float | None] = field(default_factory=dict)
     # name -> sha256 of each table the attempt was given (None: none staged, or not recorded).
     table_sha256: Mapping[str, str] | None = None
+    output_sha256: str | None = None
 
     @property
     def dataset_defect(self) -> bool:
@@ -48,7 +49,7 @@ class AttemptOutcome:
         return self.reward is None and self.detail in DATASET_DEFECT_NAMES
 
     def to_entry(self) -> AttemptEntry:
-        return {
+        entry: AttemptEntry = {
             "run": self.run,
             "epoch": self.epoch,
             "reward": self.reward,
@@ -61,6 +62,9 @@ class AttemptOutcome:
             if self.table_sha256 is None
             else dict(sorted(self.table_sha256.items())),
         }
+        if self.output_sha256 is not None:
+            entry["output_sha256"] = self.output_sha256
+        return entry
 
 
 @dataclass
@@ -74,6 +78,9 @@ class TaskOutcomes:
     # train split's rows were not available when the report was written (results/contamination).
     table_in_train: bool | None = None
     attempts: list[AttemptOutcome] = field(default_factory=list)
+    # The source dataset its tables come from (`<hf_bucket>/<bucket_prefix>`): pass@1's
+    # clustered interval resamples these; None when the run did not record it.
+    cluster: str | None = None
 
     def graded_in(self, run: int) -> bool:
         return any(a.run == run and a.reward is not None for a in self.attempts)
@@ -122,7 +129,7 @@ class TaskOutcomes:
         rewards = self.rewards()
         graded = self.pass1()
         headline = self.scored().pass1() if countable else None
-        return {
+        entry: TaskEntry = {
             "task_id": self.task_id,
             "difficulty_tier": self.difficulty_tier,
             "reward_mode": self.reward_mode,
@@ -136,6 +143,9 @@ class TaskOutcomes:
             "n_correct": int(sum(rewards)),
             "attempts": [a.to_entry() for a in self.attempts],
         }
+        if self.cluster is not None:
+            entry["cluster"] = self.cluster
+        return entry
 
 
 def ungraded_reason(task: TaskOutcomes) -> str:
@@ -169,6 +179,7 @@ def outcomes_from_runs(
             if task.difficulty_tier == "unknown":
                 task.difficulty_tier = entry.difficulty_tier
             task.reward_mode = task.reward_mode or entry.reward_mode
+            task.cluster = task.cluster or entry.tables
             for attempt in entry.attempts:
                 verdict = attempt.verdict
                 task.attempts.append(
@@ -186,6 +197,7 @@ def outcomes_from_runs(
                             if (graded := attempt.under(profile)) is not None
                         },
                         table_sha256=attempt.table_sha256,
+                        output_sha256=attempt.output_sha256,
                     )
                 )
     return [tasks[task_id] for task_id in sorted(tasks)]
@@ -213,6 +225,7 @@ def outcomes_from_entries(entries: Sequence[TaskEntry]) -> list[TaskOutcomes]:
                     for profile, reward in a["by_grader"].items()
                 },
                 table_sha256=a["table_sha256"],
+                output_sha256=a.get("output_sha256"),
             )
             for a in entry["attempts"]
         ]
@@ -222,6 +235,7 @@ def outcomes_from_entries(entries: Sequence[TaskEntry]) -> list[TaskOutcomes]:
             reward_mode=entry["reward_mode"],
             table_in_train=entry["table_in_train"],
             attempts=attempts,
+            cluster=entry.get("cluster"),
         )
         if not attempts:
             raise RunLoadError(f"tasks[{number}] ({task.task_id}): a task with no attempt")

@@ -370,7 +370,9 @@ class Verifier:
         if self.log_paths:
             from smoldataenvs_tasks.results.load import load_unique_runs
 
-            self.runs, self.notes = load_unique_runs(self.log_paths, allow_incomplete=True)
+            self.runs, self.notes = load_unique_runs(
+                self.log_paths, allow_incomplete=True, by_content=False
+            )
         self._data: dict[str, VerifierData | str] = {}
 
     def data(self, split: str) -> VerifierData | str:

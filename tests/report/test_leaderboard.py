@@ -289,3 +289,68 @@ def test_reports_and_leaderboards_are_readable_by_others(tmp_path):
     assert invoke("leaderboard", str(path), "--out", str(tmp_path / "lb")).exit_code == 0
     for name in OUTPUTS:
         assert stat.S_IMODE((tmp_path / "lb" / name).stat().st_mode) == 0o644, name
+
+
+# --- Holm's correction and partial runs (issue 35) ----------------------------------------------
+
+
+def test_a_gap_the_uncorrected_interval_separates_is_not_separated_after_holm():
+    """a and c solve the same 30 of 60 tasks, b four fewer: alone, each gap's 95% interval
+    excludes 0 (p about 0.04), but three pairs are three tests, and Holm's correction leaves no
+    pair separated, so all three share rank 1."""
+    from smoldataenvs_tasks.results.stats import bootstrap_ci, bootstrap_p_value
+
+    diffs = [1.0] * 4 + [0.0] * 56
+    raw = bootstrap_ci(diffs)
+    p = bootstrap_p_value(diffs)
+    assert raw.low is not None and raw.low > 0 and p is not None and 0.0 < p < 0.05
+    a = synthetic_submission("model-a", rewards_with(set(range(30))))
+    b = synthetic_submission("model-b", rewards_with(set(range(26))))
+    c = synthetic_submission("model-c", rewards_with(set(range(30))))
+    table = ranked(a, b, c)
+    assert {e["model"]: e["rank"] for e in table["entries"]} == {
+        "model-a": 1,
+        "model-b": 1,
+        "model-c": 1,
+    }
+    for pair in table["comparisons"]:
+        assert pair["verdict"] == "not separated"
+        assert pair["p_holm"] >= pair["p_value"]
+        if {pair["a"], pair["b"]} != {"model-a", "model-c"}:
+            # separated alone (p below 0.05), not once corrected for the table's three pairs
+            assert pair["p_value"] < 0.05 <= pair["p_holm"]
+    # two entries only: one test, no correction, and the same gap separates them
+    alone = ranked(a, b)
+    assert [e["rank"] for e in alone["entries"]] == [1, 2]
+    assert alone["comparisons"][0]["verdict"] == "model-a ahead"
+
+
+def test_holm_adjusted_p_values():
+    from smoldataenvs_tasks.results.stats import bootstrap_p_value, holm_adjusted
+
+    assert holm_adjusted([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm_adjusted([0.5, None, 0.6]) == pytest.approx([1.0, None, 1.0])
+    assert bootstrap_p_value([0.0] * 20) == 1.0
+    assert bootstrap_p_value([1.0] * 20) == pytest.approx(2 / 10_001)
+    assert bootstrap_p_value([]) is None
+
+
+def test_a_partial_run_is_listed_apart_never_ranked_with_complete_ones(tmp_path):
+    """Issue 35: a run filtered to the tasks a weaker model solves topped a complete run of a
+    stronger one in the same table."""
+    cherry = synthetic_submission("weak", [[1.0]] * 4, split_tasks=60)
+    assert cherry["coverage"]["complete"] is False
+    strong = synthetic_submission("strong", rewards_with(set(range(45))))
+    board = build_leaderboard(
+        [
+            ("c/s.json", cherry, Standing(verified=True, complete=False)),
+            ("s/s.json", strong, Standing(verified=True)),
+        ]
+    )
+    sections = {t["section"]: t for t in board["tables"]}
+    assert [e["model"] for e in sections["ranked"]["entries"]] == ["strong"]
+    (listed,) = sections["partial"]["entries"]
+    assert listed["model"] == "weak" and listed["rank"] is None
+    assert sections["partial"]["title"].startswith("PARTIAL (not the whole split: not ranked)")
+    md = render_markdown(board)
+    assert md.index("# Ranked") < md.index("# Partial")

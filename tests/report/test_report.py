@@ -330,12 +330,22 @@ def test_epochs_give_pass_at_k_with_the_unbiased_estimator(inspect_epochs_log, t
 
 @pytest.fixture(scope="module")
 def seed_logs(sandbox_kind, mixed_replay, tmp_path_factory) -> list[Path]:
-    """Three runs of one model label: gold replies, MIXED replies, MIXED without one task's row
-    (that sample errors, so the task is graded in two runs of three)."""
+    """Three runs of one model label: gold replies, MIXED replies, MIXED reworded without one
+    task's row (that sample errors, so the task is graded in two runs of three). Reworded: the
+    same verdicts in other words, as another seed writes them; the same words would be the same
+    run (results/fingerprint.py)."""
     from smoldataenvs_tasks.validate import BUNDLED_GOLD
 
     root = tmp_path_factory.mktemp("seeds")
-    partial = write_replay(root / "partial.jsonl", MIXED, drop=("sample/0001/orders.ipynb_qa_2",))
+    reworded = {
+        task_id: reply
+        if reply.text is None
+        else dataclasses.replace(reply, text="Seed 2. " + reply.text)
+        for task_id, reply in MIXED.items()
+    }
+    partial = write_replay(
+        root / "partial.jsonl", reworded, drop=("sample/0001/orders.ipynb_qa_2",)
+    )
     return [
         run_inspect(BUNDLED_GOLD, root / "s0", label="seeded"),
         run_inspect(mixed_replay, root / "s1", label="seeded"),
@@ -431,7 +441,15 @@ def test_lm_eval_verdicts_file_and_samples_file_give_the_same_submission(
     a = report(tmp_path / "a", only_verdicts)
     b = report(tmp_path / "b", only_samples)
     c = report(tmp_path / "c", lm_eval_dir)
-    assert a["sha256"] == b["sha256"] == c["sha256"]
+    assert b["sha256"] == c["sha256"]
+    # the verdicts file holds no reply: the same submission but for the replies' fingerprints
+    assert all("output_sha256" in at for t in b["tasks"] for at in t["attempts"] if t["in_pass1"])
+    for task in b["tasks"]:
+        for attempt in task["attempts"]:
+            attempt.pop("output_sha256", None)
+    assert {k: v for k, v in a.items() if k != "sha256"} == {
+        k: v for k, v in b.items() if k != "sha256"
+    }
     assert a["failures"]["n_attempts"] == len(MIXED) * a["epochs"]
 
 

@@ -150,3 +150,20 @@ def test_canonical_json_is_compact_sorted_utf8():
     assert canonical_json({"b": 1, "a": "é"}) == '{"a":"é","b":1}'.encode()
     with pytest.raises(ValueError):
         canonical_json({"a": float("nan")})
+
+
+def test_a_clustered_interval_is_wider_when_a_datasets_tasks_move_together():
+    """Issue 35: 10 datasets of 6 tasks each, every dataset's tasks all solved or all failed:
+    60 tasks but 10 independent outcomes, so the cluster bootstrap is wider than the task one;
+    with every task its own cluster it is the task bootstrap again."""
+    from smoldataenvs_tasks.results.stats import cluster_bootstrap_ci
+
+    values = [1.0 if d % 2 else 0.0 for d in range(10) for _ in range(6)]
+    clusters = [f"dataset-{d}" for d in range(10) for _ in range(6)]
+    plain = bootstrap_ci(values)
+    clustered, n_clusters = cluster_bootstrap_ci(values, clusters)
+    assert n_clusters == 10 and clustered.value == plain.value == 0.5
+    assert clustered.high - clustered.low > 1.8 * (plain.high - plain.low)
+    alone, n_alone = cluster_bootstrap_ci(values, [None] * len(values))
+    assert n_alone == 60 and (alone.low, alone.high) == (plain.low, plain.high)
+    assert cluster_bootstrap_ci([], []) == (bootstrap_ci([]), 0)

@@ -132,3 +132,27 @@ def test_a_file_that_is_not_a_submission_is_one_line_and_exit_2(tmp_path):
     older.write_text(json.dumps({"format": "smoldataenvs-submission/2"}), encoding="utf-8")
     result = invoke("verify", str(older))
     assert result.exit_code == 2 and "expected 'smoldataenvs-submission/3'" in result.output
+
+
+def test_the_clustered_interval_is_recorded_and_recomputed_by_verify(tmp_path):
+    """Issue 35: pass@1's interval clustered by source dataset (7 datasets in the synthetic
+    runs) is a figure like any other: an edited one fails `figures`."""
+    from click.testing import CliRunner
+
+    from smoldataenvs_tasks.cli import main
+    from smoldataenvs_tasks.results.submission import submission_json, submission_sha256
+    from tests.report.synthetic import synthetic_submission
+
+    sub = synthetic_submission("model-a", [[1.0], [0.0], [1.0]] * 10)
+    clustered = sub["pass@1_clustered"]
+    assert clustered["n_clusters"] == 7 and clustered["n_tasks"] == 30
+    assert clustered["value"] == sub["pass@1"]["value"] and clustered["widening"] > 0
+    assert {t["cluster"] for t in sub["tasks"]} == {f"owner/bucket/prefix-{i}" for i in range(7)}
+    path = tmp_path / "s.json"
+    path.write_bytes(submission_json(sub))
+    assert CliRunner().invoke(main, ["verify", str(path)]).exit_code == 0
+    sub["pass@1_clustered"]["ci95"] = [0.6, 0.7]
+    sub["sha256"] = submission_sha256(sub)
+    path.write_bytes(submission_json(sub))
+    result = CliRunner().invoke(main, ["verify", str(path)])
+    assert result.exit_code == 1 and "pass@1_clustered" in result.output

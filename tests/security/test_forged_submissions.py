@@ -838,3 +838,128 @@ def test_leaderboard_md_shows_raw_html_and_markdown_in_a_model_name_as_typed(tmp
         assert len(cells) <= 1, table
     page = (tmp_path / "lb" / "leaderboard.html").read_text(encoding="utf-8")
     assert "<img src=x" not in page
+
+
+# --- duplicates by content (issue 35) ----------------------------------------------------------
+
+
+def _copy_under_new_ids(log_file: Path, out: Path) -> Path:
+    """The forgery of issue 35: a log copied with a new eval id, run id, task id and sample
+    uuids, under another file name."""
+    import uuid
+
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(log_file))
+    log.eval.eval_id = uuid.uuid4().hex
+    log.eval.run_id = uuid.uuid4().hex
+    log.eval.task_id = uuid.uuid4().hex
+    assert log.samples
+    for sample in log.samples:
+        sample.uuid = uuid.uuid4().hex
+    out.mkdir(parents=True)
+    write_eval_log(log, str(out / "a-new-name.eval"))
+    return out
+
+
+def test_an_inspect_log_copied_under_new_ids_is_one_run_in_report(mixed_log, tmp_path):
+    copy_dir = _copy_under_new_ids(mixed_log, tmp_path / "copy")
+    honest = report(tmp_path / "honest", mixed_log)
+    result = invoke("report", mixed_log, copy_dir, "--out", tmp_path / "r")
+    assert result.exit_code == 0, result.output
+    assert "a-new-name.eval: the same model outputs as" in result.output
+    assert "counted as one run" in result.output and "1 run(s)" in result.output
+    sub = load_sub(tmp_path / "r" / "submission.json")
+    assert sub["n_runs"] == 1 and sub["pass@1"] == honest["pass@1"]
+
+
+def test_a_copy_under_new_ids_is_not_ranked_beside_its_original(mixed_log, gold_log, tmp_path):
+    copy_dir = _copy_under_new_ids(mixed_log, tmp_path / "copy")
+    original = tmp_path / "original"
+    report(original, mixed_log)
+    report(tmp_path / "forged", copy_dir)
+    report(tmp_path / "gold", gold_log)
+    subs = [original / "submission.json", tmp_path / "forged" / "submission.json"]
+    subs.append(tmp_path / "gold" / "submission.json")
+    result = leaderboard(tmp_path / "lb", *subs, logs=(mixed_log, copy_dir, gold_log))
+    assert result.exit_code == 0, result.output
+    assert "counted as one:" in result.output
+    board = board_of(tmp_path / "lb")
+    ranked = entries(board, "ranked")
+    assert sorted(e["model"] for e in ranked) == ["replay/gold", "replay/mixed"]
+    (duplicate,) = board["duplicates"]
+    assert {duplicate["file"], duplicate["same_as"]} == {
+        "original/submission.json",
+        "forged/submission.json",
+    }
+    assert duplicate["n_same"] == duplicate["n_shared"] > 0
+    md = (tmp_path / "lb" / "leaderboard.md").read_text(encoding="utf-8")
+    assert "# Counted as one" in md and duplicate["file"] in md
+
+
+def test_a_copy_with_a_few_replies_edited_is_still_one_run(mixed_log, tmp_path):
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    copy_dir = _copy_under_new_ids(mixed_log, tmp_path / "copy")
+    (copied,) = copy_dir.iterdir()
+    log = read_eval_log(str(copied))
+    assert log.samples
+    # re-spaced and re-cased everywhere: the same replies
+    for sample in log.samples:
+        if sample.output and sample.output.choices:
+            text = sample.output.completion
+            sample.output.choices[0].message.content = "  " + text.upper().replace("\n", "\n\n")
+    write_eval_log(log, str(copied))
+    result = invoke("report", mixed_log, copy_dir, "--out", tmp_path / "r")
+    assert result.exit_code == 0, result.output
+    assert "counted as one run" in result.output, result.output
+
+
+def test_a_renamed_lm_eval_folder_is_one_run_and_so_is_the_inspect_run_of_its_replies(
+    lm_eval_out, mixed_log, tmp_path
+):
+    first = shutil.copytree(lm_eval_out, tmp_path / "out-a" / lm_eval_out.name)
+    second = shutil.copytree(lm_eval_out, tmp_path / "out-b" / "renamed-model-folder")
+    (results_file,) = second.glob("results_*.json")
+    stamp = results_file.stem.removeprefix("results_")
+    for path in list(second.iterdir()):  # another run id: lm-eval's is the task and the stamp
+        path.rename(path.with_name(path.name.replace(stamp, "2027-01-01T00-00-00.000001")))
+    result = invoke("report", first, second, "--out", tmp_path / "r", "--allow-partial")
+    assert result.exit_code == 0, result.output
+    assert "the same model outputs as" in result.output and "counted as one run" in result.output
+    assert len(list((tmp_path / "r").glob("**/submission.json"))) == 1
+    # the same replies through Inspect: one run too, whichever framework
+    result = invoke("report", mixed_log, first, "--out", tmp_path / "both", "--allow-partial")
+    assert result.exit_code == 0, result.output
+    assert "the same model outputs as" in result.output
+
+
+# --- cherry-picking: partial runs are never ranked with complete ones (issue 35) ----------------
+
+
+def test_a_run_filtered_to_the_tasks_a_weak_model_solves_is_never_ranked(
+    sandbox, mixed_log, tmp_path
+):
+    solved = [t for t in SAMPLE_IDS if MIXED[t].category == "correct"]
+    mixed_replay = write_replay(tmp_path / "mixed.jsonl", MIXED)
+    cherry_log = run_inspect(
+        mixed_replay, tmp_path / "cherry-logs", label="mixed", task_ids=",".join(solved)
+    )
+    cherry = report(tmp_path / "cherry", cherry_log, extra=("--allow-partial",))
+    assert cherry["pass@1"]["value"] == 1.0 and cherry["coverage"]["complete"] is False
+    report(tmp_path / "honest", mixed_log)
+    subs = (tmp_path / "cherry" / "submission.json", tmp_path / "honest" / "submission.json")
+    logs = (cherry_log, mixed_log)
+    result = leaderboard(tmp_path / "lb", *subs, logs=logs)
+    assert result.exit_code == 0, result.output
+    board = board_of(tmp_path / "lb")
+    assert [e["pass@1"]["value"] for e in entries(board, "ranked")] == [
+        load_sub(subs[1])["pass@1"]["value"]
+    ]
+    (listed,) = entries(board, "partial")
+    assert listed["rank"] is None and listed["pass@1"]["value"] == 1.0
+    options = [arg for log in logs for arg in ("--logs", log)]
+    refused = invoke("leaderboard", *subs, *options, "--verified-only", "--out", tmp_path / "v")
+    assert refused.exit_code == 1
+    assert "cherry/submission.json: a partial run, not the whole split" in refused.output
+    assert not (tmp_path / "v").exists()
