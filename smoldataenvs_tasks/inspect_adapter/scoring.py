@@ -151,13 +151,10 @@ def pass_k_epochs(k: int) -> Epochs:
     return Epochs(k, [_named(reducer, name) for reducer, name in named])
 
 
-# Sample metadata key naming the task's source dataset (issue 35: clustered standard errors).
-SOURCE_DATASET_KEY = "source_dataset"
-
 SCORER_METRICS = [
     pass_at_1(),
     accuracy(),
-    stderr(cluster=SOURCE_DATASET_KEY),
+    stderr(),
     graded(),
     grouped(accuracy(), "difficulty_tier", all=False, name_template="tier_{group_name}"),
     grouped(accuracy(), "reward_mode", all=False, name_template="mode_{group_name}"),

@@ -57,7 +57,6 @@ from smoldataenvs_tasks.inspect_adapter._compat import (
 )
 from smoldataenvs_tasks.inspect_adapter.providers import sandbox_spec
 from smoldataenvs_tasks.inspect_adapter.scoring import (
-    SOURCE_DATASET_KEY,
     answer_file_scorer,
     pass_k_epochs,
     program_scorer,
@@ -186,12 +185,6 @@ def _record_to_sample(
             # What a remote stager needs to fetch the tables itself (compose.remote.yaml).
             "hf_bucket": record.hf_bucket,
             "bucket_prefix": record.bucket_prefix,
-            # The cluster of the task metrics' stderr (scoring.SOURCE_DATASET_KEY): tasks on one
-            # dataset are not independent. The same key as results' `tables_key`; a task
-            # without a prefix is a cluster of its own (never None: Inspect refuses None).
-            SOURCE_DATASET_KEY: f"{record.hf_bucket or ''}/{record.bucket_prefix}"
-            if record.bucket_prefix
-            else record.task_id,
             "files": list(record.files),
             **({"mirror_url": mirror_url} if mirror_url else {}),
         },

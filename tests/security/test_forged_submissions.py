@@ -431,9 +431,11 @@ def test_a_run_that_leaves_its_failures_ungraded_does_not_rank_above_the_honest_
         logs=(mixed_log, tricked),
     )
     assert result.exit_code == 0, result.output
-    (table,) = [t for t in board_of(tmp_path / "lb")["tables"] if t["section"] == "ranked"]
-    values = {e["sha256"]: e["pass@1"]["value"] for e in table["entries"]}
-    assert values[sub["sha256"]] <= values[fair["sha256"]]
+    # Since issue 35 the tricked run is never ranked at all: it is partial (it left samples
+    # ungraded), and its replies are the honest run's, so it is counted as that run.
+    board = board_of(tmp_path / "lb")
+    assert [e["sha256"] for e in entries(board, "ranked")] == [fair["sha256"]]
+    assert [d["file"] for d in board["duplicates"]] == ["r/submission.json"]
 
 
 def test_two_logs_claiming_one_run_with_different_outcomes_are_refused(mixed_log, tmp_path):
@@ -604,7 +606,15 @@ def test_inspect_max_tokens_50_and_program_timeout_are_recorded_and_ranked_apart
     assert result.exit_code == 0, result.output
     board = board_of(tmp_path / "lb")
     assert [e["sha256"] for e in entries(board, "ranked")] == [load_sub(honest["gold"])["sha256"]]
-    assert [e["sha256"] for e in entries(board, "other settings")] == [sub["sha256"]]
+    # The replay model ignores max_tokens, so these are the gold run's replies: one run
+    # (issue 35), listed as a duplicate; a real model's replies differ and it is ranked apart.
+    assert [d["file"] for d in board["duplicates"]] == ["r/submission.json"]
+    assert entries(board, "other settings") == []
+    alone = leaderboard(tmp_path / "lb2", tmp_path / "r" / "submission.json", logs=(log_file,))
+    assert alone.exit_code == 0, alone.output
+    assert [e["sha256"] for e in entries(board_of(tmp_path / "lb2"), "other settings")] == [
+        sub["sha256"]
+    ]
 
 
 def test_lm_eval_max_gen_toks_64_is_recorded_and_flagged(lm_eval_out, tmp_path):
