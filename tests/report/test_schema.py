@@ -38,7 +38,7 @@ from tests.report.synthetic import synthetic_submission
 RESULTS = Path(results_package.__path__[0])
 # Modules that read other programs' formats (Inspect's logs, lm-eval's files): their keys are
 # those programs', checked one by one where they are read.
-FOREIGN_FORMATS = {"load_inspect.py", "load_lm_eval.py"}
+FOREIGN_FORMATS = {"load_inspect.py", "load_lm_eval.py", "load_harbor.py"}
 
 
 def declared_keys() -> set[str]:
