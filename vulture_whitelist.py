@@ -35,6 +35,7 @@ from smoldataenvs_tasks.rl.environment import DataAnalysisEnv
 from smoldataenvs_tasks.sandboxes.docker.spares import Spares, reuse_enabled
 from smoldataenvs_tasks.sandboxes.inputs import link_inputs_script
 from smoldataenvs_tasks.scorers import grader
+from smoldataenvs_tasks.scorers.cli import grade_command
 from smoldataenvs_tasks.scorers.symbolic import SymbolicPool, _worker_main
 from smoldataenvs_tasks.validate import validate_command
 
@@ -63,6 +64,13 @@ compare_command
 validate_command
 export_command
 build_image_command
+grade_command
+
+# The ladder's records (scorers/ladder.py, scorers/rules.py): fields that describe a rung or a
+# rule, read by tests/scorers/test_ladder.py and test_strict.py, which hold them to the code.
+_.rungs
+_.refuses
+_.accepting
 
 # click.Group's hooks, overridden by the lazy group (click calls them with the context).
 _LazyGroup.list_commands

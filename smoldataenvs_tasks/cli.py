@@ -19,7 +19,7 @@ import click
 
 # name -> ("module:attribute" of a click command, one-line help shown without importing it)
 _COMMANDS: dict[str, tuple[str, str]] = {
-    "grade": ("smoldataenvs_tasks.scorers.cli:grade", "Grade answers with the ladder."),
+    "grade": ("smoldataenvs_tasks.scorers.cli:grade_command", "Grade answers with the ladder."),
     "prefetch": ("smoldataenvs_tasks.data.cli:prefetch", "Fill the table cache for a split."),
     "mirror": ("smoldataenvs_tasks.data.cli:mirror", "Write an air-gapped mirror directory."),
     "cache": ("smoldataenvs_tasks.data.cli:cache", "Show or clear the local cache."),

@@ -122,7 +122,7 @@ def _read_rows(path: Path) -> list[_Row]:
     help="Grader profile: the published grader (default) or strict.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def grade(
+def grade_command(
     gold: str | None,
     candidate: str | None,
     reward_mode: str,
@@ -134,7 +134,7 @@ def grade(
     as_json: bool,
 ) -> None:
     """Grade CANDIDATE against GOLD (or every row of --file / --examples) with the ladder."""
-    from smoldataenvs_tasks.scorers.grader import grade as grade_one
+    from smoldataenvs_tasks.scorers.grader import grade
     from smoldataenvs_tasks.scorers.symbolic import SymbolicUnavailableError
 
     sources = (gold is not None) + (file_ is not None) + examples
@@ -147,7 +147,7 @@ def grade(
 
     try:
         if gold is not None and candidate is not None:
-            result = grade_one(
+            result = grade(
                 gold, candidate, reward_mode=reward_mode, abs_tol=atol, rel_tol=rtol, profile=grader
             )
             if as_json:
@@ -162,7 +162,7 @@ def grade(
         methods: Counter[str] = Counter()
         total = 0.0
         for row in rows:
-            result = grade_one(
+            result = grade(
                 row.gold,
                 row.candidate,
                 reward_mode=row.reward_mode,

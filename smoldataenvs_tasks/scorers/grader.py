@@ -1,5 +1,12 @@
 """The SmolDataEnvs grader ladder: a drop-in for the dataset's own `grader.grade`.
 
+One module of over 500 lines on purpose: this is the fast path, called millions of times in RL,
+and its rungs, the memo and the gold facts it reads are module globals and local helpers because
+each attribute look-up across modules costs on every call. The ladder as a specification lives
+elsewhere: its rungs and strict's rules as records, and the plain `reference_grade` built from
+them (`scorers/ladder.py`, `scorers/rules.py`), which tests/scorers/test_ladder.py holds `grade`
+to, under both profiles.
+
 Pure: imports neither inspect_ai nor lm_eval. The first five rungs run in-process; the symbolic
 rung (math-verify) runs under a hard deadline, in-process for a tame pair called from the main
 thread and in a small pool of worker processes otherwise (`scorers/symbolic.py`), so `grade` is
@@ -41,14 +48,22 @@ import threading
 import warnings
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from smoldataenvs_tasks._pins import KNOWN_REWARD_MODES
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.scorers import reading, strict, symbolic
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, GRADER_PROFILES
 
-__all__ = ["METHODS", "GradeResult", "UnknownProfileError", "clear_memo", "grade", "memo_info"]
+__all__ = [
+    "METHODS",
+    "GoldFacts",
+    "GradeResult",
+    "UnknownProfileError",
+    "clear_memo",
+    "grade",
+    "memo_info",
+]
 
 # Every `method` string `grade` can return.
 METHODS = (
@@ -165,7 +180,7 @@ def grade(
     # str.split() and str.strip() agree on what whitespace is (str.isspace), so no words means
     # blank, and equal word lists mean equal normalised texts (re.sub(r"\s+", " ", ...)).
     info = _golds.get(gold)
-    gold_words = gold.lower().split() if info is None else info[0]
+    gold_words = gold.lower().split() if info is None else info.words
     if not gold_words:
         return _MISS
     cand_words = candidate.lower().split()
@@ -175,10 +190,10 @@ def grade(
         return _EXACT
     if info is None:
         info = _read_gold(gold, gold_words)
-    g = info[_G]
+    g = info.first
 
     refused: str | None = None
-    if g is not None and (mode in _NUMERIC_MODES or _gold_is_clean(info)):
+    if g is not None and (mode in _NUMERIC_MODES or info.clean):
         found = _FIRST_NUMBER.search(candidate.replace(",", "") if "," in candidate else candidate)
         if found is not None:
             c = float(found.group())
@@ -193,12 +208,8 @@ def grade(
             if accepted is not None:
                 if not is_strict:
                     return accepted
-                gold_stripped = info[_STRIPPED]
-                gold_plain = info[_PLAIN]
-                if gold_plain is None:
-                    gold_plain = info[_PLAIN] = (
-                        len(gold_words) == 1 and _PLAIN_NUMBER.fullmatch(gold_words[0]) is not None
-                    )
+                gold_stripped = info.stripped
+                gold_plain = info.plain
                 both_plain = (
                     gold_plain and len(cand_words) == 1 and _PLAIN_NUMBER.fullmatch(cand_words[0])
                 )
@@ -225,12 +236,12 @@ def grade(
 
     # The exact and numeric rungs cost less than a memo look-up; what follows may not.
     if len(gold) + len(candidate) > _MEMO_MAX_KEY_CHARS:
-        return _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused, info)
+        return _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused)
     key = (gold, candidate, mode, rel, abs_, is_strict)
     hit = _memo.recall(key)
     if hit is not None:
         return hit
-    result = _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused, info)
+    result = _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused)
     # A timeout says nothing about the pair (a retry on a quieter machine may finish), so it is
     # never remembered.
     if result is not _MATH_VERIFY_TIMEOUT:
@@ -238,40 +249,38 @@ def grade(
     return result
 
 
-# What the ladder needs of a gold past the exact rung, remembered per gold string (RL grades
-# many candidates against one gold): [words, stripped, clean, first number, plain, list
-# items]; clean, plain and list items are None until asked.
-_STRIPPED, _CLEAN, _G, _PLAIN, _ITEMS = 1, 2, 3, 4, 5
+class GoldFacts(NamedTuple):
+    """What the ladder needs of a gold past the exact rung, remembered per gold string (RL
+    grades many candidates against one gold)."""
+
+    words: list[str]  # lowercased, split on whitespace
+    stripped: str
+    clean: bool  # upstream's "clean number": the numeric rung runs in every mode
+    first: float | None  # the first number, commas removed
+    plain: bool  # one plain number: strict has nothing to read in it
 
 
-def _read_gold(gold: str, words: list[str]) -> list:
+def _read_gold(gold: str, words: list[str]) -> GoldFacts:
     found = _FIRST_NUMBER.search(gold.replace(",", "") if "," in gold else gold)
-    info = [
-        words,
-        gold.strip(),
-        None,
-        float(found.group()) if found is not None else None,
-        None,
-        None,
-    ]
+    stripped = gold.strip()
+    # Upstream's "clean number" test: `%`/`$` come off the ends only, then the spaces they
+    # uncovered ("65 %", "$ 5"); a sign or symbol inside ("-$4058") leaves the gold unclean.
+    clean = _CLEAN_NUMBER.fullmatch(stripped.strip("%$").strip().replace(",", "")) is not None
+    plain = len(words) == 1 and _PLAIN_NUMBER.fullmatch(words[0]) is not None
+    # tuple.__new__ directly: a NamedTuple's own __new__ is a Python function.
+    facts: GoldFacts = _new(
+        GoldFacts,
+        (words, stripped, clean, float(found.group()) if found is not None else None, plain),
+    )
     if len(gold) <= _MEMO_MAX_KEY_CHARS:
         if len(_golds) >= _MEMO_MAX_ENTRIES:
             _golds.clear()
-        _golds[gold] = info
-    return info
+            _gold_items.clear()
+        _golds[gold] = facts
+    return facts
 
 
-def _gold_is_clean(info: list) -> bool:
-    """Upstream's "clean number" test (asked only outside the numeric modes): `%`/`$` come off
-    the ends only, then the spaces they uncovered ("65 %", "$ 5"); a sign or symbol inside
-    ("-$4058") leaves the gold unclean."""
-    clean = info[_CLEAN]
-    if clean is None:
-        stripped = info[_STRIPPED]
-        clean = info[_CLEAN] = (
-            _CLEAN_NUMBER.fullmatch(stripped.strip("%$").strip().replace(",", "")) is not None
-        )
-    return clean
+_new = tuple.__new__
 
 
 def _lower_rungs(
@@ -282,13 +291,16 @@ def _lower_rungs(
     abs_: float,
     is_strict: bool,
     refused: str | None,
-    gold_info: list,
 ) -> GradeResult:
     """The list rung and math-verify, for a pair the exact and numeric rungs did not accept."""
     if mode in _LIST_MODES or ("," in gold and "," in candidate):
-        gold_items = gold_info[_ITEMS]
+        # A gold's items are remembered with its facts (a candidate's are not: on the
+        # all-distinct list set that cost 0.2x).
+        gold_items = _gold_items.get(gold)
         if gold_items is None:
-            gold_items = gold_info[_ITEMS] = _list_items(gold)
+            gold_items = _list_items(gold)
+            if len(gold) <= _MEMO_MAX_KEY_CHARS:
+                _gold_items[gold] = gold_items
         accepted, kept = _lists_match(gold_items, candidate, rel, abs_, is_strict=is_strict)
         if accepted and (kept or not is_strict):
             return _LIST
@@ -533,7 +545,8 @@ class _Memo:
 
 _memo = _Memo()
 _symbolic_memo = _Memo()
-_golds: dict[str, list] = {}
+_golds: dict[str, GoldFacts] = {}
+_gold_items: dict[str, list[_ListItem]] = {}
 
 
 def _symbolic(gold: str, candidate: str) -> symbolic.Outcome:
@@ -559,6 +572,7 @@ def clear_memo() -> None:
     _memo.clear()
     _symbolic_memo.clear()
     _golds.clear()
+    _gold_items.clear()
     reading.clear_cache()
     symbolic.clear_cache()
 

@@ -60,6 +60,7 @@ from smoldataenvs_tasks.scorers.reading import (
     remember,
     remembered,
 )
+from smoldataenvs_tasks.scorers.rules import STRICT_RULES
 
 __all__ = [
     "RULES",
@@ -70,20 +71,8 @@ __all__ = [
     "symbolic_refusal",
 ]
 
-RULES = (
-    "dates",
-    "comma_merge",
-    "one_number",
-    "dropped_sign",
-    "magnitude",
-    "comparison",
-    "label_words",
-    "percent_bridge",
-    "list_items",
-    "list_rung_only",
-    "numeric_rung_only",
-    "one_expression",
-)
+# The rule names, in order of precedence (their records: `scorers/rules.py`).
+RULES = tuple(rule.name for rule in STRICT_RULES)
 
 
 class Different(str):

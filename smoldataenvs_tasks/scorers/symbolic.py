@@ -1,6 +1,11 @@
 """The symbolic rung: math-verify under a hard deadline, in this process where that is safe and
 in the main thread of worker processes otherwise.
 
+One module of over 500 lines on purpose: the worker's side (`_worker_main`) is loaded by file
+path into a fresh interpreter that imports nothing else of the package, so the protocol's two
+ends, the in-process path that must give the same outcomes, and the shortcuts both skip stay in
+this one stdlib-only file.
+
 Why a process pool: math-verify's own timeouts use `signal.alarm`, which fails outside the main
 thread, and `parse` behaves differently in threads (Math-Verify #22, #50); some inputs also hang
 in C code that no signal interrupts (`$9^{9^{9}}$` against `1` computes a 370-million-digit

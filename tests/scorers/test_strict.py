@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from smoldataenvs_tasks import GradeResult, grade
 from smoldataenvs_tasks.scorers import grader, strict
 from smoldataenvs_tasks.scorers.grader import UnknownProfileError
+from smoldataenvs_tasks.scorers.rules import STRICT_RULES, StrictRule
 
 pytestmark = pytest.mark.unit
 
@@ -349,38 +350,27 @@ def test_lists_in_another_separator_are_compared_item_by_item(candidate: str) ->
     kept("12, 7, 3", candidate, "math_verify", reward_mode="list")
 
 
-# docs/scoring.md "The rules": each rule with one answer it accepts and one it refuses, under
-# the mode given (tolerances 0).
-RULE_TABLE = [
-    ("dates", "2019-05-01", "May 1, 2019", "2019-05-01", "2019-05-01 or 2019-05-02", ""),
-    ("comma_merge", "1234", "1,234", "15", "1,5", ""),
-    ("one_number", "12", "The answer is 12 years", "12", "12 or seventeen", "numeric"),
-    ("dropped_sign", "-$4058", "-$4,058", "5", "- 5", "numeric"),
-    ("magnitude", ">50K", "more than 50K", "12", "12k", "numeric"),
-    ("comparison", ">50K", "more than 50K", "12", "at least 12", "numeric"),
-    ("label_words", "12 years", "12 yrs", "12 years", "12 months", "numeric"),
-    ("percent_bridge", "45%", "0.45", "12", "0.12", "numeric"),
-    ("list_items", "12, 7, 3", "12; 7; 3", "10 apples, 20 pears", "10 pears, 20 apples", "list"),
-    ("list_rung_only", "12, 7, 3", "12\n7\n3", "1, 2, 3", "3", "list"),
-    ("numeric_rung_only", "1/2", "0.5", "8.3e-4", "8.3e-3", ""),
-    # "17 | 12" was this rule's example until issue 33 made ` | ` a list separator: it is now
-    # refused as a list for one value (list_rung_only).
-    ("one_expression", "0.75", "\\frac{3}{4}", "12", "17 = 12", ""),
-]
-
-
-@pytest.mark.parametrize(
-    ("rule", "gold", "accepted", "refused_gold", "refused", "mode"), RULE_TABLE
-)
-def test_documented_rule_examples(rule, gold, accepted, refused_gold, refused, mode) -> None:
+# docs/scoring.md "The rules": each rule's record (`scorers/rules.py`) with one answer it
+# accepts and one it refuses, under the mode given (tolerances 0).
+@pytest.mark.parametrize("rule", STRICT_RULES, ids=[rule.name for rule in STRICT_RULES])
+def test_documented_rule_examples(rule: StrictRule) -> None:
+    gold, accepted, mode = rule.accepts
     row = {"reward_mode": mode, "abs_tol": 0, "rel_tol": 0}
     assert grade(gold, accepted, profile="strict", **row).reward == 1.0
-    assert grade(refused_gold, refused, **row).reward == 1.0  # the loophole is real
-    assert grade(refused_gold, refused, profile="strict", **row) == GradeResult(0.0, "miss", rule)
+    refused_gold, refused, mode = rule.refused
+    row = {"reward_mode": mode, "abs_tol": 0, "rel_tol": 0}
+    default = grade(refused_gold, refused, **row)
+    assert default.reward == 1.0  # the loophole is real
+    assert default.method in rule.rungs  # on a rung the record says the rule guards
+    assert grade(refused_gold, refused, profile="strict", **row) == GradeResult(
+        0.0, "miss", rule.name
+    )
+    assert rule.refuses
 
 
 def test_every_rule_is_documented_with_examples() -> None:
-    assert {row[0] for row in RULE_TABLE} == set(strict.RULES)
+    assert [rule.name for rule in STRICT_RULES] == list(strict.RULES)
+    assert len(set(strict.RULES)) == len(strict.RULES)
 
 
 # --- the quick path for candidates of plain words and numbers ------------------------------------
