@@ -263,10 +263,16 @@ class GoldFacts(NamedTuple):
 def _read_gold(gold: str, words: list[str]) -> GoldFacts:
     found = _FIRST_NUMBER.search(gold.replace(",", "") if "," in gold else gold)
     stripped = gold.strip()
-    # Upstream's "clean number" test: `%`/`$` come off the ends only, then the spaces they
-    # uncovered ("65 %", "$ 5"); a sign or symbol inside ("-$4058") leaves the gold unclean.
-    clean = _CLEAN_NUMBER.fullmatch(stripped.strip("%$").strip().replace(",", "")) is not None
-    plain = len(words) == 1 and _PLAIN_NUMBER.fullmatch(words[0]) is not None
+    if found is None:
+        clean = plain = False  # no number: neither test can pass
+    elif len(words) == 1 and _PLAIN_NUMBER.fullmatch(stripped) is not None:
+        clean = plain = True  # the commonest gold: one pattern answers both
+    else:
+        # Upstream's "clean number" test: `%`/`$` come off the ends only, then the spaces they
+        # uncovered ("65 %", "$ 5"); a sign or symbol inside ("-$4058") leaves the gold unclean.
+        bare = stripped.strip("%$").strip()
+        clean = _CLEAN_NUMBER.fullmatch(bare.replace(",", "") if "," in bare else bare) is not None
+        plain = False
     # tuple.__new__ directly: a NamedTuple's own __new__ is a Python function.
     facts: GoldFacts = _new(
         GoldFacts,
