@@ -126,7 +126,10 @@ DataAnalysisEnv.last_verdict
 Spares
 reuse_enabled
 
-# TypedDict fields (results/schema.py, results/leaderboard.py): written and read as dict keys.
+# TypedDict fields (results/schema.py, results/leaderboard.py, run_plan.RunProvenance): written
+# and read as dict keys.
+_.data_source
+_.package_version
 _.ci95
 _.n_tasks_excluded
 _.coverage_inputs

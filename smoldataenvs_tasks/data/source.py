@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from smoldataenvs_tasks._pins import (
     DATASET_REPO_ID,
@@ -289,12 +289,20 @@ def _mode_list(reward_modes: str | Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(str(m).strip() for m in reward_modes))
 
 
+class Filters(TypedDict):
+    """A run's task filters as it records them; each a list of names, or None (unfiltered)."""
+
+    tiers: list[str] | None
+    reward_modes: list[str] | None
+    task_ids: list[str] | None
+
+
 def recorded_filters(
     *,
     tiers: str | Sequence[str] | None = None,
     reward_modes: str | Sequence[str] | None = None,
     task_ids: str | Sequence[str] | None = None,
-) -> dict[str, list[str] | None]:
+) -> Filters:
     """The filters as a run records them (reports show them): each a list, or None for none."""
     return {
         "tiers": [t for t in as_list(tiers) or [] if t] or None,

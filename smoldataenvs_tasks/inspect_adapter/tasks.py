@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable, Sequence
 from inspect import Parameter, signature
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast
 
 from inspect_ai import Task, task
 from inspect_ai.agent import AgentPrompt, AgentSubmit, react
@@ -37,7 +37,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
 from inspect_ai.solver import Solver, generate, system_message, use_tools
 
-from smoldataenvs_tasks._pins import DATASET_REPO_ID, DATASET_REVISION, reward_mode_label
+from smoldataenvs_tasks._pins import reward_mode_label
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.data.prompts import (
     PROGRAM_SYSTEM_PROMPT,
@@ -46,9 +46,7 @@ from smoldataenvs_tasks.data.prompts import (
     program_prompt,
 )
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import DataSource, as_list, recorded_filters
 from smoldataenvs_tasks.data.staging import cleanup_stage_dirs, new_stage_dir
-from smoldataenvs_tasks.data.tables import tables_manifest_digest
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.inspect_adapter._compat import (
     PrerequisiteError,
@@ -64,10 +62,10 @@ from smoldataenvs_tasks.inspect_adapter.scoring import (
 )
 from smoldataenvs_tasks.inspect_adapter.setup import prepare_sample, release_sample
 from smoldataenvs_tasks.inspect_adapter.tools import bash_tool, python_tool
-from smoldataenvs_tasks.options import INSPECT as check
+from smoldataenvs_tasks.run_plan import INSPECT, PROVENANCE_KEY, RunOptions, plan_run
 from smoldataenvs_tasks.sandboxes.kinds import CHOICES as SANDBOX_CHOICES
-from smoldataenvs_tasks.sandboxes.kinds import SandboxKind, resolve
-from smoldataenvs_tasks.scorers.verdict import VERDICT_GENERATIONS, versioned
+from smoldataenvs_tasks.sandboxes.kinds import SandboxKind
+from smoldataenvs_tasks.scorers.verdict import VERDICT_GENERATIONS
 
 # Follows the grader: N is the generation of verdict rules (scorers/verdict.py), A the interface.
 TASK_VERSION = f"{len(VERDICT_GENERATIONS)}-A"
@@ -124,7 +122,7 @@ def _one_line_errors(
         def wrapper(*args: Any, **kwargs: Any) -> Task:
             _refuse_inspect_sandbox_option()
             try:
-                check.names(kwargs, options)
+                INSPECT.names(kwargs, options)
                 return make_task(
                     *args, **{name: value for name, value in kwargs.items() if name not in unused}
                 )
@@ -150,7 +148,7 @@ def _require_provider(sandbox: SandboxKind) -> None:
         registry_find_sandboxenv(sandbox.provider)
     except ValueError:
         install = f"pip install {sandbox.provider_package}" if sandbox.provider_package else ""
-        raise check.invalid(
+        raise INSPECT.invalid(
             "sandbox",
             sandbox.name,
             f"Inspect's {sandbox.provider} sandbox provider is not installed here: "
@@ -191,71 +189,30 @@ def _record_to_sample(
     )
 
 
-def _create_task(
-    *,
-    variant: Variant,
-    split: str,
-    mirror: str | None,
-    revision: str | None,
-    tiers: str | Sequence[str] | None,
-    reward_modes: str | Sequence[str] | None,
-    task_ids: str | Sequence[str] | None,
-    sandbox: str,
-    program_timeout: float,
-    max_turns: int,
-    tools: str,
-    protocol: Protocol,
-    tool_timeout: float,
-    mirror_url: str | None = None,
-    grader: Grader = "default",
-    pass_k: int = 1,
-) -> Task:
-    # Every option is checked before any data is read (a Hub split may have to be downloaded
-    # first), except the reward modes, which may name a mode only the split holds.
-    check.split(split)
-    check.choice("protocol", protocol, get_args(Protocol))
-    check.grader(grader)
-    check.sandbox(sandbox, SANDBOX_CHOICES)
-    check.bundled_split(split, mirror=mirror, revision=revision)
-    sandbox_kind = resolve(sandbox)
-    check.mirror_url(mirror_url, sandbox_kind)
-    _require_provider(sandbox_kind)
-    program_timeout = check.seconds("program_timeout", program_timeout)
-    tool_timeout = check.seconds("tool_timeout", tool_timeout)
-    max_turns = check.whole_number("max_turns", max_turns, "assistant turns")
-    pass_k = check.whole_number("pass_k", pass_k, "replies")
-    tool_names = [name for name in as_list(tools) or [] if name] or ["bash"]
-    unknown_tools = set(tool_names) - {"bash", "python"}
-    if unknown_tools or "bash" not in tool_names:
-        raise check.invalid("tools", tools, "choose bash, or bash,python")
-    check.tiers(tiers)
-
-    source = DataSource.resolve(split, mirror=mirror, revision=revision)
-    every_record = source.load_tasks(split)
-    check.reward_modes(reward_modes, {record.reward_mode for record in every_record})
-    # The split's full size goes into the log, so a report knows a filtered or --limit run
-    # covers part of the split without reading the data again.
-    split_tasks = len(every_record)
-    # The bytes the rows (and golds) came from: a verifier compares them with its own copy.
-    split_sha256 = source.split_sha256(split)
-    records = source.load_tasks(split, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
-    if not records:
-        raise ValueError(
-            f"no SmolDataEnvs tasks left in split {split!r} after filtering "
-            f"(tiers={tiers!r}, reward_modes={reward_modes!r}, task_ids={task_ids!r})"
-        )
+def _create_task(variant: Variant, **given: Any) -> Task:
+    options = RunOptions.parse(INSPECT, **given)
+    _require_provider(options.kind)
+    plan = plan_run(options)
     # What must hold before any sample starts (bwrap works, the environment or the Docker image
     # is built; `local` warns that it isolates nothing): one line instead of failed samples.
-    sandbox_kind.check_prerequisites()
+    plan.kind.check_prerequisites()
     cleanup_stage_dirs()  # stage dirs left by runs whose process is gone
     stage_root = new_stage_dir()
+    protocol = cast(Protocol, options.protocol)
+    tool_names = list(options.tools)
     dataset = MemoryDataset(
-        [_record_to_sample(r, variant, protocol, stage_root, mirror_url) for r in records],
-        name=f"smoldataenvs_{split}",
-        location=source.describe() if hasattr(source, "describe") else DATASET_REPO_ID,
+        [
+            _record_to_sample(r, variant, protocol, stage_root, options.mirror_url)
+            for r in plan.records
+        ],
+        name=f"smoldataenvs_{options.split}",
+        location=plan.source.describe(),
     )
-    limits = DEFAULT_LIMITS.with_program_timeout(program_timeout)
-    setup = prepare_sample(sandbox_kind=sandbox_kind.name, mirror=mirror, revision=revision)
+    limits = DEFAULT_LIMITS.with_program_timeout(options.program_timeout_s)
+    setup = prepare_sample(
+        sandbox_kind=plan.kind.name, mirror=options.mirror, revision=options.revision
+    )
+    grader, pass_k = options.grader, options.pass_k
 
     solver: Solver | Any
     # pass@k needs k different replies: sampled, as lm-eval's _pass4 tasks sample them.
@@ -267,9 +224,9 @@ def _create_task(
         config = GenerateConfig(**{"temperature": 0.0, **sampling}, max_tokens=1024)
         turn_limit = None
     else:
-        tool_objects = [bash_tool(timeout=tool_timeout)]
+        tool_objects = [bash_tool(timeout=options.tool_timeout_s)]
         if "python" in tool_names:
-            tool_objects.append(python_tool(timeout=tool_timeout))
+            tool_objects.append(python_tool(timeout=options.tool_timeout_s))
         system = agent_system_prompt(tools=tool_names, protocol=protocol)
         if protocol == "submit":
             solver = react(
@@ -281,7 +238,7 @@ def _create_task(
         else:
             solver = [system_message(system), use_tools(tool_objects), generate(tool_calls="loop")]
             scorer = answer_file_scorer(grader=grader)
-        turn_limit = max_turns
+        turn_limit = options.max_turns
 
     return Task(
         dataset=dataset,
@@ -289,7 +246,7 @@ def _create_task(
         solver=solver,
         cleanup=release_sample,
         scorer=scorer,
-        sandbox=sandbox_spec(sandbox_kind),
+        sandbox=sandbox_spec(plan.kind),
         config=config,
         # Each reducer's column names itself in its pass_at_1 row (scoring.pass_k_epochs).
         epochs=pass_k_epochs(pass_k) if pass_k > 1 else None,
@@ -297,30 +254,20 @@ def _create_task(
         version=TASK_VERSION,
         metadata={
             "benchmark": "SmolDataEnvs",
-            "dataset": DATASET_REPO_ID,
-            "dataset_revision": source.revision or DATASET_REVISION,
-            "data_source": source.kind,
-            "split": split,
+            PROVENANCE_KEY: plan.provenance,
+            # The protocol: every setting of this framework that can change a score.
             "variant": variant,
             "protocol": "program" if variant == "program" else protocol,
             "tools": tool_names if variant == "agentic" else [],
             "max_turns": turn_limit,
-            "sandbox": sandbox_kind.name,
             "program_timeout_s": limits.program_timeout_s,
-            "tool_timeout_s": tool_timeout,
-            "grader": grader,
-            "grader_version": versioned(grader),
-            "tables_manifest_digest": tables_manifest_digest(records, source),
-            "n_tasks": len(records),
-            "split_tasks": split_tasks,
-            "filters": recorded_filters(tiers=tiers, reward_modes=reward_modes, task_ids=task_ids),
+            "tool_timeout_s": options.tool_timeout_s,
             "pass_k": pass_k,
             "temperature": config.temperature,
             # The task's defaults; what the run used (Inspect's --max-tokens, --temperature
             # override them) is the log's plan config, which reports read as the protocol.
             "max_tokens": config.max_tokens,
             "num_fewshot": 0,
-            "split_sha256": split_sha256,
         },
     )
 

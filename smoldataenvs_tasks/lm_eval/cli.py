@@ -129,7 +129,7 @@ def metadata_refusal(tasks: list[str], metadata: Mapping[str, object]) -> str | 
     if not tasks or not all(task.startswith(_OUR_PREFIX) for task in tasks):
         return None
     from smoldataenvs_tasks.lm_eval.hooks import load_split
-    from smoldataenvs_tasks.options import LM_EVAL, OptionError
+    from smoldataenvs_tasks.run_plan import LM_EVAL, OptionError
 
     if "split" in metadata:
         # lm-eval would pass it beside the task's own split: a TypeError traceback.

@@ -21,23 +21,23 @@ import json
 import logging
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from smoldataenvs_tasks._pins import reward_mode_label
 from smoldataenvs_tasks.data.prompts import PROGRAM_SYSTEM_PROMPT, program_prompt
 from smoldataenvs_tasks.data.rows import TaskRecord
+from smoldataenvs_tasks.run_plan import LM_EVAL, PROVENANCE_KEY, RunOptions, plan_run
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict
-
-if TYPE_CHECKING:
-    from smoldataenvs_tasks.options import OptionChecks
 
 logger = logging.getLogger(__name__)
 
 # Run-level options and provenance travel inside each doc: lm-eval hands filters only responses
-# and docs, and `--log_samples` writes docs where `smoldataenvs report` reads them.
-# `_split_tasks` (the split's full size) and `_filters` (JSON) let a report tell a filtered or
-# --limit run from a complete one without reading the data again.
-RUN_FIELDS = (
+# and docs, and `--log_samples` writes docs where `smoldataenvs report` reads them. `_run` is the
+# run's provenance (`run_plan.RunProvenance`, JSON), `_grading` what the filter needs beyond it.
+RUN_KEY = f"_{PROVENANCE_KEY}"
+GRADING_KEY = "_grading"
+# The columns docs carried before the provenance had one key (reports still read them).
+LEGACY_RUN_FIELDS = (
     "_sandbox",
     "_mirror",
     "_revision",
@@ -49,6 +49,7 @@ RUN_FIELDS = (
     "_split_sha256",
     "_package_version",
 )
+RUN_FIELDS = (RUN_KEY, GRADING_KEY, *LEGACY_RUN_FIELDS)
 
 # Verdicts decided in this process, by (task_id, repeat); the console script writes them next to
 # lm-eval's own output files.
@@ -85,76 +86,35 @@ def load_split(
     unrelated keywords are accepted and ignored. `concurrency` (`--metadata concurrency=N`) is
     how many programs run at once (default: one per CPU); `grader` (`--metadata grader=strict`)
     the grader profile. Every option is checked as Inspect checks its `-T` options
-    (`smoldataenvs_tasks.options`), before any data is read except the reward modes, which may
-    name a mode only the split holds.
+    (`smoldataenvs_tasks.run_plan`).
     """
     import datasets
 
-    from smoldataenvs_tasks.data.source import DataSource, filter_tasks, recorded_filters
-    from smoldataenvs_tasks.data.tables import tables_manifest_digest
-    from smoldataenvs_tasks.options import LM_EVAL as check
-    from smoldataenvs_tasks.sandboxes.kinds import SESSION_KINDS, resolve_kind
-
-    check.split(split)
-    # Not `revision`: lm-eval merges --model_args into these keywords, and a model's revision
-    # (hf, vllm) arrives under that name.
-    check.bundled_split(split, mirror=mirror)
-    check.grader(grader)
-    check.sandbox(sandbox, SESSION_KINDS)
-    if concurrency not in (None, ""):
-        concurrency = check.whole_number("concurrency", concurrency, "programs at once")
-    if program_timeout is not None:
-        _check_program_timeout(check, program_timeout)
-    check.tiers(tiers)
-
-    source = DataSource.resolve(split, mirror=mirror, revision=revision)
-    every_record = source.load_tasks(split)
-    check.reward_modes(reward_modes, {record.reward_mode for record in every_record})
-    # The bytes the rows (and golds) came from: a verifier compares them with its own copy.
-    split_sha256 = source.split_sha256(split)
-    records = filter_tasks(every_record, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
-    filters = recorded_filters(tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
-    run = {
-        # The kind that will really run (what "auto" picks here), as Inspect's logs record it.
-        "_sandbox": resolve_kind(str(sandbox)),
-        "_mirror": str(mirror or ""),
-        "_revision": str(source.revision or ""),
-        "_concurrency": str(concurrency or ""),
-        "_tables_manifest_digest": str(tables_manifest_digest(records, source) or ""),
-        "_split_tasks": str(len(every_record)),
-        "_filters": json.dumps(filters, sort_keys=True),
-        "_grader": grader,
-        "_split_sha256": split_sha256,
-        # This package's version, as Inspect records it for a task's package: reports show it.
-        "_package_version": _package_version(),
-    }
-    rows = [_doc_row(record, run) for record in records]
-    return datasets.DatasetDict({split: datasets.Dataset.from_list(rows)})
-
-
-def _package_version() -> str:
-    """The installed smoldataenvs_tasks' version; "" when it runs from a checkout not installed."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("smoldataenvs_tasks")
-    except metadata.PackageNotFoundError:
-        return ""
-
-
-def _check_program_timeout(check: OptionChecks, value: float | str) -> None:
-    """lm-eval runs programs with the dataset's limit only, the one its runs record
-    (`results/load_lm_eval.py`): another `program_timeout` would be ignored silently."""
     from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 
-    limit = DEFAULT_LIMITS.program_timeout_s
-    if check.seconds("program_timeout", value) != limit:
-        raise check.invalid(
-            "program_timeout",
-            value,
-            f"lm-eval runs programs for {limit:g} seconds, the dataset's limit "
-            "(Inspect's -T program_timeout sets another)",
-        )
+    options = RunOptions.parse(
+        LM_EVAL,
+        split=split,
+        mirror=mirror,
+        revision=revision,
+        sandbox=sandbox,
+        tiers=tiers,
+        reward_modes=reward_modes,
+        task_ids=task_ids,
+        concurrency=concurrency,
+        grader=grader,
+        program_timeout=DEFAULT_LIMITS.program_timeout_s
+        if program_timeout is None
+        else program_timeout,
+    )
+    plan = plan_run(options)
+    grading = {"mirror": options.mirror, "concurrency": options.concurrency}
+    run = {
+        RUN_KEY: json.dumps(plan.provenance, sort_keys=True),
+        GRADING_KEY: json.dumps(grading, sort_keys=True),
+    }
+    rows = [_doc_row(record, run) for record in plan.records]
+    return datasets.DatasetDict({split: datasets.Dataset.from_list(rows)})
 
 
 def _record(doc: dict[str, Any]) -> TaskRecord:
@@ -188,13 +148,15 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
         for repeat, response in enumerate(responses):
             replies.append(ProgramReply(record, response if isinstance(response, str) else ""))
             owners.append((doc_index, repeat))
+    run = json.loads(first[RUN_KEY])
+    grading = json.loads(first[GRADING_KEY])
     graded = grade_program_replies_with_tables(
         replies,
-        sandbox=first.get("_sandbox") or "auto",
-        mirror=first.get("_mirror") or None,
-        revision=first.get("_revision") or None,
-        concurrency=int(first.get("_concurrency") or 0) or None,
-        profile=first.get("_grader") or DEFAULT_PROFILE,
+        sandbox=run["sandbox"],
+        mirror=grading["mirror"],
+        revision=run["dataset_revision"],
+        concurrency=grading["concurrency"],
+        profile=run["grader"],
     )
     out: list[list[str]] = [[] for _ in docs]
     for (doc_index, repeat), reply, graded_reply in zip(owners, replies, graded, strict=True):
@@ -203,7 +165,6 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
         if verdict.graded and graded_reply.table_sha256:
             payload["table_sha256"] = graded_reply.table_sha256
         out[doc_index].append(json.dumps(payload, sort_keys=True))
-        doc = docs[doc_index]
         VERDICT_LOG.append(
             {
                 "task_id": reply.record.task_id,
@@ -211,15 +172,15 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
                 "difficulty_tier": reply.record.difficulty_tier,
                 "reward_mode": reply.record.reward_mode,
                 "verdict": payload,
-                "dataset_revision": doc.get("_revision") or None,
-                "sandbox": doc.get("_sandbox") or None,
-                "tables_manifest_digest": doc.get("_tables_manifest_digest") or None,
-                "split_tasks": int(doc["_split_tasks"]) if doc.get("_split_tasks") else None,
-                "filters": json.loads(doc["_filters"]) if doc.get("_filters") else None,
+                "dataset_revision": run["dataset_revision"],
+                "sandbox": run["sandbox"],
+                "tables_manifest_digest": run["tables_manifest_digest"],
+                "split_tasks": run["split_tasks"],
+                "filters": run["filters"],
                 "hf_bucket": reply.record.hf_bucket,
                 "bucket_prefix": reply.record.bucket_prefix,
-                "split_sha256": doc.get("_split_sha256") or None,
-                "package_version": doc.get("_package_version") or None,
+                "split_sha256": run["split_sha256"],
+                "package_version": run["package_version"],
             }
         )
     return out

@@ -19,6 +19,7 @@ from smoldataenvs_tasks._pins import DATASET_REPO_ID
 from smoldataenvs_tasks.results.coverage import FILTER_NAMES, normal_filters
 from smoldataenvs_tasks.results.fingerprint import output_digest
 from smoldataenvs_tasks.results.protocol import clipped, normal_settings
+from smoldataenvs_tasks.results.provenance import inspect_provenance
 from smoldataenvs_tasks.results.runs import (
     Attempt,
     Run,
@@ -27,7 +28,7 @@ from smoldataenvs_tasks.results.runs import (
     grader_version_of,
     tables_key,
 )
-from smoldataenvs_tasks.results.schema import Filters, ProtocolSettings, Sampling
+from smoldataenvs_tasks.results.schema import ProtocolSettings, Sampling
 from smoldataenvs_tasks.scorers.verdict import (
     DEFAULT_PROFILE,
     GRADER_PROFILES,
@@ -201,6 +202,10 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
     if header.status != "success" and not allow_incomplete:
         raise unfinished(name, header.status)
     fields = _MetaReader(meta, name)
+    provenance = inspect_provenance(meta, name)
+    profile = provenance["grader"]
+    if profile not in GRADER_PROFILES:
+        profile = DEFAULT_PROFILE
 
     tasks: dict[str, TaskAttempts] = {}
     samples: Iterable[Any] = (
@@ -229,7 +234,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         if sample.error is not None and (verdict is None or not verdict.graded):
             # An errored sample's own verdict is its error's; a regrade of the log gave it an
             # ungraded score that knows nothing of the error, and says the same for its profile.
-            profile = verdict.profile if verdict is not None else fields.profile
+            profile = verdict.profile if verdict is not None else profile
             verdict = _errored_verdict(sample.error, profile)
             regraded = {p: _errored_verdict(sample.error, p) for p in regraded}
         elif verdict is None:
@@ -238,7 +243,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
             verdict = Verdict.ungraded(
                 UngradedReason.MODEL_ERROR,
                 "sample has neither a score nor an error",
-                fields.profile,
+                profile,
             )
         entry = tasks.get(task_id)
         if entry is None:
@@ -259,9 +264,9 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
     epochs = spec.config.epochs or 1
     task_args = spec.task_args if isinstance(spec.task_args, dict) else {}
     # Logs made before coverage was recorded still name their filters in the task arguments.
-    filters = meta.get("filters") or {key: task_args.get(key) for key in FILTER_NAMES}
-    if not isinstance(filters, dict):
-        raise RunLoadError(f"{name}: eval metadata filters is not an object")
+    filters = provenance["filters"] or normal_filters(
+        {key: task_args.get(key) for key in FILTER_NAMES}
+    )
     sample_ids = spec.config.sample_id
     if sample_ids is not None and not isinstance(sample_ids, list):
         sample_ids = [sample_ids]
@@ -273,42 +278,41 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         framework_version=packages.get("inspect_ai"),
         model=str(spec.model),
         task_name=str(spec.task),
-        split=fields.text("split") or str(task_args.get("split") or "unknown"),
+        split=provenance["split"] or str(task_args.get("split") or "unknown"),
         variant=variant,
         protocol=fields.text("protocol") or "unknown",
-        dataset=fields.text("dataset") or DATASET_REPO_ID,
-        dataset_revision=fields.text("dataset_revision"),
-        tables_manifest_digest=fields.text("tables_manifest_digest"),
-        grader_version=grader_version_of(meta.get("grader_version"), tasks.values(), name),
-        sandbox=fields.text("sandbox"),
+        dataset=provenance["dataset"] or DATASET_REPO_ID,
+        dataset_revision=provenance["dataset_revision"],
+        tables_manifest_digest=provenance["tables_manifest_digest"],
+        grader_version=grader_version_of(provenance["grader_version"], tasks.values(), name),
+        sandbox=provenance["sandbox"],
         epochs=int(epochs),
         tasks=tasks,
         run_id=spec.task_id,
         attempt_id=spec.eval_id,
         created=str(spec.created) if spec.created else None,
         package_versions=packages,
-        split_tasks=fields.count("split_tasks"),
-        filters=_filters(filters, name),
-        n_selected=fields.count("n_tasks"),
+        split_tasks=provenance["split_tasks"],
+        filters=filters,
+        n_selected=provenance["n_tasks"],
         limit=list(limit) if isinstance(limit, tuple) else limit,
         sample_ids=[str(s) for s in sample_ids] if sample_ids else None,
         finished=header.status == "success",
         status=str(header.status),
         sampling=_sampling(header),
-        settings=_settings(header, fields, variant),
-        split_sha256=fields.text("split_sha256"),
+        settings=_settings(header, fields, variant, provenance["sandbox"]),
+        split_sha256=provenance["split_sha256"],
     )
 
 
 class _MetaReader:
-    """Typed reads of the task metadata the log recorded; a wrong type is one RunLoadError
-    naming the field."""
+    """Typed reads of the protocol settings in the task metadata the log recorded (its
+    provenance is `results/provenance.py`'s); a wrong type is one RunLoadError naming the
+    field."""
 
     def __init__(self, meta: dict[str, Any], name: str) -> None:
         self.meta = meta
         self.name = name
-        grader = meta.get("grader")
-        self.profile = grader if grader in GRADER_PROFILES else DEFAULT_PROFILE
 
     def _bad(self, key: str, wanted: str) -> RunLoadError:
         return RunLoadError(
@@ -351,16 +355,6 @@ class _MetaReader:
         return list(value)
 
 
-def _filters(filters: dict[str, Any], name: str) -> Filters:
-    for key in FILTER_NAMES:
-        value = filters.get(key)
-        if value is not None and not isinstance(value, str | list):
-            raise RunLoadError(f"{name}: eval metadata filters.{key} is not a list of names")
-        if isinstance(value, list) and not all(isinstance(v, str | int | float) for v in value):
-            raise RunLoadError(f"{name}: eval metadata filters.{key} is not a list of names")
-    return normal_filters(filters)
-
-
 # Inspect's per-sample limits a run can set (`--message-limit`, ...): each cuts samples short.
 _SAMPLE_LIMITS = (
     "message_limit",
@@ -401,7 +395,9 @@ def _present(config: Any, names: tuple[str, ...]) -> dict[str, Any] | None:
     return found or None
 
 
-def _settings(header: Any, fields: _MetaReader, variant: str) -> ProtocolSettings:
+def _settings(
+    header: Any, fields: _MetaReader, variant: str, sandbox: str | None
+) -> ProtocolSettings:
     """The run's protocol (results/protocol.py) from what the log recorded: the plan's
     generate config is what the run used (the task's own, with --max-tokens, --temperature
     and the rest of the command line applied), the eval config its sample limits."""
@@ -441,7 +437,7 @@ def _settings(header: Any, fields: _MetaReader, variant: str) -> ProtocolSetting
             "sample_limits": limits or None,
             "generation_extra": _present(config, _GENERATION_EXTRA),
             "model_options": _present(config, _MODEL_OPTIONS),
-            "sandbox": fields.text("sandbox"),
+            "sandbox": sandbox,
         }
     )
 

@@ -23,9 +23,11 @@ from typing import Any, TypedDict
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, SAMPLE_SPLIT
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
+from smoldataenvs_tasks.data.source import Filters
 from smoldataenvs_tasks.results.coverage import FILTER_NAMES, normal_filters
 from smoldataenvs_tasks.results.fingerprint import attach_digests, output_digest, tasks_digests
 from smoldataenvs_tasks.results.protocol import clipped, normal_settings
+from smoldataenvs_tasks.results.provenance import lm_eval_provenance, read_provenance
 from smoldataenvs_tasks.results.runs import (
     Attempt,
     Run,
@@ -34,7 +36,8 @@ from smoldataenvs_tasks.results.runs import (
     grader_version_of,
     tables_key,
 )
-from smoldataenvs_tasks.results.schema import Filters, ProtocolSettings
+from smoldataenvs_tasks.results.schema import ProtocolSettings
+from smoldataenvs_tasks.run_plan import RunProvenance
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict, versioned
 
 _LM_EVAL_TASK_PREFIX = "smoldataenvs_program_"
@@ -233,13 +236,11 @@ def _split_of(task_name: str, config: dict[str, Any]) -> str:
     return rest.split("_", 1)[0]
 
 
-def _lm_eval_revision(doc: dict[str, Any], meta: dict[str, Any], split: str) -> str | None:
-    """The revision the rows came from. Docs carry it (`_revision`); without a samples file, an
-    explicit `--metadata revision=` wins, the bundled sample has its own, and otherwise the
-    YAML's pinned Hub revision is what `load_split` used (unless a mirror was given, which only
-    the docs record)."""
-    if doc.get("_revision"):
-        return str(doc["_revision"])
+def _lm_eval_revision(meta: dict[str, Any], split: str) -> str | None:
+    """The revision the rows came from, when no doc recorded it (no samples file): an explicit
+    `--metadata revision=` wins, the bundled sample has its own, and otherwise the YAML's pinned
+    Hub revision is what `load_split` used (unless a mirror was given, which only the docs
+    record)."""
     if meta.get("revision"):
         return str(meta["revision"])
     if split == SAMPLE_SPLIT and not meta.get("mirror"):
@@ -312,16 +313,15 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
             )
         where = f"{name} configs.{task_name}"
         repeats = _count(config.get("repeats"), f"{where}.repeats") or 1
-        coverage = _coverage_fields(first_doc, verdict_rows, meta, results, task_name)
-        # Provenance the loader stamped on every doc (and the console script on every verdict).
-        stamped = verdict_rows[0] if verdict_rows else {}
-
-        provenance = _Provenance(first_doc, stamped, name)
-        ours_version = provenance("_package_version", "package_version")
-        split = _split_of(task_name, config)
-        settings = _settings(
-            results, config, meta, where, repeats, provenance("_sandbox", "sandbox")
+        # Provenance the loader stamped on every doc (and, before, the console script on every
+        # verdict row).
+        provenance = lm_eval_provenance(
+            first_doc, verdict_rows[0] if verdict_rows else {}, f"{name}#{task_name}"
         )
+        coverage = _coverage_fields(provenance, meta, results, task_name)
+        ours_version = provenance["package_version"]
+        split = _split_of(task_name, config)
+        settings = _settings(results, config, meta, where, repeats, provenance["sandbox"])
         runs.append(
             Run(
                 source=f"{results_file.name}#{task_name}",
@@ -333,11 +333,8 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 variant="program",
                 protocol="program",
                 dataset=_text(meta.get("dataset"), f"{where}.metadata.dataset") or DATASET_REPO_ID,
-                dataset_revision=provenance("_revision", "dataset_revision")
-                or _lm_eval_revision(first_doc, meta, split),
-                tables_manifest_digest=provenance(
-                    "_tables_manifest_digest", "tables_manifest_digest"
-                )
+                dataset_revision=provenance["dataset_revision"] or _lm_eval_revision(meta, split),
+                tables_manifest_digest=provenance["tables_manifest_digest"]
                 or _text(meta.get("tables_manifest_digest"), f"{where}.metadata"),
                 grader_version=grader_version_of(
                     _declared_grader_version(meta, tasks), tasks.values(), results_file.name
@@ -357,23 +354,11 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 limit=_limit(run_config.get("limit"), f"{name} config.limit"),
                 sampling={"temperature": settings["temperature"], "reducers": None},
                 settings=settings,
-                split_sha256=provenance("_split_sha256", "split_sha256"),
+                split_sha256=provenance["split_sha256"],
                 **coverage,
             )
         )
     return runs
-
-
-class _Provenance:
-    """What the loader stamped on every doc (`_revision`, ...) or the console script on every
-    verdict row (`dataset_revision`, ...), docs first; text or None."""
-
-    def __init__(self, doc: dict[str, Any], row: dict[str, Any], name: str) -> None:
-        self.doc, self.row, self.name = doc, row, name
-
-    def __call__(self, doc_key: str, row_key: str) -> str | None:
-        value = self.doc.get(doc_key) or self.row.get(row_key)
-        return _text(value, f"{self.name}: {doc_key}")
 
 
 def _settings(
@@ -451,37 +436,26 @@ class _CoverageFields(TypedDict):
 
 
 def _coverage_fields(
-    doc: dict[str, Any],
-    verdict_rows: list[dict[str, Any]] | None,
+    provenance: RunProvenance,
     meta: dict[str, Any],
     results: dict[str, Any],
     task_name: str,
 ) -> _CoverageFields:
-    """The split's size and the filters the loader stamped on every doc (and the console script
-    on every verdict); lm-eval's own count of the docs the filters kept."""
-    stamped = verdict_rows[0] if verdict_rows else {}
-    split_tasks = _count(doc.get("_split_tasks") or stamped.get("split_tasks"), "split_tasks")
-    filters: Any = doc.get("_filters") or stamped.get("filters")
-    if isinstance(filters, str):
-        filters = _json_line(filters, "doc _filters")
-    if not filters:  # runs made before coverage was recorded: the --metadata filters
-        filters = {name: meta.get(name) for name in FILTER_NAMES}
-        filters = {k: v.split(",") if isinstance(v, str) else v for k, v in filters.items()}
-    if not isinstance(filters, dict):
-        raise RunLoadError("filters: not an object")
-    for key in FILTER_NAMES:
-        value = filters.get(key)
-        if value is not None and not (
-            isinstance(value, str)
-            or (isinstance(value, list) and all(isinstance(v, str | int | float) for v in value))
-        ):
-            raise RunLoadError(f"filters.{key}: not a list of names")
+    """The split's size and the filters the run recorded; lm-eval's own count of the docs the
+    filters kept."""
+    filters = provenance["filters"]
+    if filters is None:  # runs made before coverage was recorded: the --metadata filters
+        given = {name: meta.get(name) for name in FILTER_NAMES}
+        filters = read_provenance(
+            {"filters": {k: v.split(",") if isinstance(v, str) else v for k, v in given.items()}},
+            f"{task_name} metadata",
+        )["filters"]
     counts = _mapping(
         _mapping(results.get("n-samples"), "n-samples").get(task_name), f"n-samples.{task_name}"
     )
     return {
-        "split_tasks": split_tasks,
-        "filters": normal_filters(filters),
+        "split_tasks": provenance["split_tasks"],
+        "filters": filters or normal_filters({}),
         "n_selected": _count(counts.get("original"), f"n-samples.{task_name}.original"),
     }
 

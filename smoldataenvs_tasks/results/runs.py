@@ -18,7 +18,8 @@ from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.scorers.verdict import Verdict
 
 if TYPE_CHECKING:  # schema.py imports this module (its errors derive from RunLoadError)
-    from smoldataenvs_tasks.results.schema import Filters, ProtocolSettings, Sampling
+    from smoldataenvs_tasks.data.source import Filters
+    from smoldataenvs_tasks.results.schema import ProtocolSettings, Sampling
 
 
 class RunLoadError(SmolDataEnvsError, ValueError):

@@ -43,6 +43,7 @@ from typing import (
     is_typeddict,
 )
 
+from smoldataenvs_tasks.data.source import Filters
 from smoldataenvs_tasks.results.runs import RunLoadError
 
 # A check raises SubmissionFormatError naming the path when the value does not fit.
@@ -144,14 +145,6 @@ class PassKEntry(EstimateEntry):
 
 
 # -- coverage (results/coverage.py) --------------------------------------------------------------
-class Filters(TypedDict):
-    """A run's task filters; each a list of names, or None (unfiltered)."""
-
-    tiers: list[str] | None
-    reward_modes: list[str] | None
-    task_ids: list[str] | None
-
-
 class CoverageInputs(TypedDict):
     """What a run recorded, when it ran, of how much of its split it covered."""
 

@@ -217,7 +217,7 @@ def test_agentic_task_argument_grader_strict_refuses_a_hedged_answer_file(tmp_pa
             tmp_path / grader,
             replay,
         )
-        assert log.eval.metadata["grader"] == grader
+        assert log.eval.metadata["run"]["grader"] == grader
         score = scores_by_id(log, SCORERS["agentic"])[(REVENUE_TASK, 1)]
         outcomes[grader] = (score.value, score.metadata["category"], score.metadata["profile"])
     assert outcomes == {
@@ -346,13 +346,13 @@ def test_task_metadata_records_provenance(tmp_path):
         tmp_path,
         GOLD_PROGRAM,
     )
-    meta = log.eval.metadata
+    meta = log.eval.metadata["run"]
     from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION
 
     assert meta["grader_version"] == f"{GRADER_VERSION}+default"
     assert meta["grader"] == "default"
     assert meta["sandbox"] == "bwrap"
-    assert meta["protocol"] == "program"
+    assert log.eval.metadata["protocol"] == "program"
     assert meta["dataset_revision"]
     assert meta["tables_manifest_digest"]
     score = log.samples[0].scores[SCORERS["program"]]
@@ -493,7 +493,7 @@ def test_inspect_cli_takes_the_grader_as_a_task_argument(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     [log_file] = list((tmp_path / "logs").glob("*.eval"))
     log = read_eval_log(str(log_file))
-    assert log.eval.metadata["grader"] == "strict"
+    assert log.eval.metadata["run"]["grader"] == "strict"
     score = scores_by_id(log, SCORERS["program"])[(REVENUE_TASK, 1)]
     assert (score.value, score.metadata["category"]) == (0.0, "wrong_value")
     assert score.metadata["reason"].endswith("(strict rule one_number)")

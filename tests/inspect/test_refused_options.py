@@ -17,7 +17,7 @@ import pytest
 
 from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
 from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs, smoldataenvs_program
-from smoldataenvs_tasks.options import INSPECT, OptionError
+from smoldataenvs_tasks.run_plan import INSPECT, OptionError
 from smoldataenvs_tasks.sandboxes.kinds import KINDS
 from tests.replies import GOLD_PROGRAM
 

@@ -56,10 +56,10 @@ def test_the_program_task_in_docker_from_the_hub_cache(user, hub, standin_data, 
     )  # fmt: skip
     assert run.returncode == 0, run.describe()
     log = read_log(one_log(tmp_path / "logs"))
-    assert log.eval.metadata["sandbox"] == "docker"
+    assert log.eval.metadata["run"]["sandbox"] == "docker"
     assert log.eval.sandbox.type == "smoldataenvs-docker"
     assert sample_outcomes(log, PROGRAM_SCORER) == gold_outcomes(standin_data, SPLIT, ids)
-    assert log.eval.metadata["split_sha256"] == standin_data.split_sha256(SPLIT)
+    assert log.eval.metadata["run"]["split_sha256"] == standin_data.split_sha256(SPLIT)
     tables = served_table_sha256()
     staged = staged_tables(log, PROGRAM_SCORER)
     assert len(staged) == 3

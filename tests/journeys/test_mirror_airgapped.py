@@ -61,7 +61,7 @@ def test_mirror_from_the_hub_then_an_eval_from_the_mirror_with_no_network(
     assert run.returncode == 0, run.describe()
     log = read_log(one_log(tmp_path / "logs"))
     assert sample_outcomes(log, PROGRAM_SCORER) == gold_outcomes(standin_data, split, ids)
-    metadata = log.eval.metadata
+    metadata = log.eval.metadata["run"]
     assert (metadata["data_source"], metadata["split_tasks"]) == ("mirror", 144)
     assert metadata["dataset_revision"] == DATASET_REVISION
     assert metadata["split_sha256"] == standin_data.split_sha256(split)

@@ -63,7 +63,7 @@ def test_prefetch_then_the_program_task_online_then_offline_with_the_hub_gone(
     assert online.returncode == 0, online.describe()
     log = read_log(one_log(tmp_path / "online"))
     assert sample_outcomes(log, PROGRAM_SCORER) == expected
-    metadata = log.eval.metadata
+    metadata = log.eval.metadata["run"]
     assert (metadata["data_source"], metadata["split_tasks"]) == ("hub", 144)
     assert metadata["split_sha256"] == standin_data.split_sha256(split)
     tables = served_table_sha256()
@@ -79,5 +79,5 @@ def test_prefetch_then_the_program_task_online_then_offline_with_the_hub_gone(
     assert offline.returncode == 0, offline.describe()
     offline_log = read_log(one_log(tmp_path / "offline"))
     assert sample_outcomes(offline_log, PROGRAM_SCORER) == expected
-    assert offline_log.eval.metadata["split_sha256"] == metadata["split_sha256"]
+    assert offline_log.eval.metadata["run"]["split_sha256"] == metadata["split_sha256"]
     assert staged_tables(offline_log, PROGRAM_SCORER) == staged_tables(log, PROGRAM_SCORER)

@@ -17,7 +17,7 @@ from smoldataenvs_tasks.lm_eval.cli import metadata_refusal
 from smoldataenvs_tasks.lm_eval.hooks import load_split
 from smoldataenvs_tasks.lm_eval.models import ReplayLM
 from smoldataenvs_tasks.lm_eval.paths import task_manager
-from smoldataenvs_tasks.options import OptionError
+from smoldataenvs_tasks.run_plan import OptionError
 from tests.replies import GOLD_PROGRAM, lm_eval_gold_run
 
 TASK = "smoldataenvs_program_sample"

@@ -70,8 +70,8 @@ def test_inspect_task_argument_grader_strict_grades_and_records_strictly(
     from inspect_ai.log import read_eval_log
 
     header = read_eval_log(str(inspect_strict_log), header_only=True)
-    assert header.eval.metadata["grader"] == "strict"
-    assert header.eval.metadata["grader_version"] == f"{GRADER_VERSION}+strict"
+    assert header.eval.metadata["run"]["grader"] == "strict"
+    assert header.eval.metadata["run"]["grader_version"] == f"{GRADER_VERSION}+strict"
     (run,) = load_runs([inspect_strict_log])
     assert run.grader_version == f"{GRADER_VERSION}+strict"
     got = outcomes(run, "strict")
