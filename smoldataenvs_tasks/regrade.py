@@ -19,7 +19,12 @@ from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES
 
 
 def _is_lm_eval_output(path: Path) -> bool:
-    return path.is_dir() and any(path.rglob("verdicts_*.jsonl"))
+    """An lm-eval folder of our tasks: their samples, or the verdicts files the console script
+    wrote before issue 34."""
+    return path.is_dir() and any(
+        next(path.rglob(pattern), None) is not None
+        for pattern in ("samples_smoldataenvs_program_*.jsonl", "verdicts_*.jsonl")
+    )
 
 
 @click.command("regrade")
@@ -58,8 +63,8 @@ def regrade_command(log: Path, grader: str, out: Path | None) -> None:
         return
     if log.is_dir():
         raise click.ClickException(
-            f"{log}: a directory without verdicts_*.jsonl; pass one Inspect log file, or an "
-            "lm-eval folder written by smoldataenvs-lm-eval"
+            f"{log}: a directory without samples_smoldataenvs_program_*.jsonl; pass one Inspect "
+            "log file, or an lm-eval folder written by smoldataenvs-lm-eval"
         )
     from smoldataenvs_tasks.inspect_adapter.regrade import RegradeError, regrade_inspect_log
 

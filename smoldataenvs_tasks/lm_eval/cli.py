@@ -5,16 +5,15 @@
 
 lm-eval 0.4.13 discovers no tasks from installed packages and its `--include_path` takes one
 directory, so this wrapper prepends our task directory to every TaskManager's include path (a
-user's own `--include_path` still works and, coming later, may override ours). After the run,
-each doc's Verdict is written as `verdicts_<timestamp>.jsonl` beside lm-eval's results file, where
-`smoldataenvs report` reads it.
+user's own `--include_path` still works and, coming later, may override ours). A run of our
+tasks with an `--output_path` logs its samples (`--log_samples` is implied): each doc's Verdicts
+are its filtered responses there, where `smoldataenvs report` reads them, one file per task.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,35 +42,15 @@ def _install_task_dir() -> None:
     TaskManager.__init__ = __init__
 
 
-def _output_path(argv: list[str]) -> Path | None:
-    for index, arg in enumerate(argv):
-        if arg in ("--output_path", "-o") and index + 1 < len(argv):
-            return Path(argv[index + 1])
-        if arg.startswith("--output_path="):
-            return Path(arg.split("=", 1)[1])
-    return None
-
-
-def write_verdicts(output_path: Path) -> Path | None:
-    """Write this process's verdicts next to the newest lm-eval results file under output_path."""
-    from smoldataenvs_tasks.lm_eval.hooks import VERDICT_LOG
-
-    if not VERDICT_LOG:
-        return None
-    results = sorted(
-        output_path.rglob("results_*.json") if output_path.is_dir() else [],
-        key=lambda p: p.stat().st_mtime,
-    )
-    if results:
-        target = results[-1].with_name(results[-1].name.replace("results_", "verdicts_", 1))
-        target = target.with_suffix(".jsonl")
-    else:
-        output_path.mkdir(parents=True, exist_ok=True)
-        target = output_path / "verdicts.jsonl"
-    with target.open("w", encoding="utf-8") as handle:
-        for row in VERDICT_LOG:
-            handle.write(json.dumps(row, sort_keys=True) + "\n")
-    return target
+def with_samples_logged(argv: list[str], tasks: list[str]) -> list[str]:
+    """`argv` with `--log_samples` when the run has one of our tasks and an output folder: the
+    samples are where each doc's verdicts are recorded (lm-eval refuses `--log_samples` without
+    `--output_path`, and without one nothing is written anyway)."""
+    ours = any(task.startswith(_OUR_PREFIX) for task in tasks)
+    output = _option_values(argv, "--output_path", "-o")
+    if not ours or not output or "--log_samples" in argv or "-s" in argv:
+        return argv
+    return [*argv, "--log_samples"]
 
 
 # `--tasks list` and friends were lm-eval's listing flags; 0.4.13 lists with its `ls` command.
@@ -174,7 +153,8 @@ def main() -> None:
 
     import smoldataenvs_tasks.lm_eval.models  # noqa: F401  (registers `replay`)
 
-    problem = metadata_refusal(*_run_arguments(sys.argv[1:]))
+    tasks, metadata = _run_arguments(sys.argv[1:])
+    problem = metadata_refusal(tasks, metadata)
     if problem is not None:
         print(f"smoldataenvs-lm-eval: {problem}", file=sys.stderr)
         sys.exit(2)
@@ -184,18 +164,13 @@ def main() -> None:
 
     from smoldataenvs_tasks.errors import SmolDataEnvsError
 
+    sys.argv = [sys.argv[0], *with_samples_logged(sys.argv[1:], tasks)]
     try:
         cli_evaluate()
     except SmolDataEnvsError as exc:
         # our own clear errors (a bad replay file, a missing split) as one line, not a traceback
         print(f"smoldataenvs-lm-eval: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    finally:
-        output_path = _output_path(sys.argv[1:])
-        if output_path is not None:
-            written = write_verdicts(output_path)
-            if written is not None:
-                print(f"smoldataenvs: per-doc verdicts written to {written}", file=sys.stderr)
 
 
 if __name__ == "__main__":

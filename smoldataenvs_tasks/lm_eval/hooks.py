@@ -51,10 +51,6 @@ LEGACY_RUN_FIELDS = (
 )
 RUN_FIELDS = (RUN_KEY, GRADING_KEY, *LEGACY_RUN_FIELDS)
 
-# Verdicts decided in this process, by (task_id, repeat); the console script writes them next to
-# lm-eval's own output files.
-VERDICT_LOG: list[dict[str, Any]] = []
-
 
 def _doc_row(record: TaskRecord, run: dict[str, str]) -> dict[str, Any]:
     doc = record.to_doc()
@@ -142,12 +138,12 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
         return []
     first = docs[0]
     replies: list[ProgramReply] = []
-    owners: list[tuple[int, int]] = []
+    owners: list[int] = []
     for doc_index, (doc, responses) in enumerate(zip(docs, resps, strict=True)):
         record = _record(doc)
-        for repeat, response in enumerate(responses):
+        for response in responses:
             replies.append(ProgramReply(record, response if isinstance(response, str) else ""))
-            owners.append((doc_index, repeat))
+            owners.append(doc_index)
     run = json.loads(first[RUN_KEY])
     grading = json.loads(first[GRADING_KEY])
     graded = grade_program_replies_with_tables(
@@ -159,30 +155,12 @@ def run_programs_filter(resps: list[list[str]], docs: list[dict[str, Any]]) -> l
         profile=run["grader"],
     )
     out: list[list[str]] = [[] for _ in docs]
-    for (doc_index, repeat), reply, graded_reply in zip(owners, replies, graded, strict=True):
+    for doc_index, graded_reply in zip(owners, graded, strict=True):
         verdict = graded_reply.verdict
         payload = verdict.to_dict()
         if verdict.graded and graded_reply.table_sha256:
             payload["table_sha256"] = graded_reply.table_sha256
         out[doc_index].append(json.dumps(payload, sort_keys=True))
-        VERDICT_LOG.append(
-            {
-                "task_id": reply.record.task_id,
-                "repeat": repeat,
-                "difficulty_tier": reply.record.difficulty_tier,
-                "reward_mode": reply.record.reward_mode,
-                "verdict": payload,
-                "dataset_revision": run["dataset_revision"],
-                "sandbox": run["sandbox"],
-                "tables_manifest_digest": run["tables_manifest_digest"],
-                "split_tasks": run["split_tasks"],
-                "filters": run["filters"],
-                "hf_bucket": reply.record.hf_bucket,
-                "bucket_prefix": reply.record.bucket_prefix,
-                "split_sha256": run["split_sha256"],
-                "package_version": run["package_version"],
-            }
-        )
     return out
 
 

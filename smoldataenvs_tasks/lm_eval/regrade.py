@@ -1,10 +1,12 @@
 """Re-grade an lm-eval `--output_path` folder under another grader profile, into a new folder.
 
-Nothing runs again: each row of the `verdicts_<ts>.jsonl` files `smoldataenvs-lm-eval` writes
-holds the graded answer (`verdict.prediction`); it is graded again with its row's gold, mode and
-tolerances, and the new verdict is added to the row as `regraded.<profile>`. Golds come from the
-docs of lm-eval's `samples_*.jsonl` (`--log_samples`) or, without them, from the dataset rows of
-the recorded revision. lm-eval's own files are copied unchanged.
+Nothing runs again: each line of our tasks' `samples_<task>_<ts>.jsonl` (`--log_samples`) holds
+its doc (the gold, mode and tolerances) and its verdicts (`filtered_resps`), each with the graded
+answer (`prediction`); each is graded again and the new verdicts are added to the line as
+`regraded.<profile>`, one per reply. The `verdicts_<ts>.jsonl` files the console script wrote
+before issue 34 are re-graded the same way (`regraded.<profile>` on each row), their golds from
+the samples' docs or, without them, from the dataset rows of the recorded revision. Every other
+file is copied unchanged.
 
     smoldataenvs regrade out/ --grader strict --out out-strict/
 """
@@ -20,6 +22,9 @@ from smoldataenvs_tasks.data.cache import atomic_write_bytes
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.scorers.decide import regrade_verdict
 from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Verdict
+
+# Our tasks' samples files: samples_<task>_<timestamp>.jsonl
+_OUR_TASKS = "smoldataenvs_program_"
 
 
 class LmEvalRegradeError(SmolDataEnvsError, ValueError):
@@ -115,35 +120,81 @@ def _regraded_rows(verdicts_file: Path, profile: str) -> list[dict[str, Any]]:
     return rows
 
 
+def _replies(row: dict[str, Any]) -> list[Any]:
+    """A samples line's verdicts, one per reply (pass@k nests them one level: [[v1, ..., vK]])."""
+    filtered = row.get("filtered_resps")
+    if isinstance(filtered, str):
+        filtered = [filtered]
+    if isinstance(filtered, list) and filtered and isinstance(filtered[0], list):
+        filtered = filtered[0]
+    if not isinstance(filtered, list):
+        raise LmEvalRegradeError("filtered_resps is not a list of verdicts")
+    return filtered
+
+
+def _regraded_samples(samples_file: Path, profile: str) -> list[dict[str, Any]]:
+    """The file's lines, each of our filter's with its verdicts under `profile` added as
+    `regraded.<profile>`."""
+    rows = _rows(samples_file)
+    for row in rows:
+        # lm-eval writes one line per doc per filter; ours is the "verdicts" filter.
+        if row.get("filter", "verdicts") != "verdicts":
+            continue
+        doc = row["doc"]
+        already = dict(row.get("regraded") or {})
+        regraded = []
+        for raw in _replies(row):
+            verdict = Verdict.from_dict(json.loads(raw) if isinstance(raw, str) else raw)
+            if verdict.profile == profile or profile in already:
+                raise LmEvalRegradeError(
+                    f"{samples_file.name}: task {doc['task_id']} already holds a verdict under "
+                    f"the {profile!r} grader"
+                )
+            new = regrade_verdict(
+                verdict,
+                gold=str(doc["answer"]),
+                reward_mode=str(doc.get("reward_mode") or ""),
+                atol=doc.get("atol"),
+                rtol=doc.get("rtol"),
+                profile=profile,
+            )
+            regraded.append(new.to_dict())
+        row["regraded"] = {**already, profile: regraded}
+    return rows
+
+
 def regrade_lm_eval_output(path: str | Path, profile: str, out: str | Path) -> list[Path]:
-    """Copy the output folder `path` to `out`, adding each verdict row's verdict under
-    `profile`. Returns the verdict files written."""
+    """Copy the output folder `path` to `out`, adding each verdict's verdict under `profile`.
+    Returns the files written."""
     if profile not in GRADER_PROFILES:
         raise LmEvalRegradeError(
             f"grader must be one of {', '.join(GRADER_PROFILES)}, not {profile!r}"
         )
     source, target = Path(path), Path(out)
+    samples_files = sorted(source.rglob(f"samples_{_OUR_TASKS}*.jsonl"))
     verdict_files = sorted(source.rglob("verdicts_*.jsonl"))
-    if not verdict_files:
+    if not samples_files and not verdict_files:
         raise LmEvalRegradeError(
-            f"{source}: no verdicts_*.jsonl (the files smoldataenvs-lm-eval writes beside "
-            "lm-eval's results) to re-grade"
+            f"{source}: no samples_{_OUR_TASKS}*.jsonl (the samples lm-eval logs with "
+            "--log_samples, which smoldataenvs-lm-eval implies) to re-grade"
         )
     if target.exists() and any(target.iterdir()):
         raise LmEvalRegradeError(f"{target}: exists and is not empty")
     # Every row is re-graded before anything is written.
     regraded: dict[Path, list[dict[str, Any]]] = {}
-    for verdicts_file in verdict_files:
+    regraders = [(_regraded_samples, f) for f in samples_files] + [
+        (_regraded_rows, f) for f in verdict_files
+    ]
+    for regrade_file, file in regraders:
         try:
-            regraded[verdicts_file.relative_to(source)] = _regraded_rows(verdicts_file, profile)
+            regraded[file.relative_to(source)] = regrade_file(file, profile)
         except LmEvalRegradeError:
             raise
         except SmolDataEnvsError as exc:  # the golds' rows could not be had
-            raise LmEvalRegradeError(f"{verdicts_file.name}: {exc}") from None
+            raise LmEvalRegradeError(f"{file.name}: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise LmEvalRegradeError(
-                f"{verdicts_file.name}: a row is not a verdict row ({type(exc).__name__}: "
-                f"{str(exc)[:120]})"
+                f"{file.name}: a row is not a verdict row ({type(exc).__name__}: {str(exc)[:120]})"
             ) from None
 
     shutil.copytree(source, target, dirs_exist_ok=True)

@@ -9,7 +9,7 @@ check.
     smoldataenvs report logs/ out/ --model replay/gold --model replay/gold_program --name gold
     # three seeds of one model and split: mean ± SE over the tasks graded in all of them
     smoldataenvs report seed0.eval seed1.eval seed2.eval --out report/
-    # lm-eval output (results_*.json + verdicts_*.jsonl or samples_*.jsonl)
+    # lm-eval output (results_*.json + samples_*.jsonl)
     smoldataenvs report out/ --split test --out report-test/
     # per-task agreement between two runs (sandboxes, frameworks, seeds)
     smoldataenvs compare bwrap.eval docker.eval

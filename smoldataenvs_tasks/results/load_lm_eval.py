@@ -1,7 +1,8 @@
 """Read an lm-eval `--output_path` folder into framework-neutral `Run`s: each results file is one
-invocation, each SmolDataEnvs task in it one run. Verdicts come from the `verdicts_<ts>.jsonl`
-our console script writes (preferred) or, failing that, from lm-eval's own
-`samples_<task>_<ts>.jsonl` (`--log_samples`).
+invocation, each SmolDataEnvs task in it one run. Verdicts come from lm-eval's own
+`samples_<task>_<ts>.jsonl` (`--log_samples`, which `smoldataenvs-lm-eval` implies); a folder our
+console script wrote before issue 34 may hold them in `verdicts_<ts>.jsonl` instead (one task per
+run).
 
 Every field read is checked for its type first: a malformed file is one RunLoadError naming the
 file, the line and the field, never a traceback.
@@ -25,7 +26,7 @@ from smoldataenvs_tasks._pins import DATASET_REPO_ID, SAMPLE_SPLIT
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.data.source import Filters
 from smoldataenvs_tasks.results.coverage import FILTER_NAMES, normal_filters
-from smoldataenvs_tasks.results.fingerprint import attach_digests, output_digest, tasks_digests
+from smoldataenvs_tasks.results.fingerprint import output_digest
 from smoldataenvs_tasks.results.protocol import clipped, normal_settings
 from smoldataenvs_tasks.results.provenance import lm_eval_provenance, read_provenance
 from smoldataenvs_tasks.results.runs import (
@@ -184,10 +185,19 @@ def _attempts_from_samples(path: Path) -> tuple[dict[str, TaskAttempts], dict[st
             raise RunLoadError(f"{path.name}: task {task_id} appears on two lines")
         entry = tasks[task_id] = _task_entry(doc, task_id, f"{where} doc")
         replies = _replies(row.get("resps"))
+        # `smoldataenvs regrade` adds each attempt's verdict under other grader profiles.
+        regraded = _mapping(row.get("regraded"), f"{where} regraded")
+        for profile, others in regraded.items():
+            if not isinstance(others, list) or len(others) != len(filtered):
+                raise RunLoadError(f"{where}: regraded.{profile} is not one verdict per reply")
         for repeat, raw in enumerate(filtered):
             verdict, digests = _parse_verdict(raw, f"{where} filtered_resps[{repeat}]")
+            again = {
+                str(profile): _parse_verdict(others[repeat], f"{where} regraded.{profile}")[0]
+                for profile, others in regraded.items()
+            }
             reply = output_digest(replies[repeat]) if repeat < len(replies) else None
-            entry.attempts.append(Attempt(repeat + 1, verdict, {}, digests, reply))
+            entry.attempts.append(Attempt(repeat + 1, verdict, again, digests, reply))
     return tasks, first_doc
 
 
@@ -295,21 +305,24 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 f"{results_file.name}: {task_name} ran with --predict_only, so it recorded the "
                 "model's replies and no verdict; run it without --predict_only to grade them"
             )
-        if verdict_rows is not None and len(ours) == 1:
-            tasks = _attempts_from_verdicts(verdict_rows, verdicts_file.name)
-            if samples_file.exists():
-                # lm-eval's own record of the same verdicts: the two files must agree, or one of
-                # them was edited after the run.
-                from_samples, first_doc = _attempts_from_samples(samples_file)
-                _check_agree(tasks, from_samples, verdicts_file.name, samples_file.name)
-                attach_digests(tasks, tasks_digests(from_samples))
-        elif samples_file.exists():
+        # A verdicts file is what the console script wrote before issue 34: it held one
+        # task's verdicts, so it is read only beside a run of one task.
+        legacy_rows = verdict_rows if len(ours) == 1 else None
+        if samples_file.exists():
             tasks, first_doc = _attempts_from_samples(samples_file)
+            if legacy_rows is not None:
+                # The same verdicts as lm-eval recorded them: the two files must agree, or one
+                # of them was edited after the run. A regrade of such a folder added its
+                # verdicts to that file.
+                legacy = _attempts_from_verdicts(legacy_rows, verdicts_file.name)
+                _check_agree(legacy, tasks, verdicts_file.name, samples_file.name)
+                _add_regraded(tasks, legacy)
+        elif legacy_rows is not None:
+            tasks = _attempts_from_verdicts(legacy_rows, verdicts_file.name)
         else:
             raise RunLoadError(
                 f"{results_file.name}: no per-doc verdicts for {task_name}: run lm-eval with "
-                "--log_samples (or through `smoldataenvs-lm-eval`, which writes verdicts_*.jsonl)"
-                + (" — with several tasks in one run, --log_samples is needed" if ours[1:] else "")
+                "--log_samples and --output_path (smoldataenvs-lm-eval implies --log_samples)"
             )
         where = f"{name} configs.{task_name}"
         repeats = _count(config.get("repeats"), f"{where}.repeats") or 1
@@ -470,6 +483,14 @@ def _declared_grader_version(meta: dict[str, Any], tasks: dict[str, TaskAttempts
     if any(str(v).startswith(f"{version}+") for v in recorded):
         return versioned(str(meta.get("grader") or DEFAULT_PROFILE), str(version))
     return version
+
+
+def _add_regraded(tasks: dict[str, TaskAttempts], legacy: dict[str, TaskAttempts]) -> None:
+    """Each attempt's verdicts under other profiles that a verdicts file holds, added."""
+    for task_id, task in tasks.items():
+        recorded = {a.epoch: a.regraded for a in legacy[task_id].attempts}
+        for attempt in task.attempts:
+            attempt.regraded.update(recorded.get(attempt.epoch, {}))
 
 
 def _check_agree(

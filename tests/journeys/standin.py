@@ -286,7 +286,8 @@ class User:
         return self.run(
             BIN / "smoldataenvs-lm-eval", "--tasks", task,
             "--model", "replay", "--model_args", f"path={replay}",
-            "--confirm_run_unsafe_code", "--log_samples", "--output_path", output,
+            # no --log_samples: the console script implies it (the samples hold the verdicts)
+            "--confirm_run_unsafe_code", "--output_path", output,
             *options,
             offline=offline,
         )  # fmt: skip

@@ -18,14 +18,14 @@ TASK = f"smoldataenvs_program_{SPLIT}"
 
 
 def lm_eval_outcomes(output: Path) -> dict[str, Outcome]:
-    """task id -> Outcome from the per-doc verdicts `smoldataenvs-lm-eval` writes."""
-    [verdicts] = list(output.rglob("verdicts_*.jsonl"))
+    """task id -> Outcome from the verdicts lm-eval logged as each doc's filtered responses."""
+    [samples] = list(output.rglob(f"samples_{TASK}_*.jsonl"))
     out = {}
-    for line in verdicts.read_text(encoding="utf-8").splitlines():
+    for line in samples.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        verdict = row["verdict"]
+        [verdict] = [json.loads(text) for text in row["filtered_resps"]]
         value = None if verdict["category"] == "ungraded" else float(verdict["reward"])
-        out[row["task_id"]] = Outcome(value, verdict["category"], verdict.get("detail"))
+        out[row["doc"]["task_id"]] = Outcome(value, verdict["category"], verdict.get("detail"))
     return out
 
 

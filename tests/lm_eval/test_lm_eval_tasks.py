@@ -159,9 +159,9 @@ def test_replay_model_does_not_hide_builtin_models():
 
 
 @pytest.mark.slow
-def test_console_script_writes_results_and_verdicts(tmp_path):
+def test_console_script_writes_results_and_the_samples_holding_the_verdicts(tmp_path):
     result = subprocess.run(
-        lm_eval_gold_run("--log_samples", "--output_path", str(tmp_path / "out")),
+        lm_eval_gold_run("--output_path", str(tmp_path / "out")),  # --log_samples implied
         capture_output=True,
         text=True,
         timeout=600,
@@ -171,14 +171,54 @@ def test_console_script_writes_results_and_verdicts(tmp_path):
     [results_file] = list((tmp_path / "out").rglob("results_*.json"))
     data = json.loads(results_file.read_text(encoding="utf-8"))
     assert data["results"]["smoldataenvs_program_sample"]["pass@1,verdicts"] == 1.0
-    [verdicts_file] = list((tmp_path / "out").rglob("verdicts_*.jsonl"))
-    rows = [json.loads(line) for line in verdicts_file.read_text(encoding="utf-8").splitlines()]
+    [samples_file] = list((tmp_path / "out").rglob("samples_smoldataenvs_program_sample_*.jsonl"))
+    rows = [json.loads(line) for line in samples_file.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 10
-    assert {row["verdict"]["category"] for row in rows} == {"correct", "ungraded"}
+    verdicts = [json.loads(text) for row in rows for text in row["filtered_resps"]]
+    assert {verdict["category"] for verdict in verdicts} == {"correct", "ungraded"}
+    # Issue 34: the verdicts are written once, where lm-eval writes them.
+    assert not list((tmp_path / "out").rglob("verdicts_*.jsonl"))
     # lm-eval's "over-weighted" warning, on every run, is one line of ours saying why
     assert "over-weighted" not in result.stderr
     [note] = [line for line in result.stderr.splitlines() if "count different docs" in line]
     assert "INFO" in note and "[smoldataenvs_program_sample]" in note
+
+
+@pytest.mark.slow
+def test_several_tasks_in_one_run_each_report_their_own_verdicts(tmp_path):
+    """Issue 34: the verdicts file the console script wrote held one process's verdicts, so
+    a run of several tasks could not be reported without --log_samples; each task's samples
+    now hold its verdicts."""
+    from smoldataenvs_tasks.results.load_lm_eval import load_lm_eval_results
+
+    out = tmp_path / "out"
+    argv = lm_eval_gold_run("--output_path", str(out))
+    argv[argv.index("smoldataenvs_program_sample")] = (
+        "smoldataenvs_program_sample,smoldataenvs_program_sample_pass4"
+    )
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    [results_file] = list(out.rglob("results_*.json"))
+    runs = {run.task_name: run for run in load_lm_eval_results(results_file)}
+    assert set(runs) == {"smoldataenvs_program_sample", "smoldataenvs_program_sample_pass4"}
+    for task_name, repeats in (
+        ("smoldataenvs_program_sample", 1),
+        ("smoldataenvs_program_sample_pass4", 4),
+    ):
+        run = runs[task_name]
+        assert (run.epochs, len(run.tasks)) == (repeats, 10)
+        attempts = [a for task in run.tasks.values() for a in task.attempts]
+        assert len(attempts) == 10 * repeats
+        # the gold replies: every graded attempt correct, the one missing table ungraded
+        assert {a.verdict.category for a in attempts} == {"correct", "ungraded"}
+        assert run.split_tasks == 10 and run.split_sha256
+    report = subprocess.run(
+        [str(BIN / "smoldataenvs"), "report", str(out), "--out", str(tmp_path / "report")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert report.returncode == 0, report.stderr[-2000:]
 
 
 @pytest.mark.slow
@@ -236,7 +276,6 @@ def test_predict_only_runs_no_program_and_records_the_replies(tmp_path, monkeypa
     """Issue 27: `--predict_only` ("only model outputs") still ran every program and wrote
     verdicts; now nothing runs and the samples hold the replies."""
     import smoldataenvs_tasks.pipeline
-    from smoldataenvs_tasks.lm_eval import hooks
 
     def no_program(*args, **kwargs):
         raise AssertionError("a program ran under --predict_only")
@@ -244,9 +283,7 @@ def test_predict_only_runs_no_program_and_records_the_replies(tmp_path, monkeypa
     monkeypatch.setattr(
         smoldataenvs_tasks.pipeline, "grade_program_replies_with_tables", no_program
     )
-    before = len(hooks.VERDICT_LOG)
     results = evaluate(GOLD_PROGRAM, predict_only=True)
-    assert len(hooks.VERDICT_LOG) == before
     replies = {row["task_id"]: row["messages"][-1]["content"] for row in gold_program_rows()}
     samples = results["samples"]["smoldataenvs_program_sample"]
     assert len(samples) == 10

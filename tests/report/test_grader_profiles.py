@@ -20,6 +20,7 @@ from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.results.load import load_runs
 from smoldataenvs_tasks.results.runs import Run
 from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION
+from tests.previous_version import lm_eval_as_previous
 from tests.report.conftest import run_inspect, run_lm_eval
 from tests.report.replays import HEDGED, STRICT_REFUSES, expected_reward, write_replay
 
@@ -179,3 +180,10 @@ def test_lm_eval_metadata_grader_strict_and_regrade_of_its_output_folder(
     assert report.exit_code == 0, report.output
     sub = json.loads((tmp_path / "report" / "submission.json").read_text(encoding="utf-8"))
     assert set(sub["pass@1_by_grader"]) == {"default", "strict"}
+    # A folder of the version before issue 34 (its verdicts also in verdicts_*.jsonl) too.
+    previous = lm_eval_as_previous(default_dir, tmp_path / "previous")
+    result = invoke("regrade", str(previous), "--grader", "strict", "--out", str(tmp_path / "pr"))
+    assert result.exit_code == 0, result.output
+    (previous_regraded,) = load_runs([tmp_path / "pr"])
+    assert outcomes(previous_regraded, "strict") == outcomes(strict_run, "strict")
+    assert outcomes(previous_regraded, "default") == outcomes(default_run, "default")

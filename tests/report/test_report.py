@@ -26,6 +26,7 @@ from smoldataenvs_tasks.results.runs import IncompatibleRunsError
 from smoldataenvs_tasks.results.stats import pass_at_k
 from smoldataenvs_tasks.results.submission import build_submission, verify_submission
 from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION, Category
+from tests.previous_version import inspect_as_previous, lm_eval_as_previous
 from tests.report.conftest import run_inspect
 from tests.report.replays import (
     GOLD,
@@ -426,11 +427,15 @@ def test_inspect_and_lm_eval_report_the_same_per_task_outcomes(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("run_dir", ["lm_eval_mixed_dir", "lm_eval_pass4_dir"])
-def test_lm_eval_verdicts_file_and_samples_file_give_the_same_submission(
+def test_lm_eval_folders_of_the_previous_version_give_the_same_submission(
     run_dir, request, tmp_path
 ):
+    """Issue 34: the console script no longer writes verdicts_*.jsonl (the samples hold the
+    verdicts); a folder it wrote before, with or without its samples, reports the same."""
     lm_eval_dir = request.getfixturevalue(run_dir)
-    (model_dir,) = [p for p in lm_eval_dir.iterdir() if p.is_dir()]
+    assert not list(lm_eval_dir.rglob("verdicts_*.jsonl"))
+    previous = lm_eval_as_previous(lm_eval_dir, tmp_path / "previous")
+    (model_dir,) = [p for p in previous.iterdir() if p.is_dir()]
     assert list(model_dir.glob("verdicts_*.jsonl")) and list(model_dir.glob("samples_*.jsonl"))
     only_verdicts = shutil.copytree(model_dir, tmp_path / "only_verdicts")
     for path in only_verdicts.glob("samples_*.jsonl"):
@@ -440,8 +445,9 @@ def test_lm_eval_verdicts_file_and_samples_file_give_the_same_submission(
         path.unlink()
     a = report(tmp_path / "a", only_verdicts)
     b = report(tmp_path / "b", only_samples)
-    c = report(tmp_path / "c", lm_eval_dir)
-    assert b["sha256"] == c["sha256"]
+    c = report(tmp_path / "c", previous)
+    d = report(tmp_path / "d", lm_eval_dir)
+    assert b["sha256"] == c["sha256"] == d["sha256"]
     # the verdicts file holds no reply: the same submission but for the replies' fingerprints
     assert all("output_sha256" in at for t in b["tasks"] for at in t["attempts"] if t["in_pass1"])
     for task in b["tasks"]:
@@ -451,6 +457,24 @@ def test_lm_eval_verdicts_file_and_samples_file_give_the_same_submission(
         k: v for k, v in b.items() if k != "sha256"
     }
     assert a["failures"]["n_attempts"] == len(MIXED) * a["epochs"]
+
+
+@pytest.mark.slow
+def test_an_inspect_log_of_the_previous_version_gives_the_same_submission(
+    inspect_mixed_log, tmp_path
+):
+    """Issue 34: the provenance moved under the task metadata's `run`; a log that kept it at
+    the top of the metadata reports the same."""
+    previous = inspect_as_previous(
+        inspect_mixed_log, tmp_path / "previous" / inspect_mixed_log.name
+    )
+    from inspect_ai.log import read_eval_log
+
+    assert "run" not in read_eval_log(str(previous), header_only=True).eval.metadata
+    assert (
+        report(tmp_path / "a", previous)["sha256"]
+        == report(tmp_path / "b", inspect_mixed_log)["sha256"]
+    )
 
 
 @pytest.mark.slow

@@ -34,6 +34,7 @@ from smoldataenvs_tasks.results.submission import (
     submission_json,
 )
 from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION, UngradedReason
+from tests.previous_version import lm_eval_as_previous
 from tests.replies import GOLD_AGENTIC, GOLD_PROGRAM
 from tests.report.conftest import run_inspect, run_lm_eval
 from tests.report.replays import MIXED, write_replay
@@ -147,23 +148,16 @@ def test_lm_eval_verdicts_flipped_to_correct_with_the_prediction_untouched_fail_
     lm_eval_out, tmp_path
 ):
     forged = shutil.copytree(lm_eval_out, tmp_path / "forged")
-    (verdicts,) = forged.glob("verdicts_*.jsonl")
-    rows = [
-        json.loads(line)
-        for line in verdicts.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
-    flipped = [row["task_id"] for row in rows if row["verdict"]["category"] == "wrong_value"]
-    assert flipped
-    for row in rows:
-        _flip(row["verdict"])
-    verdicts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     (samples,) = forged.glob("samples_*.jsonl")
-    lines = []
+    lines, flipped = [], []
     for line in samples.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        row["filtered_resps"] = [json.dumps(_flip(json.loads(v))) for v in row["filtered_resps"]]
+        verdicts = [json.loads(v) for v in row["filtered_resps"]]
+        if any(v["category"] == "wrong_value" for v in verdicts):
+            flipped.append(row["doc"]["task_id"])
+        row["filtered_resps"] = [json.dumps(_flip(v)) for v in verdicts]
         lines.append(json.dumps(row))
+    assert flipped
     samples.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     honest = report(tmp_path / "honest", lm_eval_out, extra=("--allow-partial",))
@@ -175,7 +169,9 @@ def test_lm_eval_verdicts_flipped_to_correct_with_the_prediction_untouched_fail_
 
 
 def test_an_lm_eval_answer_edited_in_one_of_its_two_records_is_refused(lm_eval_out, tmp_path):
-    forged = shutil.copytree(lm_eval_out, tmp_path / "forged")
+    """The verdicts file the console script wrote before issue 34 and lm-eval's samples record
+    each verdict: an edit of one of them is refused."""
+    forged = lm_eval_as_previous(lm_eval_out, tmp_path / "forged")
     (verdicts,) = forged.glob("verdicts_*.jsonl")
     rows = [
         json.loads(line)
