@@ -32,7 +32,7 @@ from smoldataenvs_tasks.results.cli import (
 )
 from smoldataenvs_tasks.results.submission import COVERAGE_INPUTS, verify_submission
 from smoldataenvs_tasks.rl.environment import DataAnalysisEnv
-from smoldataenvs_tasks.sandboxes.docker.spares import Spares, reuse_enabled
+from smoldataenvs_tasks.sandboxes.docker.spares import spare_pool
 from smoldataenvs_tasks.sandboxes.inputs import link_inputs_script
 from smoldataenvs_tasks.scorers import grader
 from smoldataenvs_tasks.scorers.cli import grade_command
@@ -123,8 +123,7 @@ DataAnalysisEnv.last_verdict
 
 # The sandbox kinds' records name code as "module:attribute" strings (sandboxes/kinds.py), loaded
 # on use.
-Spares
-reuse_enabled
+spare_pool
 
 # TypedDict fields (results/schema.py, results/leaderboard.py, run_plan.RunProvenance): written
 # and read as dict keys.

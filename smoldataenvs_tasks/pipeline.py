@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from smoldataenvs_tasks.contract import ANSWER_FILE, DEFAULT_LIMITS, PROGRAM_PATH, SandboxLimits
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.sandboxes.answer_file import AnswerState, read_answer_file
-from smoldataenvs_tasks.sandboxes.base import SandboxFailure
-from smoldataenvs_tasks.sandboxes.runner import ProgramHost, program_timeout, run_program
+from smoldataenvs_tasks.sandboxes.base import ProgramHost, SandboxFailure
+from smoldataenvs_tasks.sandboxes.runner import program_timeout, run_program
 from smoldataenvs_tasks.scorers.answers import extract_program
 from smoldataenvs_tasks.scorers.decide import (
     answer_too_large_verdict,

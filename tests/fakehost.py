@@ -1,4 +1,4 @@
-"""FakeHost: a `ProgramHost` (sandboxes/runner.py) that runs nothing, for pipeline tests without a
+"""FakeHost: a `ProgramHost` (sandboxes/base.py) that runs nothing, for pipeline tests without a
 sandbox (the unit tier, `scripts/test --fast`).
 
 It answers the two commands the pipeline sends a host, checked argument by argument against the

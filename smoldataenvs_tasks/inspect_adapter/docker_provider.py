@@ -87,7 +87,9 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
     def new_source(cls, settings: LimitsConfig) -> SessionSource:
         docker = _docker(settings)
         return SessionSource(
-            cls.kind.name, limits=docker.limits(), image=docker.image, reuse=docker.reuse
+            cls.kind.name,
+            limits=docker.limits(),
+            settings={"image": docker.image, "reuse": docker.reuse},
         )
 
     @override

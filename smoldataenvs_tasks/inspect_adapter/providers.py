@@ -15,12 +15,11 @@ and with it every Docker module, loads only when a task uses it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from inspect_ai.util import SandboxEnvironmentSpec, sandboxenv
 
 from smoldataenvs_tasks.inspect_adapter._compat import registry_find_sandboxenv
 from smoldataenvs_tasks.inspect_adapter.provider_base import SessionSandboxEnvironment
+from smoldataenvs_tasks.sandboxes.base import SandboxSession
 from smoldataenvs_tasks.sandboxes.kinds import KINDS, SandboxKind
 
 
@@ -86,7 +85,7 @@ def kind_of(environment: object) -> SandboxKind | None:
     return None
 
 
-def session_of(environment: object) -> Any | None:
+def session_of(environment: object) -> SandboxSession | None:
     """Our session behind `environment` (one of our providers'), or None."""
     try:
         return environment.as_type(SessionSandboxEnvironment).session  # type: ignore[attr-defined]

@@ -17,7 +17,6 @@ import logging
 import os
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
 
 import anyio
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
@@ -31,6 +30,7 @@ from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.inspect_adapter._compat import package_name
 from smoldataenvs_tasks.inspect_adapter.providers import provider_class, runs_in, session_of
 from smoldataenvs_tasks.pipeline import prepare_tables
+from smoldataenvs_tasks.sandboxes.base import HostInputs, RelocatedPaths
 from smoldataenvs_tasks.sandboxes.inputs import LINK_INPUTS_COMMAND
 from smoldataenvs_tasks.sandboxes.kinds import CHOICES, InputLinks, SandboxKind, Staging, kind
 from smoldataenvs_tasks.scorers.verdict import UngradedReason
@@ -89,11 +89,11 @@ async def _check_sandbox_kind(expected: SandboxKind, *, probe_image: bool = True
             )
 
 
-def _host_input_session() -> Any | None:
+def _host_input_session() -> HostInputs | None:
     """This sample's session when its input dir is a usable host directory (ours, whose kind
     links inputs on the host)."""
     session = session_of(current_sandbox())
-    if session is None:
+    if not isinstance(session, HostInputs):
         return None
     input_dir = session.input_dir
     # Setup runs before any model-written code, so nothing in the sandbox can have swapped the
@@ -133,13 +133,14 @@ async def _link_inputs(stage_dir: Path, sandbox_kind: SandboxKind) -> None:
 def _relocate_prompts(state: TaskState) -> None:
     """A kind without the contract's paths (`local`): the prompts name the session's own."""
     session = session_of(current_sandbox())
-    if session is None:
+    if not isinstance(session, RelocatedPaths):
         return
+    paths = session.prompt_paths
     for message in state.messages:
         if isinstance(message, ChatMessageSystem | ChatMessageUser) and isinstance(
             message.content, str
         ):
-            message.content = relocate_paths(message.content, **session.prompt_paths)
+            message.content = relocate_paths(message.content, **paths)
 
 
 @solver(name=package_name("prepare_sample"))

@@ -29,8 +29,7 @@ import enum
 from dataclasses import dataclass
 
 from smoldataenvs_tasks.contract import ANSWER_FILE, MAX_ANSWER_BYTES
-from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxLost
-from smoldataenvs_tasks.sandboxes.runner import ProgramHost
+from smoldataenvs_tasks.sandboxes.base import ProgramHost, SandboxFailure, SandboxLost
 
 
 class AnswerState(enum.IntEnum):

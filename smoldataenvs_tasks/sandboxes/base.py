@@ -15,9 +15,10 @@ raises FileNotFoundError, IsADirectoryError, PermissionError, or FileTooLarge pa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol, runtime_checkable
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
-from smoldataenvs_tasks.contract import ExecResult
+from smoldataenvs_tasks.contract import ExecResult, SandboxLimits
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 
 
@@ -43,8 +44,9 @@ class FileTooLarge(OSError):
 
 
 @runtime_checkable
-class SandboxSession(Protocol):
-    kind: str
+class ProgramHost(Protocol):
+    """Anything that can run a program (the runner's one need): our sessions, or the Inspect
+    adapter's host over Inspect's sandbox. The one declaration of `exec`."""
 
     async def exec(
         self,
@@ -56,8 +58,88 @@ class SandboxSession(Protocol):
         env: Mapping[str, str] | None = None,
     ) -> ExecResult: ...
 
+
+@runtime_checkable
+class SandboxSession(ProgramHost, Protocol):
+    """One sample's sandbox, as every kind's session class gives it (this module's docstring)."""
+
+    kind: str
+
     async def write_file(self, path: str, contents: str | bytes) -> None: ...
 
     async def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class SessionFactory(Protocol):
+    """A kind's session class (`SandboxKind.session`): starts one session over a host directory
+    holding the sample's tables (mounted read-only at /mnt/tables)."""
+
+    async def start(self, stage_dir: Path, *, limits: SandboxLimits) -> SandboxSession: ...
+
+
+@runtime_checkable
+class HostInputs(Protocol):
+    """A session whose /home/user/input is a host directory (`InputLinks.ON_HOST`): the harness
+    links the tables in there itself, with no command in the sandbox."""
+
+    input_dir: Path
+
+    def link_inputs(self, names: list[str]) -> None: ...
+
+
+@runtime_checkable
+class RelocatedPaths(Protocol):
+    """A session without the contract's paths (`SandboxKind.contract_paths` false): where its
+    input dir and workdir really are, to rewrite prompts with (`data.prompts.relocate_paths`)."""
+
+    @property
+    def prompt_paths(self) -> dict[str, str]: ...
+
+
+@runtime_checkable
+class SparePool(Protocol):
+    """Sessions started ahead of their samples (`SandboxKind.spares`), handed back after each
+    sample to be reset for another, or removed."""
+
+    async def take(self, stage_dir: Path) -> SandboxSession: ...
+
+    # Any: a pool takes back only its own kind's sessions.
+    async def give_back(self, session: Any, *, reuse: bool = True) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+@runtime_checkable
+class SparePoolFactory(Protocol):
+    """Makes a kind's spare pool for sessions whose stage dirs lie under `slot_root`, with the
+    kind's own settings (`SessionSource`'s `settings`: Docker's `image`, `reuse`)."""
+
+    def __call__(
+        self, slot_root: Path, *, limits: SandboxLimits, settings: Mapping[str, object]
+    ) -> SparePool: ...
+
+
+@runtime_checkable
+class Check(Protocol):
+    """A kind's prerequisite or probe: returns when it holds, else raises SandboxUnavailable
+    saying how to fix it."""
+
+    def __call__(self) -> object: ...
+
+
+@runtime_checkable
+class Cleanup(Protocol):
+    """A kind's sweep of what sessions of dead processes left (all of them with
+    `all_sessions`, where the kind can tell): one line per thing removed."""
+
+    def __call__(self, *, all_sessions: bool = False) -> list[str]: ...
+
+
+@runtime_checkable
+class Status(Protocol):
+    """What `smoldataenvs sandbox info` says of a kind here: lines, each naming the kind."""
+
+    def __call__(self) -> list[str]: ...

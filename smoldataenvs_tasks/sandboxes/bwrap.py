@@ -192,6 +192,28 @@ def probe_bwrap() -> str:
     return bwrap
 
 
+def describe_here() -> list[str]:
+    """What `smoldataenvs sandbox info` says of bwrap here: whether it runs, how the limits are
+    enforced, the disk caps and the locked Python environment."""
+    from smoldataenvs_tasks.sandboxes.envbuild import env_path, is_built
+
+    try:
+        lines = [f"bwrap: {probe_bwrap()} (namespaces work)"]
+    except SandboxUnavailable as error:
+        lines = [f"bwrap: unavailable: {error}"]
+    lines.append(f"limit enforcement: {cgroups.describe(cgroups.detect_enforcement())}")
+    caps = (
+        "a size-limited tmpfs per writable directory"
+        if disk.can_mount()
+        else "none (mounting a tmpfs needs root); files are capped at max_file_bytes"
+    )
+    lines.append(f"bwrap disk caps: {caps}")
+    path = env_path()
+    state = "built" if is_built(path) else "not built (`smoldataenvs sandbox setup`)"
+    lines.append(f"bwrap environment: {path} ({state})")
+    return lines
+
+
 def _root_links() -> list[str]:
     """/bin, /lib... as the host has them: symlinks into /usr (merged /usr) or read-only binds."""
     args: list[str] = []
@@ -212,6 +234,8 @@ class BwrapSession:
     """One sample's bwrap sandbox (kind "bwrap"). Start with `await BwrapSession.start(...)`."""
 
     kind = "bwrap"
+    # A host directory (HostInputs): the harness links the staged tables in (`link_inputs`).
+    input_dir: Path
 
     def __init__(
         self,

@@ -38,35 +38,14 @@ def setup() -> None:
 
 @sandbox.command()
 def info() -> None:
-    """Which sandbox `auto` picks here, how limits are enforced, and what is built."""
-    from smoldataenvs_tasks.sandboxes import cgroups, disk
-    from smoldataenvs_tasks.sandboxes.bwrap import probe_bwrap
-    from smoldataenvs_tasks.sandboxes.envbuild import env_path, is_built
-    from smoldataenvs_tasks.sandboxes.kinds import resolve_kind
+    """Which sandbox `auto` picks here, and what each kind says of itself here (how limits are
+    enforced, what is built)."""
+    from smoldataenvs_tasks.sandboxes.kinds import KINDS, resolve_kind
 
     click.echo(f"auto resolves to: {resolve_kind('auto')}")
-    try:
-        click.echo(f"bwrap: {probe_bwrap()} (namespaces work)")
-    except SandboxUnavailable as error:
-        click.echo(f"bwrap: unavailable: {error}")
-    click.echo(f"limit enforcement: {cgroups.describe(cgroups.detect_enforcement())}")
-    click.echo(
-        "bwrap disk caps: "
-        + (
-            "a size-limited tmpfs per writable directory"
-            if disk.can_mount()
-            else "none (mounting a tmpfs needs root); files are capped at max_file_bytes"
-        )
-    )
-    path = env_path()
-    state = "built" if is_built(path) else "not built (`smoldataenvs sandbox setup`)"
-    click.echo(f"bwrap environment: {path} ({state})")
-    try:
-        from smoldataenvs_tasks.sandboxes.docker import image_status
-
-        click.echo(f"docker image: {image_status().message}")
-    except SandboxUnavailable as error:
-        click.echo(f"docker: unavailable: {error}")
+    for record in KINDS.values():
+        for line in record.describe_here():
+            click.echo(line)
 
 
 @sandbox.command("build-image")
@@ -99,39 +78,47 @@ def image_status() -> None:
 
 
 @sandbox.command()
-@click.option("--all", "all_sessions", is_flag=True, help="Every Docker session's, alive or not.")
+@click.option("--all", "all_sessions", is_flag=True, help="Every session's, alive or not.")
 @click.option("--verbose", "-v", is_flag=True, help="Name every stage dir removed.")
 def cleanup(all_sessions: bool, verbose: bool) -> None:
-    """Remove what sessions of dead harness processes left: bwrap session directories with their
-    mounts, their cgroups, stage directories no running eval uses, Docker containers and
-    volumes. Prints what it removed, and what it kept because a live process uses it."""
+    """Remove what sessions of dead harness processes left: stage directories no running eval
+    uses, and each sandbox kind's own (bwrap session directories with their mounts and cgroups,
+    Docker containers and volumes). Prints what it removed, and what it kept because a live
+    process uses it."""
     from smoldataenvs_tasks.sandboxes import leftovers
-    from smoldataenvs_tasks.sandboxes.docker import cleanup_stale
+    from smoldataenvs_tasks.sandboxes.kinds import KINDS
     from smoldataenvs_tasks.sandboxes.leftovers import plural, size
 
+    # Every kind that stages on this machine leaves stage dirs: swept (and counted) whatever the
+    # kinds, with bwrap's sessions and cgroups (leftovers.py).
     swept = leftovers.sweep()
     for line in swept.lines():
         click.echo(f"removed {line}")
     if verbose:
         for path in swept.stage_dirs.removed:
             click.echo(f"removed stage dir {path}")
-    try:
-        removed = cleanup_stale(all_sessions=all_sessions)
-    except SandboxUnavailable as error:  # no docker command: nothing of Docker's to remove
-        removed, docker_note = [], f"; Docker not checked: {error}"
-    except SandboxFailure as error:
-        raise click.ClickException(str(error)) from error
-    else:
-        docker_note = ""
-    for line in removed:
-        click.echo(f"removed {line}")
     stage = swept.stage_dirs
     counts = [
         plural(len(swept.sessions), "bwrap session dir"),
         plural(len(swept.cgroups), "cgroup"),
         plural(len(swept.empty_stage_dirs) + len(stage.removed), "stage dir")
         + f" ({size(stage.freed_bytes)} freed)",
-        f"{len(removed)} Docker containers/volumes",
     ]
+    notes = []
+    swept_by = {f"{leftovers.__name__}:{leftovers.sweep_stale.__name__}"}
+    for record in KINDS.values():
+        if record.cleanup is None or record.cleanup in swept_by:
+            continue
+        swept_by.add(record.cleanup)
+        try:
+            removed = record.sweep(all_sessions=all_sessions)
+        except SandboxUnavailable as error:  # e.g. no docker command: nothing of it to remove
+            notes.append(f"{record.name} not checked: {error}")
+            continue
+        except SandboxFailure as error:
+            raise click.ClickException(str(error)) from error
+        for line in removed:
+            click.echo(f"removed {line}")
+        counts.append(f"{len(removed)} {record.name} leftovers")
     kept = f"; kept {plural(stage.in_use, 'stage dir')} in use" if stage.in_use else ""
-    click.echo(f"cleanup removed {', '.join(counts)}{kept}{docker_note}")
+    click.echo(f"cleanup removed {', '.join(counts)}{kept}{''.join(f'; {n}' for n in notes)}")

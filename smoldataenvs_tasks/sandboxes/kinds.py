@@ -19,13 +19,21 @@ from __future__ import annotations
 import enum
 import functools
 import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from smoldataenvs_tasks.sandboxes import RESOURCES
-from smoldataenvs_tasks.sandboxes.base import SandboxSession, SandboxUnavailable
+from smoldataenvs_tasks.sandboxes.base import (
+    Check,
+    Cleanup,
+    SandboxUnavailable,
+    SessionFactory,
+    SparePoolFactory,
+    Status,
+)
+
+T = TypeVar("T")
 
 AUTO = "auto"
 
@@ -53,10 +61,15 @@ class InputLinks(enum.Enum):
     BY_STAGER = "by_stager"
 
 
-def load(reference: str) -> Any:
-    """The attribute a "module:attribute" reference names, importing its module."""
+def load(reference: str, expected: type[T]) -> T:
+    """The attribute a "module:attribute" reference names, importing its module; a TypeError
+    naming the reference when it is not an `expected` (a runtime-checkable protocol or a
+    class: a record naming the wrong thing fails where it is loaded, not in a sample)."""
     module, _, attribute = reference.partition(":")
-    return getattr(importlib.import_module(module), attribute)
+    value = getattr(importlib.import_module(module), attribute)
+    if not isinstance(value, expected):
+        raise TypeError(f"{reference} is not a {expected.__name__} (sandboxes/base.py)")
+    return value
 
 
 @dataclass(frozen=True)
@@ -64,8 +77,9 @@ class SandboxKind:
     name: str
     # The Inspect provider (a registered sandbox name) that runs this kind.
     provider: str
-    # Our session class ("module:Class", with `start(stage_dir, *, limits)`); None when only
-    # Inspect's own provider runs the kind (lm-eval and `validate` cannot use it).
+    # Our session class ("module:Class", a SessionFactory of SandboxSessions, also HostInputs
+    # with `inputs=ON_HOST` and RelocatedPaths without `contract_paths`; sandboxes/base.py);
+    # None when only Inspect's own provider runs the kind (lm-eval and `validate` cannot use it).
     session: str | None = None
     # The file in sandboxes/resources/ Inspect's own provider is given (compose, Helm values).
     provider_config: str | None = None
@@ -79,11 +93,13 @@ class SandboxKind:
     probe: str | None = None
     staging: Staging = Staging.HOST
     inputs: InputLinks = InputLinks.ON_HOST
-    # A module with `Spares` and `reuse_enabled`: sessions started ahead of their samples (and,
-    # when reuse is on, reset and handed on) instead of one start and close per sample.
+    # A SparePoolFactory ("module:function"): sessions started ahead of their samples (and, when
+    # reuse is on, reset and handed on) instead of one start and close per sample.
     spares: str | None = None
-    # Removes what sessions of dead processes left ("module:function" returning what it removed).
+    # A Cleanup ("module:function"): removes what sessions of dead processes left.
     cleanup: str | None = None
+    # A Status ("module:function"): what `smoldataenvs sandbox info` says of the kind here.
+    status: str | None = None
     # False: model-written code runs unconfined on this machine (warned about, debugging only).
     isolates: bool = True
     # False: the contract's paths do not exist in it; its session maps them to host directories
@@ -92,21 +108,28 @@ class SandboxKind:
     # Its programs run on this machine's CPUs (the program slots limit how many at once).
     on_this_machine: bool = True
 
-    def session_class(self) -> type[SandboxSession]:
+    def session_class(self) -> SessionFactory:
         if self.session is None:
             raise ValueError(
                 f"the {self.name} sandbox runs only under Inspect; choose one of "
                 f"{', '.join(SESSION_KINDS)}"
             )
-        return load(self.session)
+        return load(self.session, SessionFactory)
 
     def check_prerequisites(self) -> None:
         for reference in self.prerequisites:
-            load(reference)()
+            load(reference, Check)()
 
-    def sweep(self) -> list[str]:
+    def sweep(self, *, all_sessions: bool = False) -> list[str]:
         """Remove what sessions of this kind left when their process died; what was removed."""
-        return list(load(self.cleanup)()) if self.cleanup else []
+        return list(load(self.cleanup, Cleanup)(all_sessions=all_sessions)) if self.cleanup else []
+
+    def spare_pools(self) -> SparePoolFactory | None:
+        return load(self.spares, SparePoolFactory) if self.spares else None
+
+    def describe_here(self) -> list[str]:
+        """What `smoldataenvs sandbox info` says of this kind on this machine."""
+        return list(load(self.status, Status)()) if self.status else []
 
     @property
     def provider_config_file(self) -> Path | None:
@@ -134,6 +157,7 @@ KINDS: dict[str, SandboxKind] = {
             prerequisites=(f"{_SANDBOXES}.bwrap:probe_bwrap", _ENSURE_ENV),
             probe=f"{_SANDBOXES}.bwrap:probe_bwrap",
             cleanup=f"{_SANDBOXES}.leftovers:sweep_stale",
+            status=f"{_SANDBOXES}.bwrap:describe_here",
         ),
         SandboxKind(
             name="docker",
@@ -141,8 +165,9 @@ KINDS: dict[str, SandboxKind] = {
             session=f"{_SANDBOXES}.docker:DockerSession",
             prerequisites=(_REQUIRE_IMAGE,),
             inputs=InputLinks.AT_START,
-            spares=f"{_SANDBOXES}.docker.spares",
+            spares=f"{_SANDBOXES}.docker.spares:spare_pool",
             cleanup=f"{_SANDBOXES}.docker:cleanup_stale",
+            status=f"{_SANDBOXES}.docker.image:describe_here",
         ),
         SandboxKind(
             name="docker-compose",
@@ -201,9 +226,8 @@ def _works_here(name: str) -> bool:
     reference = KINDS[name].probe
     if reference is None:
         return True
-    probe: Callable[[], object] = load(reference)
     try:
-        probe()
+        load(reference, Check)()
     except SandboxUnavailable:
         return False
     return True

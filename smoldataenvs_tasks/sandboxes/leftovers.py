@@ -99,8 +99,9 @@ def sweep(base: Path | None = None, cache: Path | None = None) -> Sweep:
     return done
 
 
-def sweep_stale(base: Path | None = None) -> list[str]:
-    """`sweep`, said in lines (what Inspect's `sandbox cleanup` prints)."""
+def sweep_stale(*, all_sessions: bool = False, base: Path | None = None) -> list[str]:
+    """`sweep`, said in lines (what Inspect's `sandbox cleanup` prints): bwrap's record's
+    cleanup. `all_sessions` changes nothing: a live process's session is in use."""
     return sweep(base).lines()
 
 

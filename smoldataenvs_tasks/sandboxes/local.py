@@ -60,6 +60,8 @@ class LocalSession:
     """One sample's unisolated "sandbox" (kind "local")."""
 
     kind = "local"
+    # A host directory (HostInputs): the harness links the staged tables in (`link_inputs`).
+    input_dir: Path
 
     def __init__(self, stage_dir: Path, env_dir: Path, root: Path, limits: SandboxLimits) -> None:
         self.stage_dir = stage_dir

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
-from smoldataenvs_tasks.sandboxes.base import SandboxSession
+from smoldataenvs_tasks.sandboxes.base import SandboxSession, SparePool
 from smoldataenvs_tasks.sandboxes.kinds import kind as kind_record
-from smoldataenvs_tasks.sandboxes.kinds import load, resolve_kind
+from smoldataenvs_tasks.sandboxes.kinds import resolve_kind
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +38,7 @@ async def open_session(
     kind: str, stage_dir: Path, *, limits: SandboxLimits = DEFAULT_LIMITS
 ) -> SandboxSession:
     """A started session over `stage_dir`; the caller must `await session.close()`."""
-    session_class: Any = kind_record(resolve_kind(kind)).session_class()
+    session_class = kind_record(resolve_kind(kind)).session_class()
     return await session_class.start(stage_dir, limits=limits)
 
 
@@ -48,8 +47,9 @@ class SessionSource:
 
     A kind with spares (its record's `spares`: Docker's) takes sessions from them (one pool per
     stage-dir parent: slots must share its filesystem) and gives them back at `end`, where the
-    container is removed, or reset and reused when reuse is on (docker/spares.py; `reuse=True`
-    or SMOLDATAENVS_DOCKER_REUSE=1). Other kinds: `open_session` and `close`. `end` returns at once; `ended()` waits for every reset
+    container is removed, or reset and reused when reuse is on. `settings` are the kind's own,
+    handed to its pools (Docker's `image` and `reuse`: docker/spares.py `spare_pool`). Other
+    kinds: `open_session` and `close`. `end` returns at once; `ended()` waits for every reset
     and removal; leaving the `async with` (or `aclose`) also removes the idle spares.
     The lm-eval and `validate` batches (pipeline) and our Inspect providers
     (inspect_adapter/provider_base.py) all take their sessions here.
@@ -60,29 +60,22 @@ class SessionSource:
         kind: str,
         *,
         limits: SandboxLimits = DEFAULT_LIMITS,
-        image: str | None = None,
-        reuse: bool | None = None,
+        settings: Mapping[str, object] | None = None,
     ) -> None:
         self.kind = kind
         self.limits = limits
-        self.image = image
-        self.reuse = reuse
-        self._spares: dict[Path, Any] = {}  # stage-dir parent -> Spares
-        self._taken_from: dict[SandboxSession, Any] = {}
+        self.settings = dict(settings or {})
+        self._spares: dict[Path, SparePool] = {}  # by stage-dir parent
+        self._taken_from: dict[SandboxSession, SparePool] = {}
         self._ending: set[asyncio.Task[None]] = set()
 
     async def open(self, stage_dir: Path) -> SandboxSession:
-        spares_module = kind_record(resolve_kind(self.kind)).spares
-        if spares_module is None:
+        pools = kind_record(resolve_kind(self.kind)).spare_pools()
+        if pools is None:
             return await open_session(self.kind, stage_dir, limits=self.limits)
         parent = Path(stage_dir).resolve().parent
         if parent not in self._spares:
-            self._spares[parent] = load(f"{spares_module}:Spares")(
-                slot_root=parent,
-                limits=self.limits,
-                image=self.image,
-                reuse=load(f"{spares_module}:reuse_enabled")(self.reuse),
-            )
+            self._spares[parent] = pools(parent, limits=self.limits, settings=self.settings)
         session = await self._spares[parent].take(Path(stage_dir))
         self._taken_from[session] = self._spares[parent]
         return session

@@ -23,9 +23,7 @@ could sabotage (by `chmod 000` on its working directory) made its sample ungrade
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Protocol
 
 from smoldataenvs_tasks.contract import (
     DEFAULT_LIMITS,
@@ -34,7 +32,7 @@ from smoldataenvs_tasks.contract import (
     ExecResult,
     SandboxLimits,
 )
-from smoldataenvs_tasks.sandboxes.base import SandboxFailure
+from smoldataenvs_tasks.sandboxes.base import ProgramHost, SandboxFailure
 
 KILL_GRACE_S = 5  # `timeout -k`: SIGKILL this long after SIGTERM
 HOST_MARGIN_S = 10  # the host-side timeout fires only when the in-sandbox one could not
@@ -53,20 +51,6 @@ _WRITE_AND_RUN = (
     f'"$1" 60 "$5" -I -S -c "" || {{ echo "{_CANNOT_RUN} $1 $5 (exit $?)" >&2; exit 125; }}; '
     f'echo "{WRITTEN_MARKER}" >&2; exec "$@"'
 )
-
-
-class ProgramHost(Protocol):
-    """Anything that can run a program: our sessions, or the Inspect adapter's host."""
-
-    async def exec(
-        self,
-        argv: list[str],
-        *,
-        input: str | bytes | None = None,
-        cwd: str | None = None,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> ExecResult: ...
 
 
 def program_argv(timeout_s: float, program_path: str = PROGRAM_PATH) -> list[str]:

@@ -372,3 +372,11 @@ async def resolve_image(image: str | None) -> str:
         await asyncio.to_thread(ensure_image)
     _KNOWN_IMAGES.add(ref)
     return ref
+
+
+def describe_here() -> list[str]:
+    """What `smoldataenvs sandbox info` says of Docker here (the docker kind's record's status)."""
+    try:
+        return [f"docker image: {image_status().message}"]
+    except SandboxUnavailable as error:
+        return [f"docker: unavailable: {error}"]

@@ -36,6 +36,7 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
@@ -178,3 +179,15 @@ class Spares:
                     await item.close()
                 except Exception as error:  # labelled: `smoldataenvs sandbox cleanup` removes it
                     logger.warning(f"could not remove a spare sandbox container: {error}")
+
+
+def spare_pool(slot_root: Path, *, limits: SandboxLimits, settings: Mapping[str, object]) -> Spares:
+    """The docker kind's spare pool (its record's `spares`, a SparePoolFactory): `settings` are
+    a sandbox configuration's `image` and `reuse` (None: SMOLDATAENVS_DOCKER_REUSE decides)."""
+    image, reuse = settings.get("image"), settings.get("reuse")
+    return Spares(
+        slot_root=slot_root,
+        limits=limits,
+        image=image if isinstance(image, str) else None,
+        reuse=reuse_enabled(reuse if isinstance(reuse, bool) else None),
+    )
