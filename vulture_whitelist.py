@@ -32,6 +32,7 @@ from smoldataenvs_tasks.results.cli import (
 )
 from smoldataenvs_tasks.results.submission import COVERAGE_INPUTS, verify_submission
 from smoldataenvs_tasks.rl.environment import DataAnalysisEnv
+from smoldataenvs_tasks.sandboxes.cli import build_sandbox_image, sandbox_image_status
 from smoldataenvs_tasks.sandboxes.docker.spares import spare_pool
 from smoldataenvs_tasks.sandboxes.inputs import link_inputs_script
 from smoldataenvs_tasks.scorers import grader
@@ -65,6 +66,8 @@ validate_command
 export_command
 build_image_command
 grade_command
+build_sandbox_image
+sandbox_image_status
 
 # The ladder's records (scorers/ladder.py, scorers/rules.py): fields that describe a rung or a
 # rule, read by tests/scorers/test_ladder.py and test_strict.py, which hold them to the code.

@@ -16,9 +16,21 @@ Each specific error also keeps the built-in base it always had (`ValueError`, `R
 `validate.BrokenEnvironment` and `ValidationInputError`, `scorers.grader.UnknownProfileError`,
 `inspect_adapter.regrade.RegradeError`, `lm_eval.regrade.LmEvalRegradeError`,
 `lm_eval.fewshot.FewShotRefused`, `results.schema.SubmissionFormatError`,
-`results.verifier_data.DataUnavailable`, `options.OptionError` (a task option out of range).
+`results.verifier_data.DataUnavailable`, `run_plan.OptionError` (a run option out of range) and
+`run_plan.RunPlanError` (options that select nothing to run). Bad input to a command is
+`BadInput`: one line, exit status 2.
 """
+
+import click
 
 
 class SmolDataEnvsError(Exception):
     """Base of every error smoldataenvs_tasks raises on purpose."""
+
+
+class BadInput(click.ClickException):
+    """Bad input to a command (a file that is not a readable run, a row that is not JSON, a
+    tolerance out of range): one line naming what is wrong, exit status 2, like click's usage
+    errors."""
+
+    exit_code = 2

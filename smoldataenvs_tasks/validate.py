@@ -32,7 +32,7 @@ import click
 from smoldataenvs_tasks._pins import SAMPLE_SPLIT
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import SourceError
-from smoldataenvs_tasks.errors import SmolDataEnvsError
+from smoldataenvs_tasks.errors import BadInput, SmolDataEnvsError
 from smoldataenvs_tasks.replay import ReplayBook, ReplayFormatError, ReplayRow
 from smoldataenvs_tasks.sandboxes.kinds import AUTO, OPENABLE, resolve_kind
 from smoldataenvs_tasks.scorers.verdict import Category, Verdict
@@ -373,13 +373,6 @@ def render_validation(result: ValidationResult) -> str:
     return "\n".join(lines)
 
 
-class _BadInput(click.ClickException):
-    """Bad input to `validate`: one line, exit code 2 (as a broken environment: nothing was
-    certified)."""
-
-    exit_code = 2
-
-
 @click.command("validate")
 @click.option("--split", default=SAMPLE_SPLIT, show_default=True, help="Split to replay over.")
 @click.option(
@@ -439,7 +432,7 @@ def validate_command(
         sys.exit(2)
     except (ReplayFormatError, SourceError, ValidationInputError) as exc:
         # bad input: one line, exit code 2 (as a broken environment: nothing was certified)
-        raise _BadInput(str(exc)) from None
+        raise BadInput(str(exc)) from None
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:

@@ -114,7 +114,7 @@ def _check_base_name(task_id: str, name: Any, what: str) -> str:
     return name
 
 
-def check_bucket(task_id: str, bucket: Any) -> str:
+def _check_bucket(task_id: str, bucket: Any) -> str:
     """`owner/name`, exactly: it becomes two directory levels in caches and mirrors."""
     if not isinstance(bucket, str) or not _BUCKET_RE.fullmatch(bucket):
         raise RowValidationError(
@@ -379,7 +379,7 @@ def _validate(record: TaskRecord) -> None:
         raise RowValidationError(task_id, "files must be a tuple of names")
     for name in record.files:
         check_file_name(task_id, name)
-    check_bucket(task_id, record.hf_bucket)
+    _check_bucket(task_id, record.hf_bucket)
     check_prefix(task_id, record.bucket_prefix)
     for column in ("kaggle_dataset", "instruction"):
         value = getattr(record, column)

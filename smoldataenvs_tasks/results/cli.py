@@ -33,16 +33,11 @@ from typing import TYPE_CHECKING
 import click
 
 from smoldataenvs_tasks.data.cache import atomic_write_bytes
+from smoldataenvs_tasks.errors import BadInput
 from smoldataenvs_tasks.results.runs import IncompatibleRunsError, Run, RunLoadError
 
 if TYPE_CHECKING:
     from smoldataenvs_tasks.results.schema import EstimateEntry, Submission
-
-
-class BadInput(click.ClickException):
-    """An input that is not a readable run: one line naming the file, exit code 2."""
-
-    exit_code = 2
 
 
 def _load(paths: tuple[str, ...], *, split: str | None, allow_incomplete: bool) -> list[Run]:
@@ -322,7 +317,7 @@ def leaderboard_command(
         build_leaderboard,
         display_name,
     )
-    from smoldataenvs_tasks.results.leaderboard_page import render_html, render_markdown
+    from smoldataenvs_tasks.results.leaderboard_page import render_html, render_leaderboard_markdown
     from smoldataenvs_tasks.results.verify import INTEGRITY_CHECKS, Verifier
 
     entries = []
@@ -359,7 +354,7 @@ def leaderboard_command(
         )
     board = build_leaderboard(entries)
     renderers = {
-        "md": render_markdown,
+        "md": render_leaderboard_markdown,
         "html": render_html,
         "json": lambda board: (
             json.dumps(board, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

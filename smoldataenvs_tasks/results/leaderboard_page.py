@@ -5,7 +5,7 @@ The HTML page is one self-contained file: inline CSS, a few lines of inline Java
 a table when its header is clicked (numbers by the cell's `data-sort` value, empty cells last),
 and an inline SVG chart of pass@1 with its 95% CI per model. It loads nothing from the network.
 
-    from smoldataenvs_tasks.results.leaderboard_page import render_html, render_markdown
+    from smoldataenvs_tasks.results.leaderboard_page import render_html, render_leaderboard_markdown
     Path("leaderboard.html").write_text(render_html(board))
 """
 
@@ -111,7 +111,7 @@ def _md_row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def render_markdown(board: Leaderboard) -> str:
+def render_leaderboard_markdown(board: Leaderboard) -> str:
     out = ["# SmolDataEnvs leaderboard", ""]
     out += [
         "pass@1 with its 95% bootstrap CI over tasks (seed 0, 10,000 resamples): every task "

@@ -55,24 +55,24 @@ def info() -> None:
     help="BASE_IMAGE build argument (a python3.11 image); default $BASE_IMAGE, else picked.",
 )
 @click.option("--force", is_flag=True, help="Rebuild even when the image exists.")
-def build_image(base_image: str | None, force: bool) -> None:
+def build_sandbox_image(base_image: str | None, force: bool) -> None:
     """Build the Docker sandbox image from the Dockerfile and requirements.lock, ahead of time
     (the first Docker sandbox builds it otherwise)."""
-    from smoldataenvs_tasks.sandboxes.docker import build_image as build
+    from smoldataenvs_tasks.sandboxes.docker import build_image
 
     try:
-        tag = build(base_image=base_image, force=force)
+        tag = build_image(base_image=base_image, force=force)
     except SandboxFailure as error:  # SandboxUnavailable too: no engine, or a failed build
         raise click.ClickException(str(error)) from error
     click.echo(tag)
 
 
 @sandbox.command("image-status")
-def image_status() -> None:
+def sandbox_image_status() -> None:
     """Whether the Docker sandbox image is built and current (exit status 1 when not)."""
-    from smoldataenvs_tasks.sandboxes.docker import image_status as status_of
+    from smoldataenvs_tasks.sandboxes.docker import image_status
 
-    status = status_of()
+    status = image_status()
     click.echo(status.message)
     sys.exit(0 if status.ready else 1)
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 
+from smoldataenvs_tasks.errors import BadInput
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, GRADER_PROFILES
 
 EXAMPLES_RESOURCE = "grade_examples.jsonl"
@@ -39,10 +40,6 @@ class _Row:
     rtol: float
 
 
-class _BadInput(click.ClickException):
-    exit_code = 2  # bad input, like click's usage errors, but one line naming what is wrong
-
-
 def _examples_path() -> Path:
     return Path(str(resources.files("smoldataenvs_tasks") / "sample" / EXAMPLES_RESOURCE))
 
@@ -51,9 +48,9 @@ def _tolerance(value: Any, field: str, where: str) -> float:
     if value is None:
         return 1e-3
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _BadInput(f"{where}: {field} must be a number, not {value!r}")
+        raise BadInput(f"{where}: {field} must be a number, not {value!r}")
     if not math.isfinite(value) or value < 0:
-        raise _BadInput(f"{where}: {field} must be a finite number >= 0, not {value!r}")
+        raise BadInput(f"{where}: {field} must be a finite number >= 0, not {value!r}")
     return float(value)
 
 
@@ -62,9 +59,9 @@ def _read_rows(path: Path) -> list[_Row]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise _BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise _BadInput(f"{path}: not UTF-8 text (byte {exc.start}); rows are JSONL") from None
+        raise BadInput(f"{path}: not UTF-8 text (byte {exc.start}); rows are JSONL") from None
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
@@ -72,19 +69,19 @@ def _read_rows(path: Path) -> list[_Row]:
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise _BadInput(f"{where}: not valid JSON ({exc.msg})") from None
+            raise BadInput(f"{where}: not valid JSON ({exc.msg})") from None
         except RecursionError:
-            raise _BadInput(f"{where}: JSON nested too deeply") from None
+            raise BadInput(f"{where}: JSON nested too deeply") from None
         if not isinstance(data, dict):
-            raise _BadInput(f"{where}: expected a JSON object")
+            raise BadInput(f"{where}: expected a JSON object")
         for field in ("gold", "candidate"):
             if field not in data:
-                raise _BadInput(f"{where}: missing field {field!r}")
+                raise BadInput(f"{where}: missing field {field!r}")
             if data[field] is not None and not isinstance(data[field], str | int | float):
-                raise _BadInput(f"{where}: {field} must be a string")
+                raise BadInput(f"{where}: {field} must be a string")
         mode = data.get("reward_mode") or ""
         if not isinstance(mode, str):
-            raise _BadInput(f"{where}: reward_mode must be a string")
+            raise BadInput(f"{where}: reward_mode must be a string")
         rows.append(
             _Row(
                 line=number,
@@ -143,7 +140,7 @@ def grade_command(
     for option, value in (("--atol", atol), ("--rtol", rtol)):
         # what --file refuses in a row is refused here too (the grader would read it as 0.0)
         if not math.isfinite(value) or value < 0:
-            raise _BadInput(f"{option} must be a finite number >= 0, not {value:g}")
+            raise BadInput(f"{option} must be a finite number >= 0, not {value:g}")
 
     try:
         if gold is not None and candidate is not None:

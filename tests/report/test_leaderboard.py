@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.results.leaderboard import Standing, build_leaderboard
-from smoldataenvs_tasks.results.leaderboard_page import render_markdown
+from smoldataenvs_tasks.results.leaderboard_page import render_leaderboard_markdown
 from smoldataenvs_tasks.results.stats import bootstrap_ci
 from smoldataenvs_tasks.results.submission import submission_json
 from tests.report.replays import MIXED, expected_reward
@@ -248,7 +248,7 @@ def test_a_rank_is_one_plus_the_entries_ahead_of_it():
 def test_the_markdown_shows_shared_ranks():
     a = synthetic_submission("model-a", rewards_with(set(range(40))))
     b = synthetic_submission("model-b", rewards_with(set(range(39))))
-    md = render_markdown(
+    md = render_leaderboard_markdown(
         build_leaderboard(
             [("a/s.json", a, Standing(verified=True)), ("b/s.json", b, Standing(verified=True))]
         )
