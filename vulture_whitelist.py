@@ -32,7 +32,9 @@ from smoldataenvs_tasks.results.cli import (
 )
 from smoldataenvs_tasks.results.submission import COVERAGE_INPUTS, verify_submission
 from smoldataenvs_tasks.rl.environment import DataAnalysisEnv
+from smoldataenvs_tasks.sandboxes.bwrap import bwrap_status
 from smoldataenvs_tasks.sandboxes.cli import build_sandbox_image, sandbox_image_status
+from smoldataenvs_tasks.sandboxes.docker.image import docker_status
 from smoldataenvs_tasks.sandboxes.docker.spares import spare_pool
 from smoldataenvs_tasks.sandboxes.inputs import link_inputs_script
 from smoldataenvs_tasks.scorers import grader
@@ -127,6 +129,8 @@ DataAnalysisEnv.last_verdict
 # The sandbox kinds' records name code as "module:attribute" strings (sandboxes/kinds.py), loaded
 # on use.
 spare_pool
+bwrap_status
+docker_status
 
 # TypedDict fields (results/schema.py, results/leaderboard.py, run_plan.RunProvenance): written
 # and read as dict keys.

@@ -24,15 +24,10 @@ import click
 
 from smoldataenvs_tasks.data.cache import MB, ContentCache
 from smoldataenvs_tasks.data.tables import format_mb
+from smoldataenvs_tasks.errors import BadInput
 
 # prefetch's exit status when all that is left without tables are the data's own defects.
 PREFETCH_ONLY_DEFECTS = 3
-
-
-class BadInput(click.ClickException):
-    """Bad input (an unknown split, a directory that is no mirror): one line, exit code 2."""
-
-    exit_code = 2
 
 
 def _joined(values: Sequence[str]) -> list[str] | None:

@@ -123,7 +123,7 @@ class SparePoolFactory(Protocol):
 
 
 @runtime_checkable
-class Check(Protocol):
+class Prerequisite(Protocol):
     """A kind's prerequisite or probe: returns when it holds, else raises SandboxUnavailable
     saying how to fix it."""
 

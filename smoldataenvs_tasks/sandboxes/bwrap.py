@@ -192,7 +192,7 @@ def probe_bwrap() -> str:
     return bwrap
 
 
-def describe_here() -> list[str]:
+def bwrap_status() -> list[str]:
     """What `smoldataenvs sandbox info` says of bwrap here: whether it runs, how the limits are
     enforced, the disk caps and the locked Python environment."""
     from smoldataenvs_tasks.sandboxes.envbuild import env_path, is_built

@@ -25,8 +25,8 @@ from typing import TypeVar
 
 from smoldataenvs_tasks.sandboxes import RESOURCES
 from smoldataenvs_tasks.sandboxes.base import (
-    Check,
     Cleanup,
+    Prerequisite,
     SandboxUnavailable,
     SessionFactory,
     SparePoolFactory,
@@ -118,7 +118,7 @@ class SandboxKind:
 
     def check_prerequisites(self) -> None:
         for reference in self.prerequisites:
-            load(reference, Check)()
+            load(reference, Prerequisite)()
 
     def sweep(self, *, all_sessions: bool = False) -> list[str]:
         """Remove what sessions of this kind left when their process died; what was removed."""
@@ -157,7 +157,7 @@ KINDS: dict[str, SandboxKind] = {
             prerequisites=(f"{_SANDBOXES}.bwrap:probe_bwrap", _ENSURE_ENV),
             probe=f"{_SANDBOXES}.bwrap:probe_bwrap",
             cleanup=f"{_SANDBOXES}.leftovers:sweep_stale",
-            status=f"{_SANDBOXES}.bwrap:describe_here",
+            status=f"{_SANDBOXES}.bwrap:bwrap_status",
         ),
         SandboxKind(
             name="docker",
@@ -167,7 +167,7 @@ KINDS: dict[str, SandboxKind] = {
             inputs=InputLinks.AT_START,
             spares=f"{_SANDBOXES}.docker.spares:spare_pool",
             cleanup=f"{_SANDBOXES}.docker:cleanup_stale",
-            status=f"{_SANDBOXES}.docker.image:describe_here",
+            status=f"{_SANDBOXES}.docker.image:docker_status",
         ),
         SandboxKind(
             name="docker-compose",
@@ -227,7 +227,7 @@ def _works_here(name: str) -> bool:
     if reference is None:
         return True
     try:
-        load(reference, Check)()
+        load(reference, Prerequisite)()
     except SandboxUnavailable:
         return False
     return True

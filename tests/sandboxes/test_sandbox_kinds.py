@@ -13,9 +13,9 @@ from typing import Protocol
 import pytest
 
 from smoldataenvs_tasks.sandboxes.base import (
-    Check,
     Cleanup,
     HostInputs,
+    Prerequisite,
     RelocatedPaths,
     SandboxSession,
     SessionFactory,
@@ -124,7 +124,7 @@ def test_every_kinds_code_satisfies_the_protocols_its_record_implies(name: str) 
             assert_satisfies(session_class, HostInputs, record.session)
         if not record.contract_paths:
             assert_satisfies(session_class, RelocatedPaths, record.session)
-    checks = [(ref, Check) for ref in (*record.prerequisites, record.probe) if ref]
+    checks = [(ref, Prerequisite) for ref in (*record.prerequisites, record.probe) if ref]
     for reference, protocol in [
         *checks,
         (record.cleanup, Cleanup),
@@ -145,8 +145,8 @@ def test_every_kinds_code_satisfies_the_protocols_its_record_implies(name: str) 
 def test_a_reference_to_the_wrong_thing_is_refused_where_it_is_loaded() -> None:
     with pytest.raises(TypeError, match=r"sandboxes\.kinds:AUTO is not a SessionFactory"):
         load("smoldataenvs_tasks.sandboxes.kinds:AUTO", SessionFactory)
-    with pytest.raises(TypeError, match="is not a Check"):
-        load("smoldataenvs_tasks.sandboxes.kinds:AUTO_ORDER", Check)
+    with pytest.raises(TypeError, match="is not a Prerequisite"):
+        load("smoldataenvs_tasks.sandboxes.kinds:AUTO_ORDER", Prerequisite)
 
 
 def test_the_protocol_check_refuses_a_session_missing_a_member() -> None:

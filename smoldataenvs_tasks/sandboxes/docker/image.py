@@ -374,7 +374,7 @@ async def resolve_image(image: str | None) -> str:
     return ref
 
 
-def describe_here() -> list[str]:
+def docker_status() -> list[str]:
     """What `smoldataenvs sandbox info` says of Docker here (the docker kind's record's status)."""
     try:
         return [f"docker image: {image_status().message}"]
