@@ -84,7 +84,8 @@ def test_a_task_option_mistake_is_one_prerequisite_line(task, options, says):
 )
 def test_valid_option_values_in_every_spelling_are_taken(options, recorded):
     task = smoldataenvs_program(split="sample", sandbox="bwrap", **options)
-    assert {key: task.metadata[key] for key in recorded} == recorded
+    recorded_here = {**task.metadata, **task.metadata["run"]}
+    assert {key: recorded_here[key] for key in recorded} == recorded
 
 
 def test_the_options_are_checked_before_the_data_is_read(tmp_path):

@@ -49,7 +49,7 @@ def test_lm_eval_records_the_split_and_table_digests_of_every_graded_doc():
     seen = set()
     for sample in results["samples"][TASK]:
         task_id = sample["doc"]["task_id"]
-        assert sample["doc"]["_split_sha256"] == split_sha
+        assert json.loads(sample["doc"]["_run"])["split_sha256"] == split_sha
         [verdict] = [json.loads(text) for text in sample["filtered_resps"]]
         if task_id == MISSING_TABLE_TASK:
             assert verdict["reward"] is None and "table_sha256" not in verdict
