@@ -1,6 +1,6 @@
 """Issues 27 and 31 on the lm-eval side: every numeric and enumerated option (`--metadata name=value`, or
 the task's metadata) is checked when the task is created, by the checks Inspect's `-T` options
-use (`smoldataenvs_tasks.options`), in one line naming the option and its valid range or values.
+use (`smoldataenvs_tasks.run_plan`), in one line naming the option and its valid range or values.
 `concurrency=abc` used to fail with a traceback only after every reply had been generated, and
 `grader=lenient` was a ValueError traceback from inside lm-eval."""
 
