@@ -23,6 +23,7 @@ from click.testing import CliRunner, Result
 
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.results.submission import submission_sha256
+from tests.previous_version import lm_eval_as_previous
 
 SUBMISSION_MUTATIONS = 1000
 LOG_MUTATIONS = 150  # per loader: Inspect's .json log, and lm-eval's three files
@@ -394,22 +395,25 @@ def test_every_field_the_lm_eval_loader_reads_given_hostile_values_is_one_line_i
     lm_eval_mixed_dir, gold_submission, tmp_path
 ):
     (folder,) = [p for p in lm_eval_mixed_dir.iterdir() if p.is_dir()]
-    (results,) = folder.glob("results_*.json")
-    (verdicts,) = folder.glob("verdicts_*.jsonl")
-    (samples,) = folder.glob("samples_*.jsonl")
-    trees = {
-        results.name: json.loads(results.read_text(encoding="utf-8")),
-        verdicts.name: json.loads(verdicts.read_text(encoding="utf-8").splitlines()[0]),
-        samples.name: json.loads(samples.read_text(encoding="utf-8").splitlines()[0]),
-    }
-    paths = [(name, p) for name, tree in trees.items() for p in _leaves(tree) if p]
+    # This version's output, and the previous version's (its verdicts file, `_` doc columns).
+    previous = lm_eval_as_previous(folder, tmp_path / "previous" / folder.name)
+    trees = {}
+    for base, pattern in [
+        (folder, "results_*.json"),
+        (folder, "samples_*.jsonl"),
+        (previous, "verdicts_*.jsonl"),
+        (previous, "samples_*.jsonl"),
+    ]:
+        (path,) = base.glob(pattern)
+        trees[base, path.name] = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    paths = [(key, p) for key, tree in trees.items() for p in _leaves(tree) if p]
     rng = random.Random(SEED + 4)
     exits: dict[int, int] = {0: 0, 1: 0, 2: 0}
     for number in range(FIELD_MUTATIONS):
-        (name, path), value = rng.choice(paths), rng.choice(_HOSTILE)
-        work = _log_copy(folder, tmp_path / f"m{number}" / folder.name)
+        ((base, name), path), value = rng.choice(paths), rng.choice(_HOSTILE)
+        work = _log_copy(base, tmp_path / f"m{number}" / folder.name)
         victim = work / name
-        text = json.dumps(_set(trees[name], path, value))
+        text = json.dumps(_set(trees[base, name], path, value))
         if victim.suffix == ".jsonl":
             lines = victim.read_text(encoding="utf-8").splitlines()
             text = "\n".join([text, *lines[1:]]) + "\n"

@@ -794,21 +794,15 @@ def test_a_non_text_prediction_or_a_nan_method_in_lm_eval_output_is_one_line_in_
     field, value, words, lm_eval_out, tmp_path
 ):
     forged = shutil.copytree(lm_eval_out, tmp_path / "forged")
-    (verdicts,) = forged.glob("verdicts_*.jsonl")
-    rows = [json.loads(line) for line in verdicts.read_text(encoding="utf-8").splitlines()]
-    rows[0]["verdict"][field] = value
-    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     (samples,) = forged.glob("samples_*.jsonl")
     lines = []
-    for text in samples.read_text(encoding="utf-8").splitlines():
+    for number, text in enumerate(samples.read_text(encoding="utf-8").splitlines()):
         row = json.loads(text)
-        resps = [json.loads(v) for v in row["filtered_resps"]]
-        for verdict in resps:
-            if row["doc"].get("task_id", None) == rows[0]["task_id"] or verdict.get(
-                "prediction"
-            ) == rows[0]["verdict"].get("prediction"):
+        if number == 0:
+            resps = [json.loads(v) for v in row["filtered_resps"]]
+            for verdict in resps:
                 verdict[field] = value
-        row["filtered_resps"] = [json.dumps(v) for v in resps]
+            row["filtered_resps"] = [json.dumps(v) for v in resps]
         lines.append(json.dumps(row))
     samples.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = invoke_caught("report", forged, "--out", tmp_path / "r", "--allow-partial")
