@@ -42,11 +42,13 @@ FOREIGN_FORMATS = {"load_inspect.py", "load_lm_eval.py", "load_harbor.py"}
 
 
 def declared_keys() -> set[str]:
+    """The fields of every shape results/ declares or takes from below it (`data.source.Filters`,
+    `run_plan.RunProvenance`)."""
     keys: set[str] = set()
     for info in pkgutil.iter_modules(results_package.__path__):
         module = importlib.import_module(f"{results_package.__name__}.{info.name}")
         for value in vars(module).values():
-            if is_typeddict(value) and value.__module__ == module.__name__:
+            if is_typeddict(value) and value.__module__.startswith("smoldataenvs_tasks."):
                 keys |= set(get_type_hints(value))
     return keys
 
