@@ -14,7 +14,6 @@ never a second run (two greedy runs are not a pass@2).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -38,15 +37,6 @@ def output_digest(text: Any) -> str | None:
     if not folded:
         return None
     return hashlib.sha256(folded.encode("utf-8", "backslashreplace")).hexdigest()
-
-
-def attach_digests(tasks: Mapping[str, TaskAttempts], digests: Mapping[Key, str | None]) -> None:
-    """Give each attempt its reply's digest (by task id and 1-based epoch), in place."""
-    for task_id, entry in tasks.items():
-        entry.attempts = [
-            dataclasses.replace(a, output_sha256=digests.get((task_id, a.epoch)))
-            for a in entry.attempts
-        ]
 
 
 def tasks_digests(tasks: Mapping[str, TaskAttempts]) -> dict[Key, str]:

@@ -352,5 +352,5 @@ def test_a_partial_run_is_listed_apart_never_ranked_with_complete_ones(tmp_path)
     (listed,) = sections["partial"]["entries"]
     assert listed["model"] == "weak" and listed["rank"] is None
     assert sections["partial"]["title"].startswith("PARTIAL (not the whole split: not ranked)")
-    md = render_markdown(board)
+    md = render_leaderboard_markdown(board)
     assert md.index("# Ranked") < md.index("# Partial")
