@@ -33,6 +33,8 @@ TWICE = {
     "sweep_once",
     # a leaderboard's table of one (split, revision, grader, ...) and a mirror's table path
     "table_key",
+    # each of the grader's caches, emptied for cold benchmarks (issue 34 item 4's ladder)
+    "clear_cache",
     # harbor_adapter/image.py, the grader image, repeats the sandbox image's names (issue 36's)
     "content_hash",
     "content_tag",
