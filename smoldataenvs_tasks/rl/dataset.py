@@ -11,6 +11,7 @@ logs and a model's context never hold it.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from smoldataenvs_tasks._pins import ALL_SPLITS, reward_mode_label
@@ -21,8 +22,8 @@ from smoldataenvs_tasks.data.prompts import (
     program_prompt,
 )
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import DataSource
 from smoldataenvs_tasks.errors import SmolDataEnvsError
+from smoldataenvs_tasks.rl.plan import RL, plan_split
 
 # The splits whose numbers are reported: a model trained on them has seen the exam.
 HELD_OUT_SPLITS = ("test", "eval")
@@ -35,8 +36,7 @@ class HeldOutSplitError(SmolDataEnvsError, ValueError):
 
 
 def check_split(split: str, *, allow_heldout: bool) -> None:
-    if split not in ALL_SPLITS:
-        raise SmolDataEnvsError(f"unknown split {split!r}: choose one of {', '.join(ALL_SPLITS)}")
+    RL.choice("split", split, ALL_SPLITS)
     if split in HELD_OUT_SPLITS and not allow_heldout:
         raise HeldOutSplitError(
             f"split {split!r} is held out for evaluation: training on it voids its pass@1. "
@@ -76,17 +76,27 @@ def rl_dataset(
     revision: str | None = None,
     allow_heldout: bool = False,
     variant: Variant = "program",
+    tiers: str | Sequence[str] | None = None,
+    reward_modes: str | Sequence[str] | None = None,
+    task_ids: str | Sequence[str] | None = None,
 ) -> Any:
-    """A `datasets.Dataset` of the split's tasks: `prompt` (conversational), `task_id`, `split`,
-    `difficulty_tier`, `reward_mode`. `variant="agentic"` gives the prompt `DataAnalysisEnv`
-    completes. No column holds the gold answer."""
+    """A `datasets.Dataset` of the split's tasks (`plan_run`'s, with the filters Inspect and
+    lm-eval take): `prompt` (conversational), `task_id`, `split`, `difficulty_tier`,
+    `reward_mode`. `variant="agentic"` gives the prompt `DataAnalysisEnv` completes. No column
+    holds the gold answer."""
     check_split(split, allow_heldout=allow_heldout)
     if variant not in ("program", "agentic"):
-        raise SmolDataEnvsError(f"unknown variant {variant!r}: choose program or agentic")
+        RL.choice("variant", variant, ("program", "agentic"))
     from datasets import Dataset
 
-    source = DataSource.resolve(split, mirror=mirror, revision=revision)
-    records = source.load_tasks(split)
+    records = plan_split(
+        split,
+        mirror=mirror,
+        revision=revision,
+        tiers=tiers,
+        reward_modes=reward_modes,
+        task_ids=task_ids,
+    ).records
     return Dataset.from_list(
         [
             {

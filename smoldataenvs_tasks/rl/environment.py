@@ -34,7 +34,8 @@ from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.pipeline import decide_answer_file, prepare_tables
 from smoldataenvs_tasks.rl.dataset import agent_task_text
-from smoldataenvs_tasks.rl.reward import TaskLookup, configured_sandbox, reward_of
+from smoldataenvs_tasks.rl.plan import configured_sandbox
+from smoldataenvs_tasks.rl.reward import TaskLookup, reward_of
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxSession
 from smoldataenvs_tasks.sandboxes.tool_output import (
     TIMEOUT_MESSAGE,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,14 +25,11 @@ from typing import Any
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import DataSource
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies_async
+from smoldataenvs_tasks.rl.plan import RL, configured_sandbox, plan_split
 from smoldataenvs_tasks.scorers.verdict import DATASET_DEFECTS, GRADER_PROFILES, Category, Verdict
 
-# The sandbox kind rewards and environments use unless told (`bwrap` when unset).
-SANDBOX_ENV = "SMOLDATAENVS_SANDBOX"
-DEFAULT_SANDBOX = "bwrap"
 # log_metric names: one fraction of the batch per verdict category.
 METRIC_PREFIX = "smoldataenvs"
 
@@ -45,10 +41,6 @@ class RewardInfrastructureError(SmolDataEnvsError, RuntimeError):
 
 class UnknownTaskError(SmolDataEnvsError, LookupError):
     """A row's task_id is not in the split the reward reads."""
-
-
-def configured_sandbox(sandbox: str | None = None) -> str:
-    return sandbox or os.environ.get(SANDBOX_ENV, "").strip() or DEFAULT_SANDBOX
 
 
 def completion_text(completion: Any) -> str:
@@ -94,8 +86,9 @@ class TaskLookup:
 
     def record(self, task_id: str, split: str) -> TaskRecord:
         if split not in self._splits:
-            source = DataSource.resolve(split, mirror=self.mirror, revision=self.revision)
-            self._splits[split] = {r.task_id: r for r in source.load_tasks(split)}
+            # The rows do not depend on the sandbox: the cheapest kind to name.
+            plan = plan_split(split, sandbox="local", mirror=self.mirror, revision=self.revision)
+            self._splits[split] = {r.task_id: r for r in plan.records}
         try:
             return self._splits[split][task_id]
         except KeyError:
@@ -139,12 +132,9 @@ class ProgramReward:
         limits: SandboxLimits = DEFAULT_LIMITS,
         name: str = "program_reward",
     ) -> None:
-        if profile not in GRADER_PROFILES:
-            raise SmolDataEnvsError(
-                f"unknown grader profile {profile!r}: choose {', '.join(GRADER_PROFILES)}"
-            )
-        if concurrency is not None and (isinstance(concurrency, bool) or concurrency < 1):
-            raise SmolDataEnvsError(f"concurrency must be 1 or more, not {concurrency!r}")
+        RL.choice("grader", profile, GRADER_PROFILES)
+        if concurrency is not None:
+            concurrency = RL.whole_number("concurrency", concurrency, "programs at once")
         self.profile = profile
         self._sandbox = sandbox
         self.concurrency = concurrency

@@ -122,6 +122,8 @@ def test_the_sandbox_comes_from_the_environment_when_not_given(monkeypatch):
     assert make_program_reward(sandbox="bwrap").sandbox == "bwrap"
     monkeypatch.delenv("SMOLDATAENVS_SANDBOX")
     assert make_program_reward().sandbox == "bwrap"
+    with pytest.raises(SmolDataEnvsError, match="sandbox=podman is not valid"):
+        assert make_program_reward(sandbox="podman").sandbox
 
 
 @pytest.mark.unit
