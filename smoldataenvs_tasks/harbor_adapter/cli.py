@@ -24,7 +24,9 @@ def harbor() -> None:
 
 
 @harbor.command("export")
-@click.option("--split", required=True, type=click.Choice(ALL_SPLITS), help="The split to export.")
+# --split and --grader are checked by the run plan (harbor_adapter/plan.py), so a bad one gets
+# the one line Inspect, lm-eval and the RL room give.
+@click.option("--split", required=True, help=f"The split to export: {', '.join(ALL_SPLITS)}.")
 @click.option(
     "--mirror",
     type=click.Path(file_okay=False, exists=True),
@@ -34,10 +36,9 @@ def harbor() -> None:
 )
 @click.option(
     "--grader",
-    type=click.Choice(GRADER_PROFILES),
     default="default",
     show_default=True,
-    help="The grader profile the tasks' verifier grades with.",
+    help=f"The grader profile the tasks' verifier grades with: {', '.join(GRADER_PROFILES)}.",
 )
 @click.option(
     "--network",

@@ -30,28 +30,29 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from smoldataenvs_tasks._pins import DATASET_REPO_ID, reward_mode_label
+from smoldataenvs_tasks._pins import reward_mode_label
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, INPUT_DIR, TABLES_DIR, writable_dir_sizes
 from smoldataenvs_tasks.data.integrity import content_sha256
 from smoldataenvs_tasks.data.prompts import agent_user_prompt
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import DataSource
 from smoldataenvs_tasks.data.staging import new_stage_dir, remove_stage_dir
 from smoldataenvs_tasks.data.tables import resolve_tables, tables_manifest_digest
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.harbor_adapter import image
+from smoldataenvs_tasks.harbor_adapter.plan import plan_export
 from smoldataenvs_tasks.harbor_adapter.verifier import TASK_FILE_FORMAT
 from smoldataenvs_tasks.pipeline import prepare_tables
-from smoldataenvs_tasks.scorers.verdict import versioned
+from smoldataenvs_tasks.run_plan import PROVENANCE_KEY, RunPlan, RunProvenance
 
 EXPORT_MANIFEST = "smoldataenvs-export.json"
-EXPORT_FORMAT = 1
+# 2: the dataset's facts under the run plan's provenance (`run`), as every framework stores them.
+EXPORT_FORMAT = 2
 METRIC_FILE = "metric.py"
 # The agentic Inspect task's defaults (inspect_adapter/tasks.py `smoldataenvs`): 17 assistant
 # turns, each tool call `tool_timeout_s`. Harbor bounds an agent by wall time only, so the agent
@@ -107,11 +108,16 @@ def _toml_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_toml_value, value)) + "]"
     # A JSON string is a TOML basic string (json.dumps escapes only what both define).
     return json.dumps(str(value), ensure_ascii=False)
 
 
-def _toml_table(name: str, values: dict[str, Any]) -> str:
+def _toml_table(name: str, values: Mapping[str, Any]) -> str:
+    """A TOML table of scalars and lists; a None is left out (TOML has no null), which the
+    provenance's readers take as None again."""
+    values = {key: value for key, value in values.items() if value is not None}
     lines = [f"[{name}]"]
     lines += [
         f"{json.dumps(key)} = {_toml_value(value)}"
@@ -123,12 +129,20 @@ def _toml_table(name: str, values: dict[str, Any]) -> str:
 
 
 def task_toml(
-    metadata: dict[str, Any], table_sha256: dict[str, str], network_mode: str = "no-network"
+    metadata: dict[str, Any],
+    provenance: RunProvenance,
+    table_sha256: dict[str, str],
+    network_mode: str = "no-network",
 ) -> str:
     sizes = writable_dir_sizes(DEFAULT_LIMITS)
+    run = {key: value for key, value in provenance.items() if key != "filters"}
+    filters = {key: value for key, value in (provenance["filters"] or {}).items() if value}
     sections = [
         '# Written by `smoldataenvs harbor export` (docs/harbor.md).\nschema_version = "1.4"',
         _toml_table("metadata", metadata),
+        # The run plan's provenance, under the key every framework stores it at.
+        _toml_table(f"metadata.{PROVENANCE_KEY}", run),
+        *([_toml_table(f"metadata.{PROVENANCE_KEY}.filters", filters)] if filters else []),
         _toml_table("metadata.table_sha256", dict(sorted(table_sha256.items()))),
         # The grader runs as root so that it can end the agent's processes first and write
         # /logs/verifier; it reads the answer as the agent's user (verifier.py).
@@ -252,20 +266,17 @@ def _export_task(
     record: TaskRecord,
     task_dir: Path,
     *,
-    source: DataSource,
-    split: str,
-    split_sha256: str,
-    mirror: str | None,
-    grader: str,
+    plan: RunPlan,
+    provenance: RunProvenance,
     grader_image: str,
     network_mode: str,
-    split_tasks: int,
-    tables_digest: str | None,
 ) -> str | None:
     """Write one task; returns the ungraded reason, or None for a gradable task."""
     stage = new_stage_dir()
     try:
-        prepared = prepare_tables(record, stage, mirror=mirror, revision=source.revision)
+        prepared = prepare_tables(
+            record, stage, mirror=plan.options.mirror, revision=plan.source.revision
+        )
         tables: dict[str, bytes] = {}
         if prepared.problem is None:
             for name, digest in sorted(prepared.table_sha256.items()):
@@ -280,19 +291,12 @@ def _export_task(
         if prepared.problem is not None
         else None
     )
+    # The task's own facts; the run's (dataset, split, digests, grader) are the provenance.
     metadata: dict[str, Any] = {
         "benchmark": "SmolDataEnvs",
         "task_id": record.task_id,
         "difficulty_tier": record.difficulty_tier or "",
         "reward_mode": reward_mode_label(record.reward_mode),
-        "dataset": DATASET_REPO_ID,
-        "dataset_revision": source.revision or "",
-        "split": split,
-        "split_sha256": split_sha256,
-        "split_tasks": split_tasks,
-        "tables_manifest_digest": tables_digest or "",
-        "grader": grader,
-        "grader_version": versioned(grader),
         "grader_image": grader_image,
         "protocol": PROTOCOL,
         "max_turns": MAX_TURNS,
@@ -305,7 +309,10 @@ def _export_task(
         metadata["ungraded_reason"] = ungraded["reason"]
     prompt = agent_user_prompt(record.instruction, record.question, record.files, protocol=PROTOCOL)
     _write(task_dir / "instruction.md", prompt.rstrip("\n") + "\n")
-    _write(task_dir / "task.toml", task_toml(metadata, prepared.table_sha256, network_mode))
+    _write(
+        task_dir / "task.toml",
+        task_toml(metadata, provenance, prepared.table_sha256, network_mode),
+    )
     _write(
         task_dir / "environment" / "Dockerfile",
         dockerfile(record.task_id, grader_image, bool(tables)),
@@ -316,28 +323,25 @@ def _export_task(
         "format": TASK_FILE_FORMAT,
         "task_id": record.task_id,
         "record": record.to_doc(),
-        "grader": grader,
-        "grader_version": versioned(grader),
+        "grader": provenance["grader"],
+        "grader_version": provenance["grader_version"],
         "table_sha256": dict(sorted(prepared.table_sha256.items())),
         "ungraded": ungraded,
         # What a report of the job needs, copied into each verdict.json (verifier.py).
         "provenance": {
-            key: metadata[key]
-            for key in (
-                "dataset",
-                "dataset_revision",
-                "split",
-                "split_sha256",
-                "split_tasks",
-                "tables_manifest_digest",
-                "difficulty_tier",
-                "reward_mode",
-                "protocol",
-                "max_turns",
-                "tool_timeout_s",
-                "network_mode",
-                "exporter",
-            )
+            PROVENANCE_KEY: provenance,
+            **{
+                key: metadata[key]
+                for key in (
+                    "difficulty_tier",
+                    "reward_mode",
+                    "protocol",
+                    "max_turns",
+                    "tool_timeout_s",
+                    "network_mode",
+                    "exporter",
+                )
+            },
         },
     }
     _write(task_dir / "tests" / "task.json", _json(task_file))
@@ -364,19 +368,18 @@ def export_dataset(
             raise ExportError(
                 f"{out} exists and is not a SmolDataEnvs Harbor export: give a new or empty directory"
             )
-    source = DataSource.resolve(split, mirror=mirror)
-    records = source.load_tasks(split, task_ids=list(task_ids) if task_ids else None)
-    if not records:
-        raise ExportError(f"no tasks to export in split {split!r}")
-    split_sha256 = source.split_sha256(split)
+    plan = plan_export(split, mirror=mirror, grader=grader, task_ids=task_ids)
+    records, source = plan.records, plan.source
     grader_image = image.content_tag()
-    split_tasks = len(source.load_tasks(split))
     # Tables fetched (or found in the cache) first: the digest over their manifests goes into
-    # every task, and it is known only once they are.
+    # every task, and from the Hub it is known only once they are.
     for record in records:
         if record.invalid_row is None:
-            resolve_tables(record, mirror=mirror, revision=source.revision)
-    tables_digest = tables_manifest_digest(records, source)
+            resolve_tables(record, mirror=plan.options.mirror, revision=source.revision)
+    provenance: RunProvenance = {
+        **plan.provenance,
+        "tables_manifest_digest": tables_manifest_digest(records, source),
+    }
     names = task_dir_names([r.task_id for r in records])
     out.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -386,15 +389,10 @@ def export_dataset(
             reason = _export_task(
                 record,
                 building / names[record.task_id],
-                source=source,
-                split=split,
-                split_sha256=split_sha256,
-                mirror=mirror,
-                grader=grader,
+                plan=plan,
+                provenance=provenance,
                 grader_image=grader_image,
                 network_mode=network_mode,
-                split_tasks=split_tasks,
-                tables_digest=tables_digest,
             )
             if reason is not None:
                 ungraded[record.task_id] = reason
@@ -402,15 +400,7 @@ def export_dataset(
         manifest = {
             "format": EXPORT_FORMAT,
             "benchmark": "SmolDataEnvs",
-            "dataset": DATASET_REPO_ID,
-            "dataset_revision": source.revision,
-            "data_source": source.kind,
-            "split": split,
-            "split_sha256": split_sha256,
-            "split_tasks": split_tasks,
-            "tables_manifest_digest": tables_digest,
-            "grader": grader,
-            "grader_version": versioned(grader),
+            PROVENANCE_KEY: provenance,
             "grader_image": grader_image,
             "protocol": PROTOCOL,
             "max_turns": MAX_TURNS,

@@ -23,7 +23,9 @@ from typing import Any
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID
 from smoldataenvs_tasks.results.protocol import normal_settings
+from smoldataenvs_tasks.results.provenance import read_provenance
 from smoldataenvs_tasks.results.runs import Attempt, Run, RunLoadError, TaskAttempts
+from smoldataenvs_tasks.run_plan import PROVENANCE_KEY, RunProvenance
 from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
 
 FRAMEWORK = "harbor"
@@ -63,6 +65,17 @@ def _model(agent_info: dict[str, Any]) -> str:
     return f"{name}/{provider}{model['name']}"
 
 
+def harbor_provenance(exported: dict[str, Any], where: str) -> RunProvenance:
+    """The run plan's provenance an export copied into each verdict.json (under PROVENANCE_KEY);
+    an export from before it kept the same names beside the task's own facts."""
+    recorded = exported.get(PROVENANCE_KEY)
+    if recorded is None:
+        return read_provenance(exported, where)
+    if not isinstance(recorded, dict):
+        raise RunLoadError(f"{where}: provenance {PROVENANCE_KEY} is not an object")
+    return read_provenance(recorded, where)
+
+
 def load_harbor_job(job_dir: str | Path) -> Run:
     job = Path(job_dir)
     config = _json(job / "config.json")
@@ -70,7 +83,8 @@ def load_harbor_job(job_dir: str | Path) -> Run:
     if not trials:
         raise RunLoadError(f"{job}: a Harbor job with no trial results")
     tasks: dict[str, TaskAttempts] = {}
-    provenance: dict[str, Any] = {}
+    exported: dict[str, Any] = {}  # the export's facts: protocol, exporter, provenance
+    provenance: RunProvenance | None = None
     grader_versions: set[str] = set()
     models: set[str] = set()
     agent_versions: set[str] = set()
@@ -94,8 +108,10 @@ def load_harbor_job(job_dir: str | Path) -> Run:
             task_id = str(recorded["task_id"])
             verdict = Verdict.from_dict(recorded["verdict"])
             digests = recorded.get("table_sha256") or None
-            provenance = provenance or dict(recorded.get("provenance") or {})
             trial_provenance = recorded.get("provenance") or {}
+            if provenance is None:
+                exported = dict(trial_provenance)
+                provenance = harbor_provenance(exported, str(verdict_path))
             tier = str(trial_provenance.get("difficulty_tier") or "")
             mode = str(trial_provenance.get("reward_mode") or "")
             tables = recorded.get("tables")
@@ -118,12 +134,17 @@ def load_harbor_job(job_dir: str | Path) -> Run:
             f"{job}: trials of several agents or models ({', '.join(sorted(models))})"
         )
     graded_versions = {v for v in grader_versions if v}
+    if provenance is None:  # no trial was graded: nothing says what was exported
+        provenance = read_provenance({}, str(job))
+    package_version = provenance["package_version"] or (
+        str(exported["exporter"]).split()[-1] if exported.get("exporter") else None
+    )
     (model,) = models
     settings = normal_settings(
         {
             "framework": FRAMEWORK,
             "variant": "agentic",
-            "protocol": provenance.get("protocol") or "answer_file",
+            "protocol": exported.get("protocol") or "answer_file",
             # Harbor bounds the agent by wall time (task.toml), with the agent's own tools and
             # system prompt: not the Inspect task's 17 bash turns, so never the same protocol.
             "max_turns": None,
@@ -141,12 +162,12 @@ def load_harbor_job(job_dir: str | Path) -> Run:
         framework_version=None,
         model=model,
         task_name="smoldataenvs_harbor",
-        split=str(provenance.get("split") or "unknown"),
+        split=provenance["split"] or "unknown",
         variant="agentic",
-        protocol=str(provenance.get("protocol") or "answer_file"),
-        dataset=str(provenance.get("dataset") or DATASET_REPO_ID),
-        dataset_revision=provenance.get("dataset_revision"),
-        tables_manifest_digest=provenance.get("tables_manifest_digest") or None,
+        protocol=str(exported.get("protocol") or "answer_file"),
+        dataset=provenance["dataset"] or DATASET_REPO_ID,
+        dataset_revision=provenance["dataset_revision"],
+        tables_manifest_digest=provenance["tables_manifest_digest"],
         grader_version=sorted(graded_versions)[0] if len(graded_versions) == 1 else None,
         sandbox=f"harbor-{environment}",
         epochs=max(len(t.attempts) for t in tasks.values()),
@@ -155,14 +176,10 @@ def load_harbor_job(job_dir: str | Path) -> Run:
         created=created,
         package_versions={
             "harbor_agent": ",".join(sorted(v for v in agent_versions if v)),
-            **(
-                {"smoldataenvs_tasks": str(provenance["exporter"]).split()[-1]}
-                if provenance.get("exporter")
-                else {}
-            ),
+            **({"smoldataenvs_tasks": package_version} if package_version else {}),
         },
-        split_tasks=provenance.get("split_tasks"),
+        split_tasks=provenance["split_tasks"],
         n_selected=len(tasks),
-        split_sha256=provenance.get("split_sha256"),
+        split_sha256=provenance["split_sha256"],
         settings=settings,
     )

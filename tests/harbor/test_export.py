@@ -24,6 +24,8 @@ from smoldataenvs_tasks.harbor_adapter.export import (
     export_dataset,
     task_dir_names,
 )
+from smoldataenvs_tasks.harbor_adapter.plan import plan_export
+from smoldataenvs_tasks.run_plan import PROVENANCE_KEY
 from smoldataenvs_tasks.scorers.verdict import versioned
 
 pytestmark = pytest.mark.unit
@@ -80,8 +82,14 @@ def test_task_toml_carries_the_agentic_limits_no_network_and_provenance(exported
     meta = config["metadata"]
     assert meta["task_id"] == record.task_id
     assert meta["difficulty_tier"] == record.difficulty_tier
-    assert meta["dataset_revision"] == "sample-1"
-    assert meta["grader_version"] == versioned("default")
+    # The run plan's provenance, as Inspect, lm-eval and the RL room record it.
+    run = meta[PROVENANCE_KEY]
+    planned = plan_export("sample").provenance
+    assert run["dataset_revision"] == "sample-1" == planned["dataset_revision"]
+    assert run["grader_version"] == versioned("default")
+    assert run["split_tasks"] == planned["split_tasks"] == len(load_tasks("sample"))
+    assert run["split_sha256"] == planned["split_sha256"]
+    assert run["tables_manifest_digest"] == planned["tables_manifest_digest"]
     assert meta["grader_image"] == image.content_tag()
     assert f"FROM {image.content_tag()}" in (task / "environment/Dockerfile").read_text()
     # The baked tables are the recorded bytes, and the digests say so.
@@ -148,3 +156,31 @@ def test_task_names_are_safe_and_unique() -> None:
     names = task_dir_names(["a/b c", "a/b-c", "x/../y"])
     assert len(set(names.values())) == 3
     assert all("/" not in n and " " not in n and n not in (".", "..") for n in names.values())
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["--grader", "lenient"],
+            "harbor export grader=lenient is not valid: choose default, strict",
+        ),
+        (["--split", "nope"], "harbor export split=nope is not valid: choose "),
+        (["--task-id", "no/such"], "task id(s) not in this split: 'no/such'"),
+    ],
+)
+def test_bad_options_get_the_run_plans_one_line(tmp_path: Path, args: list[str], line: str) -> None:
+    argv = ["harbor", "export", "--split", "sample", *args, str(tmp_path / "out")]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 1
+    assert line in result.output and len(result.output.strip().splitlines()) == 1
+    assert "Traceback" not in result.output and not (tmp_path / "out").exists()
+
+
+def test_a_mirror_beside_the_bundled_sample_is_refused_as_everywhere(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main,
+        ["harbor", "export", "--split", "sample", "--mirror", str(tmp_path), str(tmp_path / "o")],
+    )
+    assert result.exit_code == 1
+    assert "harbor export mirror=" in result.output and "bundled with the package" in result.output

@@ -29,7 +29,9 @@ def _job(root: Path) -> Path:
     return job
 
 
-def _trial(job: Path, name: str, verdict: Verdict | None, task_id: str) -> None:
+def _trial(
+    job: Path, name: str, verdict: Verdict | None, task_id: str, task: dict | None = None
+) -> None:
     trial = job / name
     trial.mkdir()
     result = {"task_name": name, "trial_name": name, "started_at": "2026-12-03T07:54:46Z",
@@ -39,8 +41,10 @@ def _trial(job: Path, name: str, verdict: Verdict | None, task_id: str) -> None:
               "exception_info": None if verdict else {"exception_type": "EnvironmentStartTimeoutError"}}  # fmt: skip
     (trial / "result.json").write_text(json.dumps(result))
     if verdict is not None:
-        task = {"task_id": task_id, "table_sha256": {"t.csv": "0" * 64}, "provenance": PROVENANCE,
-                "record": {"hf_bucket": "o/b", "bucket_prefix": "p"}}  # fmt: skip
+        # Without `task`: a task.json of the export layout before the run plan's provenance.
+        task = task or {"task_id": task_id, "table_sha256": {"t.csv": "0" * 64},
+                        "provenance": PROVENANCE,
+                        "record": {"hf_bucket": "o/b", "bucket_prefix": "p"}}  # fmt: skip
         write_outputs(task, verdict, trial / "verifier")
 
 
@@ -77,3 +81,35 @@ def test_an_ungraded_export_task_is_ungraded_in_the_run(tmp_path):
     assert rewards == {"reward": 0.0, "graded": 0}
     run = load_harbor_job(job)
     assert run.tasks["a/1"].graded == [] and run.pass1() is None
+
+
+def test_a_job_of_this_export_reads_the_run_plans_provenance(tmp_path):
+    """verdict.json as a task of a real export writes it: the provenance under the run plan's
+    key, read through results/provenance.py."""
+    from smoldataenvs_tasks.harbor_adapter.export import export_dataset, task_dir_names
+    from smoldataenvs_tasks.harbor_adapter.plan import plan_export
+
+    task_id = "sample/0001/orders.ipynb_qa_1"
+    export_dataset("sample", tmp_path / "export", task_ids=[task_id])
+    task_dir = tmp_path / "export" / task_dir_names([task_id])[task_id]
+    task = json.loads((task_dir / "tests/task.json").read_text())
+    job = _job(tmp_path)
+    _trial(job, "a__1", verdict_for_answer_file("", gold="5"), task_id, task)
+    run = load_harbor_job(job)
+    planned = plan_export("sample", task_ids=[task_id]).provenance
+    assert run.split == "sample" and run.split_tasks == planned["split_tasks"]
+    assert run.split_sha256 == planned["split_sha256"]
+    assert run.dataset_revision == planned["dataset_revision"]
+    assert run.tables_manifest_digest == planned["tables_manifest_digest"]
+    assert run.tasks[task_id].reward_mode == task["provenance"]["reward_mode"]
+
+
+def test_a_provenance_field_of_the_wrong_type_is_one_line(tmp_path):
+    from smoldataenvs_tasks.results.runs import RunLoadError
+
+    job = _job(tmp_path)
+    task = {"task_id": "a/1", "table_sha256": {}, "record": {},
+            "provenance": {"run": {"split": "sample", "split_tasks": "ten"}}}  # fmt: skip
+    _trial(job, "a__1", verdict_for_answer_file("5", gold="5"), "a/1", task)
+    with pytest.raises(RunLoadError, match=r"run\.split_tasks: 'ten' is not a whole number"):
+        load_harbor_job(job)

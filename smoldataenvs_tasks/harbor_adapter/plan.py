@@ -1,0 +1,44 @@
+"""The Harbor room's export options: checked and planned by `run_plan`, as Inspect's, lm-eval's
+and the RL room's are.
+
+A mistake gets the one line the other frameworks give, spelled for this command
+(`harbor export grader=lenient is not valid: choose default, strict`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from smoldataenvs_tasks.errors import SmolDataEnvsError
+from smoldataenvs_tasks.run_plan import Framework, RunOptions, RunPlan, RunPlanError, plan_run
+
+# Harbor runs each task in its own Docker environment, built FROM the grader image (the sandbox
+# image plus this package): the docker kind is the one it runs. A mirror is the only data-source
+# option (no revision flag: an export is of the pinned revision).
+HARBOR = Framework("harbor", "harbor export", sandboxes=("docker",), source_options=("mirror",))
+
+
+def plan_export(
+    split: str,
+    *,
+    mirror: str | None = None,
+    grader: str = "default",
+    task_ids: Sequence[str] | None = None,
+) -> RunPlan:
+    """`plan_run` over `split` with the export's options: its rows, filtered, and provenance.
+    Raises OptionError or RunPlanError, one line."""
+    options = RunOptions.parse(
+        HARBOR,
+        split=split,
+        sandbox="docker",
+        mirror=mirror,
+        grader=grader,
+        task_ids=list(task_ids) if task_ids else None,
+    )
+    try:
+        return plan_run(options)
+    except ValueError as error:
+        if isinstance(error, SmolDataEnvsError):
+            raise
+        # data.source.filter_tasks names a --task-id the split lacks with a plain ValueError.
+        raise RunPlanError(str(error)) from None
