@@ -16,7 +16,10 @@ moves, this is the only file to change, and the adapter's tests say which:
 - `get_installed_package_name`: how Inspect decides whether a decorated object's registry name
   gets the package prefix (`package_name`);
 - `registry_add`, `registry_info`, `RegistryInfo`: to register a scorer a second time under the
-  name a log records (`register_recorded_name`).
+  name a log records (`register_recorded_name`);
+- `DockerSandboxEnvironment`, `SandboxEnvironmentProxy`: the compose project and service behind
+  a sample's `docker` sandbox, to read the engine's record of why it stopped
+  (`compose_project_service`).
 """
 
 from __future__ import annotations
@@ -85,3 +88,18 @@ __all__ = [
     "registry_find_sandboxenv",
     "sample_state",
 ]
+
+
+def compose_project_service(environment: Any) -> tuple[str, str] | None:
+    """The compose project and service of Inspect's `docker` sandbox behind `environment`
+    (unwrapping the transcript's recording proxies); None for any other provider.
+
+    Imported on call: loading Inspect's Docker provider costs every run that never uses it."""
+    from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
+    from inspect_ai.util._sandbox.events import SandboxEnvironmentProxy
+
+    while isinstance(environment, SandboxEnvironmentProxy):
+        environment = environment._sandbox
+    if not isinstance(environment, DockerSandboxEnvironment):
+        return None
+    return environment._project.name, environment._service

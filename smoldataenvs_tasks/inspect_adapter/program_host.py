@@ -110,16 +110,14 @@ async def sandbox_death(environment: Any) -> str | None:
     Inspect's provider raises SandboxUnavailableError for a container that stopped, whatever
     stopped it; the sample would error and `--retry-on-error` or `eval-retry` re-run it, a model
     rerolling its own 0 by filling its memory (issue 32)."""
-    from inspect_ai.util._sandbox.docker.docker import DockerSandboxEnvironment
-    from inspect_ai.util._sandbox.events import SandboxEnvironmentProxy
+    from smoldataenvs_tasks.inspect_adapter._compat import compose_project_service
 
-    while isinstance(environment, SandboxEnvironmentProxy):  # the transcript's recording layer
-        environment = environment._sandbox
-    if not isinstance(environment, DockerSandboxEnvironment):
+    compose = compose_project_service(environment)
+    if compose is None:
         return None
     from smoldataenvs_tasks.sandboxes.docker.container import compose_died_of_memory
 
-    return await compose_died_of_memory(environment._project.name, environment._service)
+    return await compose_died_of_memory(*compose)
 
 
 def died_result(death: str, duration_s: float) -> ExecResult:
