@@ -231,6 +231,33 @@ _MAGNITUDES = {
     "tn": 1e12,
     "trillion": 1e12,
 }
+
+
+def _trie(words: list[str]) -> str:
+    """One pattern for `words` as a trie (`j(?:an(?:uary)?|u(?:ly?|ne?))|...`): a position
+    where no word starts fails on one character, not once per word."""
+    tree: dict = {}
+    for word in words:
+        node = tree
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        branches = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return "(?:" + body + ")?" if "" in node else body
+
+    return emit(tree)
+
+
+# A number in words, as a trie: the alternation tried every word at every step of a worded
+# number ("six hundred and fifty-nine": 5 us a match). Each word must end where its letters
+# end (`\b` or a `[\s-]` follows), so at most one word can match at a position and the
+# order of the alternatives does not change what matches.
+_NUMBER_WORD = _trie(_NUMBER_WORDS.split("|"))
 _ISO_DATE = (
     r"(?P<ISO>(?<![\d.])(?P<iy>\d{4})(?P<isep>[-/])(?P<im>" + _MONTH_NUMBER + r")"
     r"(?:(?P=isep)(?P<id>" + _DAY_NUMBER + r"))?" + _TIME.format(p="i") + r"(?![\d]|[.,]\d))"
@@ -276,11 +303,7 @@ _TOKEN = re.compile(
     r"|M|B|T)(?![\w]))?"
     r"(?:\s?(?P<pct>%|(?i:percent|per\s?cent|pct)\b))?)"
     # numbers in words: count as numbers (a hedge "12 or seventeen" holds two)
-    r"|(?P<WORD>(?i:\b(?:"
-    + _NUMBER_WORDS
-    + r")(?:[\s-]+(?:and\s+)?(?:"
-    + _NUMBER_WORDS
-    + r"))*\b))"
+    r"|(?P<WORD>(?i:\b" + _NUMBER_WORD + r"(?:[\s-]+(?:and\s+)?" + _NUMBER_WORD + r")*\b))"
 )
 # After a number's digits, what could make it more than a plain number.
 _COMPLEX_AFTER = re.compile(
@@ -297,26 +320,6 @@ _TOKEN_WORDS = frozenset(
         *"q first second third fourth quarter qtr".split(),
     ]
 )
-
-
-def _trie(words: list[str]) -> str:
-    """One pattern for `words` as a trie (`j(?:an(?:uary)?|u(?:ly?|ne?))|...`): a position
-    where no word starts fails on one character, not once per word."""
-    tree: dict = {}
-    for word in words:
-        node = tree
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def emit(node: dict) -> str:
-        branches = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch]
-        if not branches:
-            return ""
-        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-        return "(?:" + body + ")?" if "" in node else body
-
-    return emit(tree)
 
 
 # Where a token can start: a digit run, a decimal point before digits, or a whole word that

@@ -6,6 +6,8 @@ say, and the quick paths give exactly what the full reading gives.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -286,3 +288,36 @@ def test_reading_from_words_agrees_on_every_corpus_side() -> None:
 def test_reading_any_text_never_raises(text: str) -> None:
     read(text)
     read_item(text)
+
+
+# --- worded numbers: the trie matches what the alternation of the words matched -----------------
+
+_WORDS = reading._NUMBER_WORDS.split("|")
+# The token pattern's worded number before issue 33 made it a trie, from the same word list.
+_ALTERNATION = re.compile(
+    r"(?i:\b(?:" + reading._NUMBER_WORDS + r")(?:[\s-]+(?:and\s+)?(?:"
+    + reading._NUMBER_WORDS + r"))*\b)"
+)  # fmt: skip
+_TRIE = re.compile(
+    r"(?i:\b" + reading._NUMBER_WORD + r"(?:[\s-]+(?:and\s+)?" + reading._NUMBER_WORD + r")*\b)"
+)
+
+worded_texts = st.lists(
+    st.one_of(
+        st.sampled_from(_WORDS),
+        st.sampled_from([w.upper() for w in _WORDS] + [w.title() for w in _WORDS]),
+        st.sampled_from([" ", "-", " and ", "and", "  ", "\n", "_", "1", "s", "teen", "ty", ","]),
+    ),
+    max_size=8,
+).map("".join)
+
+
+@PROPERTY
+@given(text=worded_texts)
+def test_worded_numbers_match_as_the_alternation_of_the_words_did(text: str) -> None:
+    for start in range(len(text) + 1):
+        old, new = _ALTERNATION.match(text, start), _TRIE.match(text, start)
+        assert (old and old.span()) == (new and new.span()), (text, start)
+    assert [t.span() for t in _ALTERNATION.finditer(text)] == [
+        t.span() for t in _TRIE.finditer(text)
+    ]
