@@ -321,3 +321,12 @@ def test_worded_numbers_match_as_the_alternation_of_the_words_did(text: str) -> 
     assert [t.span() for t in _ALTERNATION.finditer(text)] == [
         t.span() for t in _TRIE.finditer(text)
     ]
+
+
+def test_every_number_word_and_pair_of_them_matches_as_the_alternation_did() -> None:
+    texts = [w + tail for w in _WORDS for tail in ("", "s", "ty", "teen", "1", "_", ".")]
+    texts += [a + gap + b for a in _WORDS for b in _WORDS for gap in (" ", "-", " and ", "")]
+    texts += [t.upper() for t in texts[: len(_WORDS) * 7]]
+    for text in texts:
+        old, new = _ALTERNATION.match(text), _TRIE.match(text)
+        assert (old and old.span()) == (new and new.span()), text
