@@ -88,9 +88,9 @@ def export_command(
 @click.option("--force", is_flag=True, help="Rebuild even if the image exists.")
 def build_image_command(force: bool) -> None:
     """Build the grader image the exported tasks build FROM (once per package version)."""
-    from smoldataenvs_tasks.harbor_adapter.image import build_image
+    from smoldataenvs_tasks.harbor_adapter.image import build_grader_image
 
     try:
-        click.echo(build_image(force=force))
-    except SmolDataEnvsError as error:
+        click.echo(build_grader_image(force=force))
+    except (SmolDataEnvsError, OSError) as error:
         raise click.ClickException(str(error)) from None

@@ -370,7 +370,7 @@ def export_dataset(
             )
     plan = plan_export(split, mirror=mirror, grader=grader, task_ids=task_ids)
     records, source = plan.records, plan.source
-    grader_image = image.content_tag()
+    grader_image = image.grader_tag()
     # Tables fetched (or found in the cache) first: the digest over their manifests goes into
     # every task, and from the Hub it is known only once they are.
     for record in records:

@@ -35,11 +35,6 @@ TWICE = {
     "table_key",
     # each of the grader's caches, emptied for cold benchmarks (issue 34 item 4's ladder)
     "clear_cache",
-    # harbor_adapter/image.py, the grader image, repeats the sandbox image's names (issue 36's)
-    "content_hash",
-    "content_tag",
-    "build_image",
-    "require_image",
 }
 
 

@@ -90,8 +90,8 @@ def test_task_toml_carries_the_agentic_limits_no_network_and_provenance(exported
     assert run["split_tasks"] == planned["split_tasks"] == len(load_tasks("sample"))
     assert run["split_sha256"] == planned["split_sha256"]
     assert run["tables_manifest_digest"] == planned["tables_manifest_digest"]
-    assert meta["grader_image"] == image.content_tag()
-    assert f"FROM {image.content_tag()}" in (task / "environment/Dockerfile").read_text()
+    assert meta["grader_image"] == image.grader_tag()
+    assert f"FROM {image.grader_tag()}" in (task / "environment/Dockerfile").read_text()
     # The baked tables are the recorded bytes, and the digests say so.
     import hashlib
 

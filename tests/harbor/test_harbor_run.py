@@ -49,7 +49,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("no Docker engine answers")
     root = tmp_path_factory.mktemp("harbor")
     export_dataset("sample", root / "export", network_mode=NETWORK)
-    image.build_image(quiet=True)
+    image.build_grader_image(quiet=True)
     return root
 
 

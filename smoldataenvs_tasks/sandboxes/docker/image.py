@@ -7,6 +7,10 @@ The image's tag is `smoldataenvs-sandbox:<content hash>`, the hash over the buil
 names and contents (`CONTEXT_FILES`), so a changed Dockerfile or lock can never run under an old
 tag; `STABLE_TAG` (what compose.yaml runs) points at the current build.
 
+An image built FROM it with its own context (`DerivedImage`: Harbor's grader image) shares this
+module's identity, build and failure messages: `content_hash`, `content_tag` and `build_image`
+take it as a parameter, and without one they are the sandbox image's, unchanged.
+
 The first use builds it when it is missing (`ensure_image`: a task's prerequisites, the provider's
 `task_init`, a `DockerSession` of lm-eval or `validate`), as Inspect's compose builds its images:
 the same build as `build-image`, its steps printed to stderr, once per process (a thread lock;
@@ -27,6 +31,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,18 +72,36 @@ KEEPER_USER = "65534:65534"
 INIT_SCRIPT = "/opt/smoldata/sandbox-init.sh"
 
 
-def content_hash() -> str:
-    """sha256 over the build context's files: same hash, same image."""
+@dataclass(frozen=True)
+class DerivedImage:
+    """An image built FROM the sandbox image: its repository, its build context (name in the
+    context -> file, in a fixed order), the label its content hash goes under and the Dockerfile
+    ARG that names the sandbox image."""
+
+    repo: str
+    context: Mapping[str, Path]
+    label: str
+    base_arg: str
+
+
+def content_hash(derived: DerivedImage | None = None) -> str:
+    """sha256 over the build context's files (the sandbox image's, or `derived`'s after the
+    sandbox image's own hash, so a new sandbox image is a new derived one): same hash, same
+    image."""
     digest = hashlib.sha256()
-    for name, path in CONTEXT_FILES.items():
-        data = path.read_bytes()
+    parts: list[tuple[str, Path | bytes]] = list(CONTEXT_FILES.items())
+    if derived is not None:
+        parts = [("sandbox", content_hash().encode()), *derived.context.items()]
+    for name, source in parts:
+        data = source if isinstance(source, bytes) else source.read_bytes()
         digest.update(f"{name}\0{len(data)}\0".encode())
         digest.update(data)
     return digest.hexdigest()
 
 
-def content_tag() -> str:
-    return f"{IMAGE_REPO}:{content_hash()[:16]}"
+def content_tag(derived: DerivedImage | None = None) -> str:
+    repo = derived.repo if derived is not None else IMAGE_REPO
+    return f"{repo}:{content_hash(derived)[:16]}"
 
 
 @dataclass(frozen=True)
@@ -221,13 +244,18 @@ def build_image(
     force: bool = False,
     quiet: bool = False,
     first_use: bool = False,
+    derived: DerivedImage | None = None,
 ) -> str:
-    """Build the sandbox image unless it exists; tag it by content and as STABLE_TAG.
+    """Build the sandbox image unless it exists; tag it by content and as STABLE_TAG. With
+    `derived`: build that image FROM the sandbox image (built first when missing), tagged by its
+    own content only.
 
     Returns the content tag. Quick (two `docker image inspect`s) when the image exists. The
     build's output goes to stderr line by line (its last lines into the error when it fails);
     `quiet` keeps it back. `first_use` says so in the line that starts a build.
     """
+    if derived is not None:
+        return _build_derived(derived, force=force, quiet=quiet)
     from filelock import FileLock
 
     tag = content_tag()
@@ -249,43 +277,75 @@ def build_image(
                 else f"building the Docker sandbox image {tag}"
             )
             print(f"{why}; base {base}", file=sys.stderr, flush=True)
-        with tempfile.TemporaryDirectory(prefix="smoldataenvs-build-") as tmp:
-            context = Path(tmp)
-            for name, path in CONTEXT_FILES.items():
-                shutil.copy2(path, context / name)
-            (context / "build-ca.crt").write_bytes(_build_ca_bundle())
-            argv = [
-                docker_binary(),
-                "build",
-                # The legacy builder keeps a failed step's container otherwise.
-                "--force-rm",
-                # pip must reach the package index; the build runs no model code.
-                "--network",
-                "host",
-                "--build-arg",
-                f"BASE_IMAGE={base}",
-                "--label",
-                f"{LABEL_CONTENT}={content_hash()}",
-                "--label",
-                f"org.smoldataenvs.base-image={base}",
-                "-t",
-                tag,
-                "-t",
-                STABLE_TAG,
-                str(context),
-            ]
-            started = time.monotonic()
-            returncode, tail = _run_build(argv, quiet=quiet)
-            if returncode != 0:
-                shown = "" if not quiet else "\n" + "\n".join(tail)
-                raise SandboxFailure(
-                    f"docker build of {tag} failed (exit {returncode}): {_cause(tail)}{shown}"
-                )
+        started = time.monotonic()
+        _docker_build(
+            CONTEXT_FILES,
+            build_args={"BASE_IMAGE": base},
+            labels={LABEL_CONTENT: content_hash(), "org.smoldataenvs.base-image": base},
+            tags=[tag, STABLE_TAG],
+            quiet=quiet,
+        )
         _check_python(tag)
         _untag_old_builds(keep=tag)
         if not quiet:
             print(f"built {tag} from {base} in {time.monotonic() - started:.0f}s", file=sys.stderr)
         return tag
+
+
+def _build_derived(derived: DerivedImage, *, force: bool, quiet: bool) -> str:
+    tag = content_tag(derived)
+    sandbox_tag = ensure_image()
+    if not force and _image_id(tag):
+        return tag
+    if not quiet:
+        print(f"building {tag} from {sandbox_tag}", file=sys.stderr, flush=True)
+    _docker_build(
+        derived.context,
+        build_args={derived.base_arg: sandbox_tag},
+        labels={derived.label: content_hash(derived)},
+        tags=[tag],
+        quiet=quiet,
+    )
+    return tag
+
+
+def _docker_build(
+    context_files: Mapping[str, Path],
+    *,
+    build_args: Mapping[str, str],
+    labels: Mapping[str, str],
+    tags: list[str],
+    quiet: bool,
+) -> None:
+    """`docker build` of a context of `context_files` plus the host's CA bundle; one line naming
+    the cause (SandboxFailure) when it fails."""
+    with tempfile.TemporaryDirectory(prefix="smoldataenvs-build-") as tmp:
+        context = Path(tmp)
+        for name, path in context_files.items():
+            target = context / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+        (context / "build-ca.crt").write_bytes(_build_ca_bundle())
+        argv = [
+            docker_binary(),
+            "build",
+            # The legacy builder keeps a failed step's container otherwise.
+            "--force-rm",
+            # pip must reach the package index; the build runs no model code.
+            "--network",
+            "host",
+        ]
+        argv += [
+            arg for name, value in build_args.items() for arg in ("--build-arg", f"{name}={value}")
+        ]
+        argv += [arg for name, value in labels.items() for arg in ("--label", f"{name}={value}")]
+        argv += [arg for tag in tags for arg in ("-t", tag)]
+        returncode, tail = _run_build([*argv, str(context)], quiet=quiet)
+    if returncode != 0:
+        shown = "" if not quiet else "\n" + "\n".join(tail)
+        raise SandboxFailure(
+            f"docker build of {tags[0]} failed (exit {returncode}): {_cause(tail)}{shown}"
+        )
 
 
 def _run_build(argv: list[str], *, quiet: bool) -> tuple[int, list[str]]:
