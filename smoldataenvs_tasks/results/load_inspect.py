@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID
+from smoldataenvs_tasks.results.calls import CALL_KEYS, CallSettings, header_values
 from smoldataenvs_tasks.results.coverage import FILTER_NAMES, normal_filters
 from smoldataenvs_tasks.results.fingerprint import output_digest
 from smoldataenvs_tasks.results.protocol import clipped, normal_settings
@@ -37,8 +38,9 @@ from smoldataenvs_tasks.scorers.verdict import (
 )
 
 INSPECT_SUFFIXES = (".eval", ".json")
-# Sample fields the report never needs; skipping them makes big logs load fast.
-_SKIP_SAMPLE_FIELDS = {"messages", "events", "store", "attachments", "events_data", "timelines"}
+# Sample fields the report never needs; skipping them makes big logs load fast. The events stay:
+# the model events hold the settings each call was sent (results/calls.py).
+_SKIP_SAMPLE_FIELDS = {"messages", "store", "attachments", "timelines"}
 
 
 class NotASmolDataEnvsLog(RunLoadError):
@@ -208,6 +210,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         profile = DEFAULT_PROFILE
 
     tasks: dict[str, TaskAttempts] = {}
+    calls = CallSettings()
     samples: Iterable[Any] = (
         whole.samples or []
         if whole is not None
@@ -255,6 +258,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
             )
         if any(a.epoch == sample.epoch for a in entry.attempts):
             raise RunLoadError(f"{where}: the sample appears twice")
+        _observe_calls(calls, sample, where)
         reply = output_digest(getattr(getattr(sample, "output", None), "completion", None))
         entry.attempts.append(Attempt(int(sample.epoch), verdict, regraded, digests, reply))
     for entry in tasks.values():
@@ -272,6 +276,10 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         sample_ids = [sample_ids]
     limit = spec.config.limit
     variant = fields.text("variant") or "unknown"
+    stated = _settings(header, fields, variant, provenance["sandbox"])
+    used = normal_settings(calls.applied(stated))
+    sampling = _sampling(header)
+    sampling["temperature"] = used["temperature"]
     return Run(
         source=name,
         framework="inspect_ai",
@@ -299,10 +307,21 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         sample_ids=[str(s) for s in sample_ids] if sample_ids else None,
         finished=header.status == "success",
         status=str(header.status),
-        sampling=_sampling(header),
-        settings=_settings(header, fields, variant, provenance["sandbox"]),
+        sampling=sampling,
+        settings=used,
         split_sha256=provenance["split_sha256"],
+        call_mismatches=calls.mismatches(header_values(stated)),
     )
+
+
+def _observe_calls(calls: CallSettings, sample: Any, where: str) -> None:
+    """The settings of each model call the sample's events recorded (a log written without
+    events, or a sample with no model call, adds none)."""
+    for event in getattr(sample, "events", None) or []:
+        if getattr(event, "event", None) != "model":
+            continue
+        config = getattr(event, "config", None)
+        calls.observe({key: getattr(config, key, None) for key in CALL_KEYS}, where)
 
 
 class _MetaReader:

@@ -25,6 +25,7 @@ from typing import Any, TypedDict
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, SAMPLE_SPLIT
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.data.source import Filters
+from smoldataenvs_tasks.results.calls import CallSettings, header_values
 from smoldataenvs_tasks.results.coverage import FILTER_NAMES, normal_filters
 from smoldataenvs_tasks.results.fingerprint import output_digest
 from smoldataenvs_tasks.results.protocol import clipped, normal_settings
@@ -160,8 +161,11 @@ def _task_entry(row: dict[str, Any], task_id: str, where: str) -> TaskAttempts:
     )
 
 
-def _attempts_from_samples(path: Path) -> tuple[dict[str, TaskAttempts], dict[str, Any]]:
-    """Per-task attempts from lm-eval's samples file (filtered_resps hold Verdict JSON)."""
+def _attempts_from_samples(
+    path: Path, calls: CallSettings
+) -> tuple[dict[str, TaskAttempts], dict[str, Any]]:
+    """Per-task attempts from lm-eval's samples file (filtered_resps hold Verdict JSON); the
+    gen_kwargs each request recorded go to `calls`."""
     tasks: dict[str, TaskAttempts] = {}
     first_doc: dict[str, Any] = {}
     for number, row in enumerate(_read_jsonl(path), start=1):
@@ -184,6 +188,7 @@ def _attempts_from_samples(path: Path) -> tuple[dict[str, TaskAttempts], dict[st
         if task_id in tasks:
             raise RunLoadError(f"{path.name}: task {task_id} appears on two lines")
         entry = tasks[task_id] = _task_entry(doc, task_id, f"{where} doc")
+        _observe_requests(calls, row.get("arguments"), f"{where} arguments")
         replies = _replies(row.get("resps"))
         # `smoldataenvs regrade` adds each attempt's verdict under other grader profiles.
         regraded = _mapping(row.get("regraded"), f"{where} regraded")
@@ -199,6 +204,25 @@ def _attempts_from_samples(path: Path) -> tuple[dict[str, TaskAttempts], dict[st
             reply = output_digest(replies[repeat]) if repeat < len(replies) else None
             entry.attempts.append(Attempt(repeat + 1, verdict, again, digests, reply))
     return tasks, first_doc
+
+
+def _observe_requests(calls: CallSettings, arguments: Any, where: str) -> None:
+    """The gen_kwargs of each generate request lm-eval logged for a doc (`arguments`:
+    {"gen_args_0": {"arg_0": prompt, "arg_1": gen_kwargs}}, one entry per repeat's request)."""
+    if not isinstance(arguments, dict):
+        return
+    for request in arguments.values():
+        kwargs = request.get("arg_1") if isinstance(request, dict) else None
+        if isinstance(kwargs, dict):
+            calls.observe(
+                {
+                    "max_tokens": kwargs.get("max_gen_toks"),
+                    "temperature": kwargs.get("temperature"),
+                    "top_p": kwargs.get("top_p"),
+                    "seed": kwargs.get("seed"),
+                },
+                where,
+            )
 
 
 def _replies(resps: Any) -> list[Any]:
@@ -300,6 +324,7 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
         meta = _mapping(config.get("metadata"), f"{name} configs.{task_name}.metadata")
         samples_file = folder / f"samples_{task_name}_{stamp}.jsonl"
         first_doc: dict[str, Any] = {}
+        calls = CallSettings()
         if config.get("metric_list") == [{"metric": "bypass"}]:
             raise RunLoadError(
                 f"{results_file.name}: {task_name} ran with --predict_only, so it recorded the "
@@ -309,7 +334,7 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
         # task's verdicts, so it is read only beside a run of one task.
         legacy_rows = verdict_rows if len(ours) == 1 else None
         if samples_file.exists():
-            tasks, first_doc = _attempts_from_samples(samples_file)
+            tasks, first_doc = _attempts_from_samples(samples_file, calls)
             if legacy_rows is not None:
                 # The same verdicts as lm-eval recorded them: the two files must agree, or one
                 # of them was edited after the run. A regrade of such a folder added its
@@ -334,7 +359,8 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
         coverage = _coverage_fields(provenance, meta, results, task_name)
         ours_version = provenance["package_version"]
         split = _split_of(task_name, config)
-        settings = _settings(results, config, meta, where, repeats, provenance["sandbox"])
+        stated = _settings(results, config, meta, where, repeats, provenance["sandbox"])
+        settings = normal_settings(calls.applied(stated))
         runs.append(
             Run(
                 source=f"{results_file.name}#{task_name}",
@@ -368,6 +394,7 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 sampling={"temperature": settings["temperature"], "reducers": None},
                 settings=settings,
                 split_sha256=provenance["split_sha256"],
+                call_mismatches=calls.mismatches(header_values(stated)),
                 **coverage,
             )
         )

@@ -132,6 +132,9 @@ class Run:
     # Inspect's eval_id: a copy or `smoldataenvs regrade` of a log keeps it, `inspect eval-retry`
     # makes a new one under the same run id (Inspect's task_id). None for lm-eval.
     attempt_id: str | None = None
+    # Call settings the header states that the model calls did not use (results/calls.py):
+    # `verify --logs` fails a run with any.
+    call_mismatches: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:

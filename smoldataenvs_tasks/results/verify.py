@@ -18,6 +18,8 @@ a reader must know it: settings other than the task's, a split of another size) 
   ones the verifier's data cannot grade;
 - `logs` (given `--logs`): every run the submission names is found there, and the runs' header,
   coverage and per-task outcomes equal the submission's;
+- `calls` (given `--logs`): the settings every recorded model call was sent (temperature,
+  top_p, max tokens, seed) are the ones the run's header states (results/calls.py);
 - `regrade` (given `--logs`): every recorded answer in the logs is graded again with this
   package's grader and the verifier's gold; the first reward that differs fails, naming the task;
 - `coverage`: a note saying whether the run covered the whole split.
@@ -72,7 +74,7 @@ from smoldataenvs_tasks.results.verify_against import (
 from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION
 
 # Checks that say whether the file is what it claims; the others compare it with this package.
-INTEGRITY_CHECKS = ("format", "sha256", "figures", "runs", "data", "logs", "regrade")
+INTEGRITY_CHECKS = ("format", "sha256", "figures", "runs", "data", "logs", "calls", "regrade")
 _MAX_DIFFS = 12
 # Header fields the logs are not compared on: the model label (`report --name`), the format, the
 # package that wrote the report and what this machine knew of train are not the logs'; the
@@ -346,6 +348,19 @@ def _check_logs(
     )
 
 
+def _check_calls(runs: Sequence[Run]) -> Check:
+    """Each run's header states the settings its model calls were sent (results/calls.py)."""
+    for run in runs:
+        if run.call_mismatches:
+            return Check(
+                "calls",
+                FAIL,
+                f"{run.source}: the header's settings are not the model calls': "
+                + "; ".join(run.call_mismatches),
+            )
+    return Check("calls", OK, "every recorded model call used the header's settings")
+
+
 class Verifier:
     """Verifies submissions against logs and the verifier's data, loading each once.
 
@@ -418,6 +433,8 @@ class Verifier:
             where = ", ".join(self.log_paths)
             check, matched = _check_logs(sub, self.runs, where, required=self.require_logs)
             result.checks.append(check)
+            if check.status == OK:
+                result.checks.append(_check_calls(matched))
             if check.status == OK and found is not None:
                 result.checks.append(check_regrade(matched, found))
             elif check.status == OK:

@@ -53,6 +53,7 @@ def test_a_fresh_submission_verifies_against_its_log(mixed_submission, inspect_m
         "protocol": "ok",
         "data": "ok",
         "logs": "ok",
+        "calls": "ok",
         "regrade": "ok",
         "coverage": "note",
     }

@@ -32,6 +32,7 @@ from smoldataenvs_tasks.results.submission import (
     build_submission,
     recompute,
     submission_json,
+    submission_sha256,
 )
 from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION, UngradedReason
 from tests.previous_version import lm_eval_as_previous
@@ -963,3 +964,77 @@ def test_a_run_filtered_to_the_tasks_a_weak_model_solves_is_never_ranked(
     assert refused.exit_code == 1
     assert "cherry/submission.json: a partial run, not the whole split" in refused.output
     assert not (tmp_path / "v").exists()
+
+
+# --- settings read from the model calls (issue 35) -------------------------------------------
+
+
+def _header_back_to_defaults(sandbox: str, out: Path) -> Path:
+    """The forgery of issue 35: a run sampled with max_tokens 64 at temperature 0.9, its plan
+    config edited back to the task's defaults; the model events still show what was sent."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    import smoldataenvs_tasks.inspect_adapter.models  # noqa: F401  (the replay provider)
+    from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
+
+    [log] = inspect_eval(
+        smoldataenvs_program(split="sample", sandbox=sandbox),
+        model="replay/mixed",
+        model_args={"path": str(write_replay(out / "mixed.jsonl", MIXED))},
+        log_dir=str(out / "run"),
+        display="none",
+        max_tokens=64,
+        temperature=0.9,
+    )
+    forged = read_eval_log(log.location)
+    assert forged.plan.config.max_tokens == 64 and forged.samples
+    forged.plan.config.max_tokens = 1024
+    forged.plan.config.temperature = 0.0
+    (out / "logs").mkdir()
+    write_eval_log(forged, str(out / "logs" / "forged.eval"))
+    return out / "logs" / "forged.eval"
+
+
+def test_a_header_edited_back_to_defaults_is_read_from_the_calls_and_fails_verify(
+    sandbox, tmp_path
+):
+    log_file = _header_back_to_defaults(sandbox, tmp_path)
+    sub = report(tmp_path / "r", log_file)
+    assert sub["protocol_settings"]["max_tokens"] == 64
+    assert sub["protocol_settings"]["temperature"] == 0.9
+    assert "max_tokens: 64 (default 1024)" in sub["protocol_deviations"]
+    verified = invoke("verify", tmp_path / "r" / "submission.json", "--logs", log_file)
+    assert verified.exit_code != 0, verified.output
+    [line] = [line for line in verified.output.splitlines() if "calls:" in line]
+    assert "fail" in line and "max_tokens: header 1024, calls 64" in line
+    assert "temperature: header 0.0, calls 0.9" in line
+    # The submission edited back to the defaults too (and re-hashed) differs from its logs.
+    edited = load_sub(tmp_path / "r" / "submission.json")
+    edited["protocol_settings"]["max_tokens"] = 1024
+    edited["protocol_settings"]["temperature"] = 0.0
+    edited["protocol_deviations"] = []
+    edited["sha256"] = submission_sha256(edited)
+    board = leaderboard(tmp_path / "lb", save(edited, tmp_path / "e"), logs=(log_file,))
+    assert board.exit_code != 0 and "refusing submissions that do not verify" in board.output
+    assert "protocol_settings.max_tokens: recorded 1024, expected 64" in board.output
+    # As `report` wrote it, it is refused for its calls.
+    board = leaderboard(tmp_path / "lb2", tmp_path / "r" / "submission.json", logs=(log_file,))
+    assert board.exit_code != 0 and "calls: forged.eval" in board.output
+
+
+def test_an_lm_eval_header_edited_back_to_defaults_fails_verify_on_its_requests(
+    lm_eval_out, tmp_path
+):
+    forged = tmp_path / "out" / lm_eval_out.name
+    shutil.copytree(lm_eval_out, forged)
+    [results_file] = forged.glob("results_*.json")
+    results = json.loads(results_file.read_text(encoding="utf-8"))
+    for config in results["configs"].values():
+        config["generation_kwargs"]["max_gen_toks"] = 1024
+    results_file.write_text(json.dumps(results), encoding="utf-8")
+    sub = report(tmp_path / "r", forged, extra=("--allow-partial",))
+    assert sub["protocol_settings"]["max_tokens"] == 64
+    verified = invoke("verify", tmp_path / "r" / "submission.json", "--logs", forged)
+    assert verified.exit_code != 0
+    assert "max_tokens: header 1024, calls 64" in verified.output
