@@ -27,6 +27,7 @@ from smoldataenvs_tasks.results.load_inspect import (
     unfinished,
 )
 from smoldataenvs_tasks.results.load_lm_eval import load_lm_eval_results
+from smoldataenvs_tasks.results.retries import retry_summary
 from smoldataenvs_tasks.results.runs import IncompatibleRunsError, Run, RunLoadError, dedupe_runs
 
 __all__ = ["load_inspect_log", "load_lm_eval_results", "load_runs", "load_unique_runs"]
@@ -84,6 +85,7 @@ def load_unique_runs(
         for run in runs:
             if not run.finished:
                 raise unfinished(run.source, run.status)
+    notes += [line for run in runs if (line := retry_summary(run)) is not None]
     return runs, notes
 
 

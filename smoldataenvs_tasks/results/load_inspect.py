@@ -23,6 +23,7 @@ from smoldataenvs_tasks.results.protocol import clipped, normal_settings
 from smoldataenvs_tasks.results.provenance import inspect_provenance
 from smoldataenvs_tasks.results.runs import (
     Attempt,
+    Retried,
     Run,
     RunLoadError,
     TaskAttempts,
@@ -211,6 +212,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
 
     tasks: dict[str, TaskAttempts] = {}
     calls = CallSettings()
+    retried: list[Retried] = []
     samples: Iterable[Any] = (
         whole.samples or []
         if whole is not None
@@ -259,6 +261,9 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         if any(a.epoch == sample.epoch for a in entry.attempts):
             raise RunLoadError(f"{where}: the sample appears twice")
         _observe_calls(calls, sample, where)
+        earlier = [_earlier_verdict(retry, where) for retry in sample.error_retries or []]
+        if earlier:
+            retried.append(Retried(task_id, int(sample.epoch), earlier, verdict))
         reply = output_digest(getattr(getattr(sample, "output", None), "completion", None))
         entry.attempts.append(Attempt(int(sample.epoch), verdict, regraded, digests, reply))
     for entry in tasks.values():
@@ -311,7 +316,19 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         settings=used,
         split_sha256=provenance["split_sha256"],
         call_mismatches=calls.mismatches(header_values(stated)),
+        retried=retried,
     )
+
+
+def _earlier_verdict(retry: Any, where: str) -> Verdict | None:
+    """The verdict an earlier attempt's score event recorded; None when it was not scored."""
+    for event in getattr(retry, "events", None) or []:
+        if getattr(event, "event", None) == "score":
+            score = getattr(event, "score", None)
+            found = _verdict_from_score_metadata(getattr(score, "metadata", None), where)
+            if found is not None:
+                return found
+    return None
 
 
 def _observe_calls(calls: CallSettings, sample: Any, where: str) -> None:

@@ -31,6 +31,17 @@ class IncompatibleRunsError(SmolDataEnvsError, ValueError):
 
 
 @dataclass(frozen=True)
+class Retried:
+    """A sample the framework ran again after an error (results/retries.py): the verdict of
+    each earlier attempt, None where that attempt recorded none, and the one that counts."""
+
+    task_id: str
+    epoch: int
+    earlier: list[Verdict | None]
+    final: Verdict
+
+
+@dataclass(frozen=True)
 class Attempt:
     epoch: int  # 1-based: Inspect's epoch, or lm-eval's repeat + 1
     verdict: Verdict
@@ -135,6 +146,8 @@ class Run:
     # Call settings the header states that the model calls did not use (results/calls.py):
     # `verify --logs` fails a run with any.
     call_mismatches: list[str] = field(default_factory=list)
+    # Samples re-run after an error, with what their earlier attempts scored.
+    retried: list[Retried] = field(default_factory=list)
 
     @property
     def label(self) -> str:

@@ -20,6 +20,8 @@ a reader must know it: settings other than the task's, a split of another size) 
   coverage and per-task outcomes equal the submission's;
 - `calls` (given `--logs`): the settings every recorded model call was sent (temperature,
   top_p, max tokens, seed) are the ones the run's header states (results/calls.py);
+- `retries` (given `--logs`): retried samples are named with their earlier verdicts (a note);
+  retries that turned scored failures into passes more than a fair coin allows fail;
 - `regrade` (given `--logs`): every recorded answer in the logs is graded again with this
   package's grader and the verifier's gold; the first reward that differs fails, naming the task;
 - `coverage`: a note saying whether the run covered the whole split.
@@ -43,6 +45,7 @@ from typing import Any, TypedDict
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, pinned_revision
 from smoldataenvs_tasks.results.checks import FAIL, FLAG, NOTE, OK, SKIP, Check
 from smoldataenvs_tasks.results.coverage import coverage_phrase
+from smoldataenvs_tasks.results.retries import SIGN_ALPHA, changes, retry_summary, sign_test
 from smoldataenvs_tasks.results.runs import Run, RunLoadError
 from smoldataenvs_tasks.results.schema import (
     Header,
@@ -74,7 +77,17 @@ from smoldataenvs_tasks.results.verify_against import (
 from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION
 
 # Checks that say whether the file is what it claims; the others compare it with this package.
-INTEGRITY_CHECKS = ("format", "sha256", "figures", "runs", "data", "logs", "calls", "regrade")
+INTEGRITY_CHECKS = (
+    "format",
+    "sha256",
+    "figures",
+    "runs",
+    "data",
+    "logs",
+    "calls",
+    "retries",
+    "regrade",
+)
 _MAX_DIFFS = 12
 # Header fields the logs are not compared on: the model label (`report --name`), the format, the
 # package that wrote the report and what this machine knew of train are not the logs'; the
@@ -361,6 +374,22 @@ def _check_calls(runs: Sequence[Run]) -> Check:
     return Check("calls", OK, "every recorded model call used the header's settings")
 
 
+def _check_retries(runs: Sequence[Run]) -> Check:
+    """Retried samples are named; retries that turned failures into passes more often than a
+    fair coin allows fail (results/retries.py)."""
+    lines = [line for run in runs if (line := retry_summary(run)) is not None]
+    if not lines:
+        return Check("retries", OK, "no retried samples")
+    ups, downs = changes([item for run in runs for item in run.retried])
+    if sign_test(ups, downs) < SIGN_ALPHA:
+        return Check(
+            "retries",
+            FAIL,
+            "retries turned failures into passes more than chance allows: " + " | ".join(lines),
+        )
+    return Check("retries", NOTE, " | ".join(lines))
+
+
 class Verifier:
     """Verifies submissions against logs and the verifier's data, loading each once.
 
@@ -435,6 +464,7 @@ class Verifier:
             result.checks.append(check)
             if check.status == OK:
                 result.checks.append(_check_calls(matched))
+                result.checks.append(_check_retries(matched))
             if check.status == OK and found is not None:
                 result.checks.append(check_regrade(matched, found))
             elif check.status == OK:

@@ -40,3 +40,12 @@ def test_no_recorded_call_checks_nothing():
 def test_a_call_setting_that_is_not_a_number_is_one_line(value):
     with pytest.raises(RunLoadError, match="s9: the call's max_tokens is"):
         CallSettings().observe({"max_tokens": value}, "s9")
+
+
+def test_the_sign_test_is_the_binomial_tail():
+    from smoldataenvs_tasks.results.retries import sign_test
+
+    assert sign_test(0, 0) == 1.0
+    assert sign_test(4, 0) == 1 / 16
+    assert sign_test(8, 0) == 1 / 256
+    assert sign_test(3, 3) == 42 / 64

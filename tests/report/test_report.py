@@ -291,10 +291,13 @@ def test_a_folder_with_an_eval_retry_and_its_failed_original_reads_as_the_retry(
     )
     assert result.exit_code == 0, result.output
     notes = [line for line in result.output.splitlines() if line.startswith("note:")]
-    assert notes == [
+    assert notes[0] == (
         f"note: {original.name} (error): superseded by {retry_log.name}, the latest finished "
         f"attempt of run id {retried.eval.task_id} (inspect eval-retry); counted once"
-    ]
+    )
+    # The retry says which sample it ran again and what its earlier attempt had (issue 35).
+    assert len(notes) == 2 and f"note: {retry_log.name}: 1 retried sample(s)" in notes[1]
+    assert "(earlier no verdict;" in notes[1]
     sub = json.loads((tmp_path / "r" / "submission.json").read_text(encoding="utf-8"))
     assert [run["source"] for run in sub["runs"]] == [retry_log.name]
     assert sub["coverage"]["complete"] and sub["n_left_ungraded"] == 0

@@ -54,6 +54,7 @@ def test_a_fresh_submission_verifies_against_its_log(mixed_submission, inspect_m
         "data": "ok",
         "logs": "ok",
         "calls": "ok",
+        "retries": "ok",
         "regrade": "ok",
         "coverage": "note",
     }

@@ -1038,3 +1038,55 @@ def test_an_lm_eval_header_edited_back_to_defaults_fails_verify_on_its_requests(
     verified = invoke("verify", tmp_path / "r" / "submission.json", "--logs", forged)
     assert verified.exit_code != 0
     assert "max_tokens: header 1024, calls 64" in verified.output
+
+
+# --- retried samples (issue 35) ----------------------------------------------------------------
+
+
+def _failures_retried_as_passes(mixed_log: Path, out: Path) -> Path:
+    """The forgery of issue 35: a run's failed samples marked as errored, then re-run with
+    `inspect eval-retry` by a model that passes them (the gold replies stand in for it)."""
+    from inspect_ai import eval_retry
+    from inspect_ai.log import EvalError, read_eval_log, write_eval_log
+
+    import smoldataenvs_tasks.inspect_adapter.models  # noqa: F401  (the replay provider)
+
+    log = read_eval_log(str(mixed_log))
+    assert log.samples
+    for sample in log.samples:
+        [score] = sample.scores.values()
+        if score.metadata["category"] != "correct":
+            sample.error = EvalError(
+                message="SandboxFailure: the container died", traceback="", traceback_ansi=""
+            )
+    log.status = "error"
+    log.eval.model_args = {"path": str(GOLD_PROGRAM)}
+    (out / "marked").mkdir(parents=True)
+    write_eval_log(log, str(out / "marked" / "marked.eval"))
+    [retried] = eval_retry(str(out / "marked" / "marked.eval"), log_dir=str(out), display="none")
+    assert retried.status == "success"
+    return Path(retried.location.removeprefix("file://"))
+
+
+def test_failures_marked_errored_and_retried_into_passes_are_shown_and_fail_verify(
+    mixed_log, tmp_path
+):
+    honest = report(tmp_path / "honest", mixed_log)
+    log_file = _failures_retried_as_passes(mixed_log, tmp_path / "retry")
+    result = invoke("report", log_file, "--out", tmp_path / "r")
+    assert result.exit_code == 0, result.output
+    sub = load_sub(tmp_path / "r" / "submission.json")
+    assert sub["pass@1"]["value"] > honest["pass@1"]["value"]
+    failed = [t for t in SAMPLE_IDS if t not in _correct(honest)]
+    [line] = [line for line in result.output.splitlines() if "retried sample(s)" in line]
+    assert f"{len(failed)} retried sample(s)" in line and "earlier wrong_value" in line
+    verified = invoke("verify", tmp_path / "r" / "submission.json", "--logs", log_file)
+    assert verified.exit_code != 0
+    [check] = [line for line in verified.output.splitlines() if "retries:" in line]
+    assert "fail" in check and "more than chance allows" in check
+    board = leaderboard(tmp_path / "lb", tmp_path / "r" / "submission.json", logs=(log_file,))
+    assert board.exit_code != 0 and "retried sample(s)" in board.output
+
+
+def _correct(sub: dict[str, Any]) -> set[str]:
+    return {t["task_id"] for t in sub["tasks"] if t["attempts"][0]["category"] == "correct"}
