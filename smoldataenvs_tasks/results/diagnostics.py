@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from smoldataenvs_tasks.results.schema import Contamination, Diagnostics, TrainTables
-from smoldataenvs_tasks.results.stats import bootstrap_ci
+from smoldataenvs_tasks.results.stats import Estimate, bootstrap_ci
 from smoldataenvs_tasks.results.task_outcomes import TaskOutcomes
 
 ALPHA = 0.05
@@ -56,6 +56,35 @@ def smallest_separable_gap(spread: float | None, n_tasks: int) -> float | None:
     if spread is None or n_tasks == 0:
         return None
     return _Z * math.sqrt(2 * spread**2 / n_tasks)
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """How much a run's pass@1 moves from sampling alone, where tasks have >= 2 attempts."""
+
+    n_tasks: int  # tasks with two or more graded attempts
+    flip_rate: Estimate  # share of them whose attempts disagree, with its interval
+    within_sd: float  # sqrt of the mean within-task variance p(1 - p) of one attempt
+    epochs_to_separate: dict[str, int | None]  # by gap, for `tasks` tasks
+
+
+def noise_floor(tasks: Sequence[TaskOutcomes], gaps: Sequence[float] = GAPS) -> NoiseFloor | None:
+    """The per-task flip rate (tasks whose graded attempts disagree; a task bootstrap
+    interval) and the epochs needed so that sampling noise alone lets a paired comparison of
+    two runs on these tasks separate each gap (80% power, 5% two-sided): the difference of two
+    runs' pass@1 on the same tasks has sampling variance 2 * within_var / (epochs * n), so
+    epochs >= 2 Z^2 within_var / (n gap^2). None with fewer than two tasks of >= 2 attempts."""
+    repeated = [rewards for t in tasks if len(rewards := t.rewards()) >= 2]
+    if len(repeated) < 2:
+        return None
+    flips = [0.0 if len(set(r)) == 1 else 1.0 for r in repeated]
+    within = statistics.fmean(statistics.pvariance(r) for r in repeated)
+    n = len(repeated)
+    epochs = {
+        f"{gap:.2f}": (max(1, math.ceil(2 * _Z**2 * within / (n * gap**2))) if within else None)
+        for gap in gaps
+    }
+    return NoiseFloor(n, bootstrap_ci(flips), math.sqrt(within), epochs)
 
 
 def _round(value: float | None) -> float | None:

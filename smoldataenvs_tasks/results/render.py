@@ -11,8 +11,10 @@ import re
 from pathlib import Path
 
 from smoldataenvs_tasks.results.coverage import coverage_phrase
+from smoldataenvs_tasks.results.diagnostics import noise_floor
 from smoldataenvs_tasks.results.markdown import md_text
 from smoldataenvs_tasks.results.schema import EstimateEntry, Sampling, Submission
+from smoldataenvs_tasks.results.task_outcomes import outcomes_from_entries
 
 _MAX_TASK_ROWS = 50
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
@@ -211,6 +213,25 @@ def _ids(ids: list[str]) -> str:
     return shown + (f" and {len(ids) - _MAX_LISTED_IDS} more" if len(ids) > _MAX_LISTED_IDS else "")
 
 
+def _noise_floor_lines(sub: Submission) -> list[str]:
+    """The run-to-run noise of pass@1, where tasks were attempted more than once."""
+    floor = noise_floor(outcomes_from_entries(sub["tasks"]))
+    if floor is None:
+        return []
+    flips = floor.flip_rate
+    epochs = ", ".join(
+        f"{count if count is not None else 1} for a {100 * float(gap):.0f}-point gap"
+        for gap, count in floor.epochs_to_separate.items()
+    )
+    return [
+        f"- Noise floor: {_pct(flips.value)} of the {floor.n_tasks} tasks attempted more than "
+        f"once flipped between attempts (95% CI {_pct(flips.low)}–{_pct(flips.high)}); "
+        f"within-task sd of one attempt {floor.within_sd:.3f}. Epochs for sampling noise "
+        f"alone to separate two runs on these tasks (paired, 80% power, 5% two-sided): "
+        f"{epochs}. A gap between runs smaller than this floor is noise."
+    ]
+
+
 def render_diagnostics(sub: Submission) -> list[str]:
     """The "is this number any good" section of report.md."""
     d = sub["diagnostics"]
@@ -248,6 +269,7 @@ def render_diagnostics(sub: Submission) -> list[str]:
             f"separate gaps of {100 * (separable or 0.0):.1f} points or more. A paired "
             "comparison on the same tasks needs fewer (`smoldataenvs leaderboard`)."
         )
+    out += _noise_floor_lines(sub)
     c = d["contamination"]
     if c["available"]:
         line = (
