@@ -151,6 +151,13 @@ _LATEX_WRAPPER = re.compile(
 _LATEX_SPACE = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~")
 _LATEX_DELIMITER = re.compile(r"\\[()\[\]]")
 _MATH_DOLLARS = re.compile(r"^\$\$?(.+?)\$?\$$", re.DOTALL)
+# A `$` pair that delimits LaTeX math inside a sentence ("The final answer is $\\boxed{12}$."),
+# by the rule Markdown renderers follow (pandoc's tex_math_dollars): `$$...$$`, or a `$` with
+# no space after it closed by a `$` with no space before it and no digit after it. A currency
+# sign fails it: "$45", "US$ 45", "$5 and $10", "$5-$10" (issue 33: the delimiter was read as
+# dollars, so "12 kg" refused "$\boxed{12}$" as another unit). A `$` right after a digit is a
+# currency sign written after its amount ("10$-20$"), never an opening delimiter.
+_MATH_SPAN = re.compile(r"\$\$([^$]+)\$\$|(?<![\d$])\$(?=[^\s$])([^$]*?[^\s$])\$(?![\d$])")
 _QUOTES = "\"'“”‘’«»"
 # Wrappers models print around an answer (issue 33): answer tags anywhere, and a leading
 # "Answer", "Final answer", "Final" or "Result" with a colon, `=`, or an arrow, which would
@@ -170,6 +177,10 @@ def _clean(text: str) -> str:
         text = _ANSWER_TAG.sub(" ", text)
     if "\\" in text:
         text = text.replace("\\%", "%").replace("\\$", "\x00")
+    if "$" in text:
+        # Before the LaTeX commands go: "$\displaystyle 12$" has no space after its `$`.
+        text = _MATH_SPAN.sub(_math_inside, text)
+    if "\\" in text:
         text = _LATEX_WRAPPER.sub("", text)
         text = _LATEX_SPACE.sub(" ", text)
         text = _LATEX_DELIMITER.sub(" ", text)
@@ -184,6 +195,10 @@ def _clean(text: str) -> str:
     if text.startswith("{") and text.endswith("}") and text.count("{") == 1 == text.count("}"):
         text = text[1:-1].strip()  # what \boxed{...} or \text{...} leave
     return text.replace("\x00", "$")
+
+
+def _math_inside(span: re.Match[str]) -> str:
+    return f" {span.group(1) if span.group(1) is not None else span.group(2)} "
 
 
 # --- tokens: every number-like thing in a side, each counted once ------------------------------
