@@ -18,11 +18,13 @@ from typing import Any
 # 1.3.0: strict only (issue 33): LaTeX/Unicode relations and sign hedges, products, |x|, the
 #        emoji minus, basis points, comparisons of dates, label extensions, a side of thousands
 #        of numbers are refused; answer tags, `Answer ->`, ` | ` lists are read. Default unchanged.
-GRADER_VERSION = "1.3.0"
+# 1.3.1: strict only (issue 33): a `$` that delimits LaTeX math ("$\\boxed{12}$" in a sentence)
+#        is no dollar sign, so "12 kg" accepts it as default does. Default unchanged.
+GRADER_VERSION = "1.3.1"
 # Every GRADER_VERSION whose verdicts differ from the one before, oldest first. The Inspect task
 # version's number is this tuple's length ("2-A"), so a log's task version names the verdict
 # rules it was scored by (versions before 1.1.0 all ran as task version 1).
-VERDICT_GENERATIONS = ("1.1.0", "1.2.0", "1.3.0")
+VERDICT_GENERATIONS = ("1.1.0", "1.2.0", "1.3.0", "1.3.1")
 # The profiles of the one ladder (docs/scoring.md): the published grader, and strict.
 GRADER_PROFILES = ("default", "strict")
 DEFAULT_PROFILE = "default"
