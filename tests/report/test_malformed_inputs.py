@@ -405,7 +405,10 @@ def test_every_field_the_lm_eval_loader_reads_given_hostile_values_is_one_line_i
         (previous, "samples_*.jsonl"),
     ]:
         (path,) = base.glob(pattern)
-        trees[base, path.name] = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+        text = path.read_text(encoding="utf-8")
+        # results_*.json is one indented document; each .jsonl line is one document.
+        document = text if path.suffix == ".json" else text.splitlines()[0]
+        trees[base, path.name] = json.loads(document)
     paths = [(key, p) for key, tree in trees.items() for p in _leaves(tree) if p]
     rng = random.Random(SEED + 4)
     exits: dict[int, int] = {0: 0, 1: 0, 2: 0}
