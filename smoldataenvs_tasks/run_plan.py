@@ -337,12 +337,17 @@ def plan_run(options: RunOptions) -> RunPlan:
     options.framework.reward_modes(
         filters["reward_modes"] or [], {record.reward_mode for record in every_record}
     )
-    records = filter_tasks(
-        every_record,
-        tiers=filters["tiers"],
-        reward_modes=filters["reward_modes"],
-        task_ids=filters["task_ids"],
-    )
+    try:
+        records = filter_tasks(
+            every_record,
+            tiers=filters["tiers"],
+            reward_modes=filters["reward_modes"],
+            task_ids=filters["task_ids"],
+        )
+    except ValueError as error:
+        # The data layer names a task id the split lacks with a plain ValueError: one line here,
+        # for every framework.
+        raise RunPlanError(f"{error} (split {options.split!r})") from None
     if not records:
         raise RunPlanError(
             f"no SmolDataEnvs tasks left in split {options.split!r} after filtering "

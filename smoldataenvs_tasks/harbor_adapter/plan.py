@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from smoldataenvs_tasks.errors import SmolDataEnvsError
-from smoldataenvs_tasks.run_plan import Framework, RunOptions, RunPlan, RunPlanError, plan_run
+from smoldataenvs_tasks.run_plan import Framework, RunOptions, RunPlan, plan_run
 
 # Harbor runs each task in its own Docker environment, built FROM the grader image (the sandbox
 # image plus this package): the docker kind is the one it runs. A mirror is the only data-source
@@ -35,10 +34,4 @@ def plan_export(
         grader=grader,
         task_ids=list(task_ids) if task_ids else None,
     )
-    try:
-        return plan_run(options)
-    except ValueError as error:
-        if isinstance(error, SmolDataEnvsError):
-            raise
-        # data.source.filter_tasks names a --task-id the split lacks with a plain ValueError.
-        raise RunPlanError(str(error)) from None
+    return plan_run(options)

@@ -163,3 +163,10 @@ def test_the_cli_refuses_each_in_one_line_and_starts_no_eval(tmp_path):
         # Inspect wraps its one-line message at the terminal's width.
         assert f"smoldataenvs: {cases[case][2]}" in " ".join(output.split()), output
         assert not list((tmp_path / case).glob("*.eval")), "no eval may start"
+
+
+@pytest.mark.unit
+def test_a_task_id_the_split_lacks_is_refused_in_one_line():
+    # The data layer's filter raised a plain ValueError, which reached Inspect as a traceback.
+    says = _refusal(smoldataenvs_program, split="sample", sandbox="bwrap", task_ids="no/such")
+    assert says == "task id(s) not in this split: 'no/such' (split 'sample')"
