@@ -100,24 +100,31 @@ def _regraded_rows(verdicts_file: Path, profile: str) -> list[dict[str, Any]]:
         docs.update(_docs_from_dataset(verdicts_file, rows, missing))
     for row in rows:
         task_id = str(row["task_id"])
-        verdict = Verdict.from_dict(row["verdict"])
         already = dict(row.get("regraded") or {})
-        if verdict.profile == profile or profile in already:
-            raise LmEvalRegradeError(
-                f"{verdicts_file.name}: task {task_id} already holds a verdict under the "
-                f"{profile!r} grader"
-            )
-        doc = docs[task_id]
-        new = regrade_verdict(
-            verdict,
-            gold=str(doc["answer"]),
-            reward_mode=str(doc.get("reward_mode") or ""),
-            atol=doc.get("atol"),
-            rtol=doc.get("rtol"),
-            profile=profile,
-        )
-        row["regraded"] = {**already, profile: new.to_dict()}
+        new = _regraded(row["verdict"], docs[task_id], profile, already, verdicts_file)
+        row["regraded"] = {**already, profile: new}
     return rows
+
+
+def _regraded(
+    recorded: Any, doc: dict[str, Any], profile: str, already: dict[str, Any], file: Path
+) -> dict[str, Any]:
+    """One recorded verdict graded again under `profile` against its doc's gold, refused when the
+    line already holds a verdict of that profile."""
+    verdict = Verdict.from_dict(json.loads(recorded) if isinstance(recorded, str) else recorded)
+    if verdict.profile == profile or profile in already:
+        raise LmEvalRegradeError(
+            f"{file.name}: task {doc['task_id']} already holds a verdict under the "
+            f"{profile!r} grader"
+        )
+    return regrade_verdict(
+        verdict,
+        gold=str(doc["answer"]),
+        reward_mode=str(doc.get("reward_mode") or ""),
+        atol=doc.get("atol"),
+        rtol=doc.get("rtol"),
+        profile=profile,
+    ).to_dict()
 
 
 def _replies(row: dict[str, Any]) -> list[Any]:
@@ -142,23 +149,7 @@ def _regraded_samples(samples_file: Path, profile: str) -> list[dict[str, Any]]:
             continue
         doc = row["doc"]
         already = dict(row.get("regraded") or {})
-        regraded = []
-        for raw in _replies(row):
-            verdict = Verdict.from_dict(json.loads(raw) if isinstance(raw, str) else raw)
-            if verdict.profile == profile or profile in already:
-                raise LmEvalRegradeError(
-                    f"{samples_file.name}: task {doc['task_id']} already holds a verdict under "
-                    f"the {profile!r} grader"
-                )
-            new = regrade_verdict(
-                verdict,
-                gold=str(doc["answer"]),
-                reward_mode=str(doc.get("reward_mode") or ""),
-                atol=doc.get("atol"),
-                rtol=doc.get("rtol"),
-                profile=profile,
-            )
-            regraded.append(new.to_dict())
+        regraded = [_regraded(raw, doc, profile, already, samples_file) for raw in _replies(row)]
         row["regraded"] = {**already, profile: regraded}
     return rows
 
