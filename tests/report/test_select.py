@@ -75,14 +75,16 @@ def test_a_directory_of_two_models_gives_one_report_each(
 
 @pytest.mark.slow
 def test_name_labels_one_model_but_two_frameworks_stay_two_submissions(
-    inspect_mixed_log, lm_eval_mixed_dir, inspect_gold_log, tmp_path
+    inspect_mixed_other_log, lm_eval_mixed_dir, inspect_gold_log, tmp_path
 ):
     """Issue 24: the worked example's Inspect and lm-eval greedy runs were pooled into a
-    "pass@2". Runs pool only with identical recorded protocol; the framework is part of it."""
+    "pass@2". Runs pool only with identical recorded protocol; the framework is part of it.
+    The Inspect run replies otherwise than the lm-eval one: the same replies in both would be
+    one run counted once (issue 35, results/fingerprint.py), whatever the framework."""
     out = tmp_path / "mixed"
     result = invoke(
         "report",
-        str(inspect_mixed_log),
+        str(inspect_mixed_other_log),
         str(lm_eval_mixed_dir),
         str(inspect_gold_log),
         "--model",
