@@ -697,6 +697,11 @@ def test_a_16_row_mirror_labelled_eval_is_nonstandard_and_never_complete(
     gold_rows = [
         json.loads(line) for line in GOLD_PROGRAM.read_text(encoding="utf-8").splitlines() if line
     ]
+    # Reworded: the honest gold run's very replies would make this run the same model outputs,
+    # counted once on the leaderboard (results/fingerprint.py), whichever of the two it kept.
+    for row in gold_rows:
+        reply = row["messages"][-1]
+        reply["content"] = "Another run. " + reply["content"]
     first = next(r for r in gold_rows if r["task_id"] == SAMPLE_IDS[0])
     replay = tmp_path / "replay.jsonl"
     replay.write_text(
