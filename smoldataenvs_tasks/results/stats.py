@@ -70,10 +70,16 @@ def bootstrap_ci(
         stop = min(start + _BATCH, resamples)
         picks = rng.integers(0, n, size=(stop - start, n))
         means[start:stop] = data[picks].mean(axis=1)
+    return _percentile_interval(point, means, confidence, n)
+
+
+def _percentile_interval(point: float, means: np.ndarray, confidence: float, n: int) -> Estimate:
+    """The percentile interval of the resampled `means` around `point`.
+
+    A percentile of means can land one ulp beside the point estimate when every resample mean
+    equals it (all values equal); the interval must still contain it."""
     tail = (1.0 - confidence) / 2.0 * 100.0
     low, high = np.percentile(means, [tail, 100.0 - tail])
-    # A percentile of means can land one ulp beside the point estimate when every resample
-    # mean equals it (all values equal); the interval must still contain it.
     return Estimate(point, min(float(low), point), max(float(high), point), n)
 
 
@@ -111,9 +117,7 @@ def cluster_bootstrap_ci(
         stop = min(start + _BATCH, resamples)
         picks = rng.integers(0, k, size=(stop - start, k))
         means[start:stop] = sums[picks].sum(axis=1) / sizes[picks].sum(axis=1)
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = np.percentile(means, [tail, 100.0 - tail])
-    return Estimate(point, min(float(low), point), max(float(high), point), n), k
+    return _percentile_interval(point, means, confidence, n), k
 
 
 def bootstrap_p_value(
