@@ -23,9 +23,9 @@ from typing import Any
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID
 from smoldataenvs_tasks.results.protocol import normal_settings
-from smoldataenvs_tasks.results.provenance import read_provenance
+from smoldataenvs_tasks.results.provenance import nested_provenance, read_provenance
 from smoldataenvs_tasks.results.runs import Attempt, Run, RunLoadError, TaskAttempts
-from smoldataenvs_tasks.run_plan import PROVENANCE_KEY, RunProvenance
+from smoldataenvs_tasks.run_plan import RunProvenance
 from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
 
 FRAMEWORK = "harbor"
@@ -68,12 +68,7 @@ def _model(agent_info: dict[str, Any]) -> str:
 def harbor_provenance(exported: dict[str, Any], where: str) -> RunProvenance:
     """The run plan's provenance an export copied into each verdict.json (under PROVENANCE_KEY);
     an export from before it kept the same names beside the task's own facts."""
-    recorded = exported.get(PROVENANCE_KEY)
-    if recorded is None:
-        return read_provenance(exported, where)
-    if not isinstance(recorded, dict):
-        raise RunLoadError(f"{where}: provenance {PROVENANCE_KEY} is not an object")
-    return read_provenance(recorded, where)
+    return nested_provenance(exported, where, "provenance")
 
 
 def load_harbor_job(job_dir: str | Path) -> Run:

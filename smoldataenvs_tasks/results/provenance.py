@@ -85,15 +85,22 @@ def read_provenance(raw: Mapping[str, Any], where: str) -> RunProvenance:
     return cast(RunProvenance, fields)
 
 
+def nested_provenance(holder: Mapping[str, Any], where: str, holder_name: str) -> RunProvenance:
+    """The provenance a mapping holds under PROVENANCE_KEY, or, in a file from before that key,
+    the same names at the top of the mapping (an Inspect log's task metadata, a Harbor export's
+    verdict.json)."""
+    recorded = holder.get(PROVENANCE_KEY)
+    if recorded is None:
+        return read_provenance(holder, where)
+    if not isinstance(recorded, dict):
+        raise RunLoadError(f"{where}: {holder_name} {PROVENANCE_KEY} is not an object")
+    return read_provenance(recorded, where)
+
+
 def inspect_provenance(metadata: Mapping[str, Any], where: str) -> RunProvenance:
     """An Inspect log's provenance: its task metadata's `run`, or, in a log from before it, the
     same names at the top of the metadata."""
-    recorded = metadata.get(PROVENANCE_KEY)
-    if recorded is None:
-        return read_provenance(metadata, where)
-    if not isinstance(recorded, dict):
-        raise RunLoadError(f"{where}: eval metadata {PROVENANCE_KEY} is not an object")
-    return read_provenance(recorded, where)
+    return nested_provenance(metadata, where, "eval metadata")
 
 
 def lm_eval_provenance(doc: Mapping[str, Any], row: Mapping[str, Any], where: str) -> RunProvenance:
