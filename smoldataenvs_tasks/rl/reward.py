@@ -26,7 +26,7 @@ from typing import Any
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.errors import SmolDataEnvsError
-from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies_async
+from smoldataenvs_tasks.pipeline import GradedReply, ProgramReply, grade_program_replies_async
 from smoldataenvs_tasks.rl.plan import RL, configured_sandbox, plan_split
 from smoldataenvs_tasks.scorers.verdict import DATASET_DEFECTS, GRADER_PROFILES, Category, Verdict
 
@@ -165,19 +165,22 @@ class ProgramReward:
             ProgramReply(self.tasks.record(task_id, split), completion_text(completion))
             for completion, task_id, split in zip(completions, task_ids, splits, strict=True)
         ]
-        graded = run_coroutine(
-            lambda: grade_program_replies_async(
-                replies,
-                sandbox=self.sandbox,
-                mirror=self.tasks.mirror,
-                revision=self.tasks.revision,
-                limits=self.limits,
-                concurrency=self.concurrency,
-                profile=self.profile,
-            )
-        )
+        graded = run_coroutine(lambda: self.grade_replies_async(replies))
         verdicts = [g.verdict for g in graded]
         return GradedBatch([reward_of(v) for v in verdicts], verdicts)
+
+    async def grade_replies_async(self, replies: list[ProgramReply]) -> list[GradedReply]:
+        """`replies` graded with this reward's sandbox, data source, limits and profile, on the
+        caller's event loop (verifiers runs its own)."""
+        return await grade_program_replies_async(
+            replies,
+            sandbox=self.sandbox,
+            mirror=self.tasks.mirror,
+            revision=self.tasks.revision,
+            limits=self.limits,
+            concurrency=self.concurrency,
+            profile=self.profile,
+        )
 
     def __call__(
         self,

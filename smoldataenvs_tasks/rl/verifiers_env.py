@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies_async
+from smoldataenvs_tasks.pipeline import ProgramReply
 from smoldataenvs_tasks.rl.dataset import rl_dataset
 from smoldataenvs_tasks.rl.reward import ProgramReward, completion_text, make_program_reward
 
@@ -27,14 +27,8 @@ def rubric_function(reward: ProgramReward) -> Any:
 
     async def smoldataenvs_program(completion: Any, info: dict[str, Any]) -> float:
         record = reward.tasks.record(str(info["task_id"]), str(info.get("split") or reward.split))
-        [graded] = await grade_program_replies_async(
-            [ProgramReply(record, completion_text(completion))],
-            sandbox=reward.sandbox,
-            mirror=reward.tasks.mirror,
-            revision=reward.tasks.revision,
-            limits=reward.limits,
-            concurrency=reward.concurrency,
-            profile=reward.profile,
+        [graded] = await reward.grade_replies_async(
+            [ProgramReply(record, completion_text(completion))]
         )
         return float(graded.verdict.reward or 0.0)
 
