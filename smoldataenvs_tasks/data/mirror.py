@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -45,8 +44,6 @@ from smoldataenvs_tasks.data.prefetch import ProgressSink, prefetch_tasks
 from smoldataenvs_tasks.data.source import DataSource
 from smoldataenvs_tasks.data.staging import verify_tables
 from smoldataenvs_tasks.data.tables import resolve_tables
-
-_SNAPSHOT_COMMIT = re.compile(r"/snapshots/([0-9a-f]{40})/")
 
 
 @dataclass
@@ -103,7 +100,7 @@ def write_mirror(
         split: DataSource.resolve(split, mirror=from_mirror, revision=revision) for split in splits
     }
     for split, source in sources.items():
-        if source.root is not None and source.root.resolve() == root.resolve():
+        if source.reads_from(root):
             raise SourceError(f"cannot mirror {split!r} from {root} into itself")
 
     existing: dict[str, Any] = {}
@@ -120,7 +117,7 @@ def write_mirror(
 
     for split, source in sources.items():
         parquet = source.parquet_path(split)
-        split_revision = _revision_of(source, parquet)
+        split_revision = source.revision_of(parquet)
         if split_revision:
             revisions.add(split_revision)
         tasks = source.load_tasks(split)
@@ -188,15 +185,6 @@ def write_mirror(
     summary.files = len(manifest_files)
     summary.bytes = sum(int(info["size"]) for info in manifest_files.values())
     return summary
-
-
-def _revision_of(source: DataSource, parquet: Path) -> str | None:
-    """The commit a Hub parquet came from (a branch revision resolves to one), else as recorded."""
-    if source.kind == "hub":
-        match = _SNAPSHOT_COMMIT.search(parquet.as_posix())
-        if match:
-            return match.group(1)
-    return source.revision
 
 
 def verify_mirror(root: str | os.PathLike[str]) -> list[str]:

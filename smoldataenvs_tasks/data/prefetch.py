@@ -111,12 +111,25 @@ def prefetch_tasks(
     progress: ProgressSink | None = None,
 ) -> PrefetchSummary:
     """Make every table of `tasks` available locally; never raises for a table problem."""
-    progress = progress or NullProgress()
-    summary = PrefetchSummary(tasks=len(tasks))
-    if source.kind != "hub":
-        _check_in_place(tasks, source, max_file_bytes, summary)
-        return summary
+    return source.prefetch(
+        tasks,
+        jobs=jobs,
+        max_file_bytes=max_file_bytes,
+        refresh=refresh,
+        progress=progress or NullProgress(),
+    )
 
+
+def fetch_into_cache(
+    tasks: Sequence[TaskRecord],
+    *,
+    jobs: int,
+    max_file_bytes: int | None,
+    refresh: bool,
+    progress: ProgressSink,
+) -> PrefetchSummary:
+    """The Hub's prefetch: list each prefix once, then download each needed file once."""
+    summary = PrefetchSummary(tasks=len(tasks))
     cache = ContentCache()
     pairs = sorted({(t.hf_bucket, t.bucket_prefix) for t in tasks if t.bucket_prefix})
     summary.prefixes = len(pairs)
@@ -230,13 +243,11 @@ def prefetch_tasks(
     return summary
 
 
-def _check_in_place(
-    tasks: Sequence[TaskRecord],
-    source: DataSource,
-    max_file_bytes: int | None,
-    summary: PrefetchSummary,
-) -> None:
+def check_in_place(
+    tasks: Sequence[TaskRecord], source: DataSource, max_file_bytes: int | None
+) -> PrefetchSummary:
     """A mirror or the sample needs no fetching: report what it can serve."""
+    summary = PrefetchSummary(tasks=len(tasks))
     seen: set[str] = set()
     summary.prefixes = len({(t.hf_bucket, t.bucket_prefix) for t in tasks if t.bucket_prefix})
     for task in tasks:
@@ -254,6 +265,7 @@ def _check_in_place(
         else:
             # nothing is fetched from a mirror or the sample: what it lacks, a retry cannot bring
             summary.defects[task.task_id] = table_set.error
+    return summary
 
 
 class RichProgress:

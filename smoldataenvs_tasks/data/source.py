@@ -5,6 +5,11 @@ explicit `mirror` argument > env `SMOLDATAENVS_MIRROR` > the local cache of the 
 Split "sample" always means the bundled mirror inside the package (`smoldataenvs_tasks/sample/`).
 Once the parquet of a commit-hash revision is cached, loading makes no network call at all.
 
+A `DataSource` is one class per kind (`HubSource`, `MirrorSource`, `SampleSource`), as Inspect's
+sandbox environments are: what differs between the Hub and a directory (where a split's file is,
+how a task's tables are had, what prefetch does, what a tables digest reads) is a method of the
+source, so no caller asks for its kind. `kind` only names the source in what a run records.
+
     python -c "from smoldataenvs_tasks.data.source import load_tasks; \
         print(len(load_tasks('sample', tiers='hard')))"
     SMOLDATAENVS_MIRROR=/data/smoldata-mirror python -c "from smoldataenvs_tasks.data.source \
@@ -15,12 +20,14 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import warnings
+from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
 
 from smoldataenvs_tasks._pins import (
     DATASET_REPO_ID,
@@ -30,7 +37,12 @@ from smoldataenvs_tasks._pins import (
     TIERS,
     split_parquet_path,
 )
-from smoldataenvs_tasks.data.layout import SourceError, read_manifest, verified_split
+from smoldataenvs_tasks.data.layout import (
+    SourceError,
+    prefix_head,
+    read_manifest,
+    verified_split,
+)
 from smoldataenvs_tasks.data.rows import (
     InvalidRowWarning,
     TaskRecord,
@@ -38,30 +50,39 @@ from smoldataenvs_tasks.data.rows import (
     record_or_invalid,
 )
 
+if TYPE_CHECKING:
+    from smoldataenvs_tasks.data.prefetch import PrefetchSummary, ProgressSink
+    from smoldataenvs_tasks.data.tables import TableSet
+
 ENV_MIRROR = "SMOLDATAENVS_MIRROR"
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample"
 # The bundled sample's tables live under this (made-up) bucket id inside SAMPLE_DIR/buckets/.
 SAMPLE_BUCKET = "smoldataenvs/sample-tables"
 
 SourceKind = Literal["hub", "mirror", "sample"]
+# What a tables digest hashes: per "<bucket>/<prefix>", each file's size and sha256 (None when
+# nothing is known of the prefix).
+PrefixManifests = dict[str, dict[str, dict[str, object]] | None]
 # Filter tokens that stand for the empty reward mode in a comma-separated string.
 _EMPTY_MODE_TOKENS = {'""', "''", "empty", "(empty)"}
+# huggingface_hub's snapshot directory names the commit its files came from.
+_SNAPSHOT_COMMIT = re.compile(r"/snapshots/([0-9a-f]{40})/")
 
 
-@dataclass(frozen=True)
-class DataSource:
-    """One place rows and tables are read from: the Hub cache, a mirror dir, or the sample."""
+@dataclass(frozen=True, kw_only=True)
+class DataSource(ABC):
+    """One place rows and tables are read from: the Hub cache, a mirror dir, or the sample.
 
-    kind: SourceKind
+    The tables-level methods import their modules when called: tables and prefetch import this
+    module, and huggingface_hub (behind tables) stays out of a mirror run's start-up."""
+
+    kind: ClassVar[SourceKind]
     revision: str | None
-    root: Path | None = None  # the mirror / sample directory
     repo_id: str = DATASET_REPO_ID
-    offline: bool = False
 
     # -- construction ------------------------------------------------------------------------
-    @classmethod
+    @staticmethod
     def resolve(
-        cls,
         split: str | None = "eval",
         *,
         mirror: str | os.PathLike[str] | None = None,
@@ -70,10 +91,10 @@ class DataSource:
     ) -> DataSource:
         """Apply the precedence: sample split > `mirror` > $SMOLDATAENVS_MIRROR > Hub cache."""
         if split == SAMPLE_SPLIT:
-            return cls.sample()
+            return DataSource.sample()
         chosen = mirror if mirror not in (None, "") else os.environ.get(ENV_MIRROR) or None
         if chosen is not None:
-            source = cls.from_mirror(chosen)
+            source = DataSource.from_mirror(chosen)
             if revision and source.revision and revision != source.revision:
                 raise SourceError(
                     f"mirror {source.root} holds revision {source.revision}, "
@@ -84,47 +105,75 @@ class DataSource:
             raise SourceError(
                 f"unknown split {split!r}: choose one of {', '.join((*HUB_SPLITS, SAMPLE_SPLIT))}"
             )
-        return cls(kind="hub", revision=revision or DATASET_REVISION, offline=offline)
+        return HubSource(revision=revision or DATASET_REVISION, offline=offline)
 
-    @classmethod
-    def sample(cls) -> DataSource:
+    @staticmethod
+    def sample() -> SampleSource:
         manifest = read_manifest(SAMPLE_DIR)
-        return cls(kind="sample", revision=manifest.get("revision"), root=SAMPLE_DIR)
+        return SampleSource(revision=manifest.get("revision"), root=SAMPLE_DIR)
 
-    @classmethod
-    def from_mirror(cls, directory: str | os.PathLike[str]) -> DataSource:
+    @staticmethod
+    def from_mirror(directory: str | os.PathLike[str]) -> MirrorSource:
         root = Path(directory).expanduser().absolute()
         if not root.is_dir():
             raise SourceError(f"mirror directory {root} does not exist")
         manifest = read_manifest(root)
-        return cls(
-            kind="mirror",
+        return MirrorSource(
             revision=manifest.get("revision"),
             root=root,
             repo_id=manifest.get("dataset", DATASET_REPO_ID),
         )
 
-    # -- description -------------------------------------------------------------------------
-    def describe(self) -> str:
-        if self.kind == "hub":
-            return f"{self.repo_id}@{self.revision} (Hub, cached)"
-        if self.kind == "sample":
-            return f"bundled sample ({self.revision})"
-        return f"mirror {self.root} ({self.repo_id}@{self.revision})"
+    # -- what each kind answers --------------------------------------------------------------
+    @abstractmethod
+    def describe(self) -> str: ...
 
+    @abstractmethod
     def manifest(self) -> dict[str, Any]:
         """The mirror's manifest.json ({} for the Hub source)."""
-        return read_manifest(self.root) if self.root is not None else {}
 
-    def available_splits(self) -> tuple[str, ...]:
-        if self.kind == "hub":
-            return HUB_SPLITS
-        assert self.root is not None
-        found = sorted(
-            path.name.split("-00000-of-00001.parquet")[0]
-            for path in (self.root / "data").glob("*-00000-of-00001.parquet")
-        )
-        return tuple(found)
+    @abstractmethod
+    def available_splits(self) -> tuple[str, ...]: ...
+
+    @abstractmethod
+    def reads_from(self, directory: Path) -> bool:
+        """Whether this source reads its files from `directory` (a mirror must not be its own
+        source)."""
+
+    @abstractmethod
+    def revision_of(self, parquet: Path) -> str | None:
+        """The commit the split's parquet (`parquet_path`) came from, as far as it is known."""
+
+    @abstractmethod
+    def _split_files(self, split: str) -> tuple[Path, Path]:
+        """(`parquet_path`, `split_file`) of the split."""
+
+    @abstractmethod
+    def task_tables(
+        self,
+        task: TaskRecord,
+        *,
+        offline: bool,
+        max_file_bytes: int | None,
+        on_bytes: Callable[[int], None] | None,
+    ) -> TableSet:
+        """The task's tables on this machine (a task with a bucket prefix), or why not."""
+
+    @abstractmethod
+    def prefix_manifests(self, pairs: Sequence[tuple[str, str]]) -> PrefixManifests:
+        """What is known of each (bucket, prefix)'s files, for `tables_manifest_digest`."""
+
+    @abstractmethod
+    def prefetch(
+        self,
+        tasks: Sequence[TaskRecord],
+        *,
+        jobs: int,
+        max_file_bytes: int | None,
+        refresh: bool,
+        progress: ProgressSink,
+    ) -> PrefetchSummary:
+        """Make the tasks' tables available here; never raises for a table problem."""
 
     # -- rows --------------------------------------------------------------------------------
     def parquet_path(self, split: str) -> Path:
@@ -143,38 +192,6 @@ class DataSource:
 
         return content_sha256(self.split_file(split))
 
-    def _split_files(self, split: str) -> tuple[Path, Path]:
-        if self.kind == "sample" and split != SAMPLE_SPLIT:
-            raise SourceError(
-                f"the bundled sample holds only split {SAMPLE_SPLIT!r}, not {split!r}"
-            )
-        if self.kind == "hub":
-            from smoldataenvs_tasks.data import hub
-            from smoldataenvs_tasks.data.cache import ContentCache
-
-            if split not in HUB_SPLITS:
-                raise SourceError(f"unknown split {split!r}: the Hub has {', '.join(HUB_SPLITS)}")
-            assert self.revision is not None
-            cache_dir = ContentCache().hub_dir
-            try:
-                path = hub.download_dataset_file(
-                    split_parquet_path(split),
-                    revision=self.revision,
-                    cache_dir=cache_dir,
-                    repo_id=self.repo_id,
-                    offline=self.offline,
-                )
-            except (hub.HubUnavailable, hub.RemoteNotFound) as exc:
-                raise SourceError(str(exc)) from exc
-            return path, _checked_hub_blob(path, cache_dir / hub.repo_cache_name(self.repo_id))
-        assert self.root is not None
-        path = self.root / split_parquet_path(split)
-        if not path.is_file() and not path.is_symlink():
-            have = ", ".join(self.available_splits()) or "none"
-            raise SourceError(f"{self.describe()} has no split {split!r} (it has: {have})")
-        verified = verified_split(self.root, split, self.manifest())
-        return verified, verified
-
     def load_tasks(
         self,
         split: str,
@@ -187,6 +204,188 @@ class DataSource:
         stat = path.stat()
         records = _read_records(str(path), stat.st_mtime_ns, stat.st_size, split)
         return filter_tasks(records, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HubSource(DataSource):
+    """The pinned revision on the Hub, read through huggingface_hub's cache and ours."""
+
+    kind: ClassVar[SourceKind] = "hub"
+    offline: bool = False
+
+    def describe(self) -> str:
+        return f"{self.repo_id}@{self.revision} (Hub, cached)"
+
+    def manifest(self) -> dict[str, Any]:
+        return {}
+
+    def available_splits(self) -> tuple[str, ...]:
+        return HUB_SPLITS
+
+    def reads_from(self, directory: Path) -> bool:
+        return False
+
+    def revision_of(self, parquet: Path) -> str | None:
+        # a branch revision resolves to one commit, which names the snapshot directory
+        match = _SNAPSHOT_COMMIT.search(parquet.as_posix())
+        return match.group(1) if match else self.revision
+
+    def _split_files(self, split: str) -> tuple[Path, Path]:
+        from smoldataenvs_tasks.data import hub
+        from smoldataenvs_tasks.data.cache import ContentCache
+
+        if split not in HUB_SPLITS:
+            raise SourceError(f"unknown split {split!r}: the Hub has {', '.join(HUB_SPLITS)}")
+        assert self.revision is not None
+        cache_dir = ContentCache().hub_dir
+        try:
+            path = hub.download_dataset_file(
+                split_parquet_path(split),
+                revision=self.revision,
+                cache_dir=cache_dir,
+                repo_id=self.repo_id,
+                offline=self.offline,
+            )
+        except (hub.HubUnavailable, hub.RemoteNotFound) as exc:
+            raise SourceError(str(exc)) from exc
+        return path, _checked_hub_blob(path, cache_dir / hub.repo_cache_name(self.repo_id))
+
+    def task_tables(
+        self,
+        task: TaskRecord,
+        *,
+        offline: bool,
+        max_file_bytes: int | None,
+        on_bytes: Callable[[int], None] | None,
+    ) -> TableSet:
+        from smoldataenvs_tasks.data.cache import ContentCache
+        from smoldataenvs_tasks.data.tables import resolve_from_hub
+
+        return resolve_from_hub(
+            task,
+            ContentCache(),
+            offline=offline or self.offline,
+            max_file_bytes=max_file_bytes,
+            on_bytes=on_bytes,
+        )
+
+    def prefix_manifests(self, pairs: Sequence[tuple[str, str]]) -> PrefixManifests:
+        from smoldataenvs_tasks.data.cache import ContentCache
+
+        cache = ContentCache()
+        described: PrefixManifests = {}
+        for bucket, prefix in pairs:
+            manifest = cache.load_manifest(bucket, prefix)
+            files = (manifest or {}).get("files") or {}
+            described[f"{bucket}/{prefix}"] = {
+                path: {"size": info.get("size"), "sha256": info.get("sha256")}
+                for path, info in sorted(files.items())
+            } or None
+        return described
+
+    def prefetch(
+        self,
+        tasks: Sequence[TaskRecord],
+        *,
+        jobs: int,
+        max_file_bytes: int | None,
+        refresh: bool,
+        progress: ProgressSink,
+    ) -> PrefetchSummary:
+        from smoldataenvs_tasks.data.prefetch import fetch_into_cache
+
+        return fetch_into_cache(
+            tasks, jobs=jobs, max_file_bytes=max_file_bytes, refresh=refresh, progress=progress
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class MirrorSource(DataSource):
+    """A mirror directory (docs/design.md "Mirror layout"), read in place with no network."""
+
+    kind: ClassVar[SourceKind] = "mirror"
+    root: Path
+
+    def describe(self) -> str:
+        return f"mirror {self.root} ({self.repo_id}@{self.revision})"
+
+    def manifest(self) -> dict[str, Any]:
+        return read_manifest(self.root)
+
+    def available_splits(self) -> tuple[str, ...]:
+        found = sorted(
+            path.name.split("-00000-of-00001.parquet")[0]
+            for path in (self.root / "data").glob("*-00000-of-00001.parquet")
+        )
+        return tuple(found)
+
+    def reads_from(self, directory: Path) -> bool:
+        return self.root.resolve() == directory.resolve()
+
+    def revision_of(self, parquet: Path) -> str | None:
+        return self.revision
+
+    def _split_files(self, split: str) -> tuple[Path, Path]:
+        path = self.root / split_parquet_path(split)
+        if not path.is_file() and not path.is_symlink():
+            have = ", ".join(self.available_splits()) or "none"
+            raise SourceError(f"{self.describe()} has no split {split!r} (it has: {have})")
+        verified = verified_split(self.root, split, self.manifest())
+        return verified, verified
+
+    def task_tables(
+        self,
+        task: TaskRecord,
+        *,
+        offline: bool,
+        max_file_bytes: int | None,
+        on_bytes: Callable[[int], None] | None,
+    ) -> TableSet:
+        from smoldataenvs_tasks.data.tables import resolve_in_place
+
+        return resolve_in_place(task, self, max_file_bytes=max_file_bytes)
+
+    def prefix_manifests(self, pairs: Sequence[tuple[str, str]]) -> PrefixManifests:
+        recorded = self.manifest().get("files") or {}
+        described: PrefixManifests = {}
+        for bucket, prefix in pairs:
+            head = prefix_head(bucket, prefix)
+            described[f"{bucket}/{prefix}"] = {
+                key[len(head) :]: {"size": info.get("size"), "sha256": info.get("sha256")}
+                for key, info in sorted(recorded.items())
+                if key.startswith(head)
+            } or None
+        return described
+
+    def prefetch(
+        self,
+        tasks: Sequence[TaskRecord],
+        *,
+        jobs: int,
+        max_file_bytes: int | None,
+        refresh: bool,
+        progress: ProgressSink,
+    ) -> PrefetchSummary:
+        from smoldataenvs_tasks.data.prefetch import check_in_place
+
+        return check_in_place(tasks, self, max_file_bytes)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleSource(MirrorSource):
+    """The bundled sample: a mirror inside the package holding the one split "sample"."""
+
+    kind: ClassVar[SourceKind] = "sample"
+
+    def describe(self) -> str:
+        return f"bundled sample ({self.revision})"
+
+    def _split_files(self, split: str) -> tuple[Path, Path]:
+        if split != SAMPLE_SPLIT:
+            raise SourceError(
+                f"the bundled sample holds only split {SAMPLE_SPLIT!r}, not {split!r}"
+            )
+        return super()._split_files(split)
 
 
 @functools.lru_cache(maxsize=16)

@@ -31,7 +31,7 @@ from smoldataenvs_tasks.data.cache import MB, CacheIntegrityError, ContentCache,
 from smoldataenvs_tasks.data.integrity import UnsafePathError, regular_beneath, safe_relpath
 from smoldataenvs_tasks.data.layout import prefix_head
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import SAMPLE_BUCKET, SAMPLE_DIR, DataSource
+from smoldataenvs_tasks.data.source import SAMPLE_BUCKET, SAMPLE_DIR, DataSource, MirrorSource
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 
 logger = logging.getLogger(__name__)
@@ -123,15 +123,9 @@ def resolve_tables(
         source = source or default_source(task, mirror=mirror, revision=revision)
         if not task.bucket_prefix:
             return TableSet(task.task_id, error="the row has no bucket_prefix, so no tables")
-        if source.kind == "hub":
-            return _resolve_from_hub(
-                task,
-                ContentCache(),
-                offline=offline or source.offline,
-                max_file_bytes=max_file_bytes,
-                on_bytes=on_bytes,
-            )
-        return _resolve_from_mirror(task, source, max_file_bytes=max_file_bytes)
+        return source.task_tables(
+            task, offline=offline, max_file_bytes=max_file_bytes, on_bytes=on_bytes
+        )
     except Exception as exc:  # one broken task must not end the whole run
         logger.warning("tables of %s: %s", task.task_id, exc, exc_info=True)
         return TableSet(task.task_id, error=f"{type(exc).__name__}: {exc}")
@@ -147,7 +141,7 @@ def mirror_entries(root: Path, bucket: str, prefix: str) -> list[str]:
         if regular_dir_beneath(root, f"buckets/{bucket}/{prefix}") is None:
             return relpaths
     except UnsafePathError:
-        return relpaths  # reported by _resolve_from_mirror, which checks the same path
+        return relpaths  # reported by resolve_in_place, which checks the same path
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames.sort()
         for name in filenames:  # os.walk lists links to directories here too
@@ -170,10 +164,10 @@ def regular_dir_beneath(root: Path, relpath: str) -> bool | None:
     return True
 
 
-def _resolve_from_mirror(
-    task: TaskRecord, source: DataSource, *, max_file_bytes: int | None
+def resolve_in_place(
+    task: TaskRecord, source: MirrorSource, *, max_file_bytes: int | None
 ) -> TableSet:
-    assert source.root is not None
+    """A mirror's or the sample's tables of the task, read where they are."""
     manifest = source.manifest()
     recorded = manifest.get("files") or {}
     skipped = manifest.get("skipped") or {}
@@ -317,7 +311,7 @@ def fetch_error(name: str, exc: Exception) -> str:
     return f"{name}: {type(exc).__name__}: {exc}"
 
 
-def _resolve_from_hub(
+def resolve_from_hub(
     task: TaskRecord,
     cache: ContentCache,
     *,
@@ -325,6 +319,7 @@ def _resolve_from_hub(
     max_file_bytes: int | None,
     on_bytes: Callable[[int], None] | None,
 ) -> TableSet:
+    """The task's tables from the content cache, fetched from its bucket when missing."""
     bucket, prefix = task.hf_bucket, task.bucket_prefix
     offline = offline or hub.hub_offline()
     try:
@@ -387,25 +382,7 @@ def tables_manifest_digest(
     if not pairs:
         return None
     source = source or default_source(tasks[0])
-    described: dict[str, dict[str, dict[str, object]] | None] = {}
-    if source.kind == "hub":
-        cache = ContentCache()
-        for bucket, prefix in pairs:
-            manifest = cache.load_manifest(bucket, prefix)
-            files = (manifest or {}).get("files") or {}
-            described[f"{bucket}/{prefix}"] = {
-                path: {"size": info.get("size"), "sha256": info.get("sha256")}
-                for path, info in sorted(files.items())
-            } or None
-    else:
-        recorded = source.manifest().get("files") or {}
-        for bucket, prefix in pairs:
-            head = prefix_head(bucket, prefix)
-            described[f"{bucket}/{prefix}"] = {
-                key[len(head) :]: {"size": info.get("size"), "sha256": info.get("sha256")}
-                for key, info in sorted(recorded.items())
-                if key.startswith(head)
-            } or None
+    described = source.prefix_manifests(pairs)
     if all(value is None for value in described.values()):
         return None
     canonical = json.dumps(described, sort_keys=True, separators=(",", ":"))
