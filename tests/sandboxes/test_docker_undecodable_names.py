@@ -1,8 +1,9 @@
 """A thread name that is not UTF-8 does not stop the walks a reset relies on. The keeper's kill
-(keeper_script.py `live_threads_of`) and reset_script.py (`live_processes_of_mine`) read every
-thread's `/proc/<pid>/task/<tid>/status`, whose `Name:` holds the bytes a program gave
-`prctl(PR_SET_NAME)`; read as strict UTF-8 (the container's C.UTF-8 locale) such a name raised,
-ending the walk: the reset failed and the container was thrown away. Both walks run here inside
+(keeper_script.py) and reset_script.py (`live_processes_of_mine`) both run proc_walk.py's
+`live_threads_of`, which reads every thread's `/proc/<pid>/task/<tid>/status`, whose `Name:`
+holds the bytes a program gave `prctl(PR_SET_NAME)`; read as strict UTF-8 (the container's
+C.UTF-8 locale) such a name raised, ending the walk: the reset failed and the container was
+thrown away. Both walks run here inside
 the container, as they do in a reset, then a whole reset with such threads left behind.
 
     python -m pytest tests/sandboxes/test_docker_undecodable_names.py -q

@@ -38,7 +38,17 @@ from smoldataenvs_tasks.sandboxes.docker.transport import DRAIN_S, OnOutput
 
 logger = logging.getLogger(__name__)
 
-KEEPER_SCRIPT = Path(__file__).with_name("keeper_script.py").read_text(encoding="utf-8")
+
+def container_script(name: str) -> str:
+    """The source `python3 -I -S -c` runs in the container for the script `name` of this folder:
+    the /proc walk the keeper and the reset share (proc_walk.py), then the script's own."""
+    return "\n\n".join(
+        Path(__file__).with_name(part).read_text(encoding="utf-8")
+        for part in ("proc_walk.py", name)
+    )
+
+
+KEEPER_SCRIPT = container_script("keeper_script.py")
 # "0": containers start without a keeper (`sleep` in its place), their commands `docker exec`s.
 KEEPER_ENV = "SMOLDATAENVS_DOCKER_KEEPER"
 # The keeper's privileges: root with only these capabilities (keeper_script.py says why each).

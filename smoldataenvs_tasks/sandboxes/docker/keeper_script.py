@@ -1,7 +1,7 @@
 """The keeper of a sandbox container: runs the host's commands as the sandbox user, no engine call
 per command. Runs inside the container as root (see below), under the container's main shell
-(keeper.py's KEEPER_SHELL passes this file's source to `python3 -I -S -c`; stdlib only). Not
-imported by the package.
+(keeper.py's KEEPER_SHELL passes this file's source, after proc_walk.py's, to `python3 -I -S
+-c`; stdlib only). Not imported by the package.
 
 Why it exists: a `docker exec` costs the engine ~0.075 s of CPU (runc starts, joins the
 container's namespaces and cgroups, then exits); a sample made two (its program and the reset).
@@ -78,33 +78,6 @@ DROP_TO_SANDBOX_USER = [
 ]  # fmt: skip
 
 
-def live_threads_of(uid, except_pid):
-    """Threads alive with `uid` among their real, effective, saved or filesystem uids."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == except_pid:
-            continue
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue  # gone meanwhile
-        for tid in tasks:
-            try:
-                # A thread's name is whatever bytes its program chose: undecodable ones must not
-                # stop the walk (only the ASCII State and Uid fields are read).
-                with open(
-                    f"/proc/{pid}/task/{tid}/status", encoding="utf-8", errors="replace"
-                ) as status:
-                    fields = dict(line.split(":", 1) for line in status if ":" in line)
-            except OSError:
-                continue
-            state = fields.get("State", "").split()[:1]
-            uids = [int(value) for value in fields.get("Uid", "").split()]
-            if uid in uids and state not in (["Z"], ["X"]):
-                found.append(f"{pid}/{tid}")
-    return found
-
-
 def kill_sandbox_user():
     """In a forked child of the keeper: become the sandbox user without exec, kill every
     process of that user until none is left, and exit 0 (1 with the survivors on stderr)."""
@@ -122,7 +95,7 @@ def kill_sandbox_user():
             os.kill(-1, signal.SIGKILL)  # every process this uid may signal, but the caller
         except ProcessLookupError:
             pass
-        left = live_threads_of(SANDBOX_UID, me)
+        left = live_threads_of(SANDBOX_UID, me)  # type: ignore[name-defined]  # noqa: F821
         if not left:
             return 0
         if time.monotonic() > deadline:

@@ -14,12 +14,14 @@ this; a container that does not come back clean is removed, never reused.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from smoldataenvs_tasks.sandboxes.docker.keeper import KILL_SANDBOX_USER, KeeperTransport
+from smoldataenvs_tasks.sandboxes.docker.keeper import (
+    KILL_SANDBOX_USER,
+    KeeperTransport,
+    container_script,
+)
 from smoldataenvs_tasks.sandboxes.docker.transport import Transport, run_to_end
 
-RESET_SCRIPT = (Path(__file__).with_name("reset_script.py")).read_text(encoding="utf-8")
+RESET_SCRIPT = container_script("reset_script.py")
 # Killing, wiping and checking take ~50 ms; a container still busy after this is not reused.
 RESET_TIMEOUT_S = 30.0
 

@@ -1,7 +1,7 @@
 """Wipe one sample's traces from a sandbox container, run inside it as the sandbox user.
 
-Not imported by the package: `reset.py` sends this file's source to `python3 -I -S -c` in the
-container (stdlib only; nothing the sample left in a writable directory or the environment is
+Not imported by the package: `reset.py` sends this file's source, after proc_walk.py's, to
+`python3 -I -S -c` in the container (stdlib only; nothing the sample left in a writable directory or the environment is
 imported). It prints `clean` and exits 0 only when it has checked, after wiping, that
 
 * no process of the sandbox user is left but itself (zombies aside: they hold nothing and the
@@ -31,33 +31,8 @@ SYSV_IPC = ("/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg")
 
 
 def live_processes_of_mine() -> list[str]:
-    """Threads alive with my uid among their real, effective, saved or filesystem uids, read
-    from each thread's status: a non-dumpable process's /proc entry is owned by root, and a
-    leader that exited alone shows `Z` while its other threads run."""
-    me, uid = os.getpid(), os.getuid()
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == me:
-            continue
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue  # gone meanwhile
-        for tid in tasks:
-            try:
-                # A thread's name is whatever bytes its program chose: undecodable ones must not
-                # stop the walk (only the ASCII State and Uid fields are read).
-                with open(
-                    f"/proc/{pid}/task/{tid}/status", encoding="utf-8", errors="replace"
-                ) as status:
-                    fields = dict(line.split(":", 1) for line in status if ":" in line)
-            except OSError:
-                continue
-            state = fields.get("State", "").split()[:1]
-            uids = [int(value) for value in fields.get("Uid", "").split()]
-            if uid in uids and state not in (["Z"], ["X"]):
-                found.append(f"{pid}/{tid}")
-    return found
+    """Threads alive with my uid, but mine (proc_walk.py's walk, whose source comes first)."""
+    return live_threads_of(os.getuid(), os.getpid())  # type: ignore[name-defined]  # noqa: F821
 
 
 def kill_everything_else() -> None:
