@@ -24,7 +24,7 @@ import re
 import warnings
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
@@ -273,15 +273,12 @@ class HubSource(DataSource):
         from smoldataenvs_tasks.data.cache import ContentCache
 
         cache = ContentCache()
-        described: PrefixManifests = {}
-        for bucket, prefix in pairs:
-            manifest = cache.load_manifest(bucket, prefix)
-            files = (manifest or {}).get("files") or {}
-            described[f"{bucket}/{prefix}"] = {
-                path: {"size": info.get("size"), "sha256": info.get("sha256")}
-                for path, info in sorted(files.items())
-            } or None
-        return described
+        return {
+            f"{bucket}/{prefix}": _sizes_and_hashes(
+                ((cache.load_manifest(bucket, prefix) or {}).get("files") or {}).items()
+            )
+            for bucket, prefix in pairs
+        }
 
     def prefetch(
         self,
@@ -350,11 +347,9 @@ class MirrorSource(DataSource):
         described: PrefixManifests = {}
         for bucket, prefix in pairs:
             head = prefix_head(bucket, prefix)
-            described[f"{bucket}/{prefix}"] = {
-                key[len(head) :]: {"size": info.get("size"), "sha256": info.get("sha256")}
-                for key, info in sorted(recorded.items())
-                if key.startswith(head)
-            } or None
+            described[f"{bucket}/{prefix}"] = _sizes_and_hashes(
+                (key[len(head) :], info) for key, info in recorded.items() if key.startswith(head)
+            )
         return described
 
     def prefetch(
@@ -386,6 +381,17 @@ class SampleSource(MirrorSource):
                 f"the bundled sample holds only split {SAMPLE_SPLIT!r}, not {split!r}"
             )
         return super()._split_files(split)
+
+
+def _sizes_and_hashes(
+    files: Iterable[tuple[str, dict[str, Any]]],
+) -> dict[str, dict[str, object]] | None:
+    """A prefix's files (path under it, manifest entry) as a tables digest describes them."""
+    described = {
+        path: {"size": info.get("size"), "sha256": info.get("sha256")}
+        for path, info in sorted(files)
+    }
+    return described or None
 
 
 @functools.lru_cache(maxsize=16)
