@@ -30,7 +30,7 @@ from smoldataenvs_tasks.results.cli import (
     report_command,
     verify_command,
 )
-from smoldataenvs_tasks.results.submission import COVERAGE_INPUTS, verify_submission
+from smoldataenvs_tasks.results.publish.submission import COVERAGE_INPUTS, verify_submission
 from smoldataenvs_tasks.rl.environment import DataAnalysisEnv
 from smoldataenvs_tasks.sandboxes.bwrap import bwrap_status
 from smoldataenvs_tasks.sandboxes.cli import build_sandbox_image, sandbox_image_status
@@ -132,7 +132,7 @@ spare_pool
 bwrap_status
 docker_status
 
-# TypedDict fields (results/schema.py, results/leaderboard.py, run_plan.RunProvenance): written
+# TypedDict fields (results/model/schema.py, results/publish/leaderboard.py, run_plan.RunProvenance): written
 # and read as dict keys.
 _.data_source
 _.package_version
@@ -196,7 +196,7 @@ SymbolicPool.live_pids
 # Used by the tests alone, nothing in the package: each goes with its test (or the test uses
 # what the package uses) in a change to its file, which another change holds at the time of this
 # list. inspect_adapter/program_host.py (the package builds InspectSandboxHost itself),
-# provider_base.py, results/submission.py, sandboxes/inputs.py, scorers/grader.py (the ladder
+# provider_base.py, results/publish/submission.py, sandboxes/inputs.py, scorers/grader.py (the ladder
 # inlines both since the grader speed work of issue 25).
 as_program_host
 LimitsConfig.from_limits

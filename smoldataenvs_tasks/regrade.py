@@ -77,9 +77,9 @@ def regrade_command(log: Path, grader: str, out: Path | None) -> None:
 
 
 def _summarize(written: Path, grader: str) -> None:
-    """What the regrade changed, read back from what it wrote (results/regrade_summary.py)."""
-    from smoldataenvs_tasks.results.regrade_summary import regrade_summary
-    from smoldataenvs_tasks.results.runs import RunLoadError
+    """What the regrade changed, read back from what it wrote (results/verify/regrade_summary.py)."""
+    from smoldataenvs_tasks.results.model.errors import RunLoadError
+    from smoldataenvs_tasks.results.verify.regrade_summary import regrade_summary
 
     try:
         lines = regrade_summary([written], grader)

@@ -87,7 +87,7 @@ class Framework:
     # arrives under the name `revision`.
     source_options: tuple[str, ...] = ("mirror", "revision")
     # lm-eval runs every program under the dataset's limit, the one its runs record
-    # (`results/load_lm_eval.py`): another `program_timeout` would be ignored silently.
+    # (`results/load/load_lm_eval.py`): another `program_timeout` would be ignored silently.
     fixed_program_timeout: bool = False
 
     def invalid(self, name: str, value: object, valid: str) -> OptionError:

@@ -239,7 +239,7 @@ def _replay_agentic(
 ) -> list[Verdict]:
     """Run the trajectories through the Inspect agentic task with the replay model, in-process."""
     from smoldataenvs_tasks.inspect_adapter.replay_run import AgenticRunFailed, replay_agentic
-    from smoldataenvs_tasks.results.load import load_inspect_log
+    from smoldataenvs_tasks.results.load.inputs import load_inspect_log
 
     with tempfile.TemporaryDirectory(prefix="smoldataenvs-validate-") as log_dir:
         try:

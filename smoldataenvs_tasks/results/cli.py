@@ -34,15 +34,16 @@ import click
 
 from smoldataenvs_tasks.data.cache import atomic_write_bytes
 from smoldataenvs_tasks.errors import BadInput
-from smoldataenvs_tasks.results.runs import IncompatibleRunsError, Run, RunLoadError
+from smoldataenvs_tasks.results.model.errors import IncompatibleRunsError, RunLoadError
+from smoldataenvs_tasks.results.model.runs import Run
 
 if TYPE_CHECKING:
-    from smoldataenvs_tasks.results.schema import EstimateEntry, Submission
+    from smoldataenvs_tasks.results.model.schema import EstimateEntry, Submission
 
 
 def _load(paths: tuple[str, ...], *, split: str | None, allow_incomplete: bool) -> list[Run]:
     """The runs in `paths`, one per run id (a copy or regrade of a log is the same run)."""
-    from smoldataenvs_tasks.results.load import load_unique_runs
+    from smoldataenvs_tasks.results.load.inputs import load_unique_runs
 
     try:
         runs, notes = load_unique_runs(paths, allow_incomplete=allow_incomplete)
@@ -59,8 +60,8 @@ def _load(paths: tuple[str, ...], *, split: str | None, allow_incomplete: bool) 
 
 def write_report(submission: Submission, out: Path) -> None:
     """Write submission.json, report.md and report.png for a built submission into `out`."""
-    from smoldataenvs_tasks.results.render import render_markdown, render_png
-    from smoldataenvs_tasks.results.submission import submission_json
+    from smoldataenvs_tasks.results.publish.submission import submission_json
+    from smoldataenvs_tasks.results.render.report import render_markdown, render_png
 
     out.mkdir(parents=True, exist_ok=True)
     # Atomic, and readable by others (0644): a report is meant to be shared.
@@ -76,7 +77,7 @@ def _counts(by_reason: Mapping[str, int]) -> str:
 
 
 def _summary(submission: Submission, n_runs: int) -> str:
-    from smoldataenvs_tasks.results.coverage import coverage_phrase
+    from smoldataenvs_tasks.results.model.coverage import coverage_phrase
 
     def value(entry: EstimateEntry) -> str:
         return "n/a" if entry["value"] is None else f"{entry['value']:.3f}"
@@ -169,9 +170,9 @@ def report_command(
     grouped by model and split; several runs of one group (seeds) combine over the tasks graded
     in every run.
     """
-    from smoldataenvs_tasks.results.contamination import lookup_train_tables
-    from smoldataenvs_tasks.results.select import group_runs
-    from smoldataenvs_tasks.results.submission import build_submission
+    from smoldataenvs_tasks.results.figures.contamination import lookup_train_tables
+    from smoldataenvs_tasks.results.load.select import group_runs
+    from smoldataenvs_tasks.results.publish.submission import build_submission
 
     runs = _load(inputs, split=split, allow_incomplete=allow_incomplete)
     try:
@@ -190,7 +191,7 @@ def report_command(
         raise click.ClickException(str(exc)) from None
     partial = [(g, s) for g, s in built if not s["coverage"]["complete"]]
     if partial and not allow_partial:
-        from smoldataenvs_tasks.results.coverage import coverage_phrase
+        from smoldataenvs_tasks.results.model.coverage import coverage_phrase
 
         listing = "\n  ".join(
             f"{s['model']} on {s['split']}: {coverage_phrase(s['coverage'])}" for _, s in partial
@@ -240,7 +241,7 @@ def verify_command(
     its grader, revision, protocol and split size, the tasks and digests against the verifier's
     own data, and (with --logs) every recorded answer re-graded with the verifier's gold. Exits
     1 on any mismatch, 2 on a malformed file."""
-    from smoldataenvs_tasks.results.verify import Verifier
+    from smoldataenvs_tasks.results.verify.verifier import Verifier
 
     try:
         verifier = Verifier(logs=logs, mirror=mirror)
@@ -312,13 +313,16 @@ def leaderboard_command(
     settings differ from the task's defaults, or whose split is nonstandard, are ranked in
     tables of their own. A submission that fails any check is refused, and nothing is written.
     """
-    from smoldataenvs_tasks.results.leaderboard import (
+    from smoldataenvs_tasks.results.publish.leaderboard import (
         Standing,
         build_leaderboard,
         display_name,
     )
-    from smoldataenvs_tasks.results.leaderboard_page import render_html, render_leaderboard_markdown
-    from smoldataenvs_tasks.results.verify import INTEGRITY_CHECKS, Verifier
+    from smoldataenvs_tasks.results.render.leaderboard_page import (
+        render_html,
+        render_leaderboard_markdown,
+    )
+    from smoldataenvs_tasks.results.verify.verifier import INTEGRITY_CHECKS, Verifier
 
     entries = []
     refused = []
@@ -384,7 +388,7 @@ def leaderboard_command(
 
 
 def _single_run(path: str) -> Run:
-    from smoldataenvs_tasks.results.load import load_runs
+    from smoldataenvs_tasks.results.load.inputs import load_runs
 
     try:
         runs = load_runs([path])
@@ -408,7 +412,7 @@ def compare_command(a: str, b: str, as_json: bool) -> None:
 
     Each side is one Inspect log or one lm-eval run (a results file or a folder holding one).
     """
-    from smoldataenvs_tasks.results.compare import compare_runs, render_comparison
+    from smoldataenvs_tasks.results.figures.compare import compare_runs, render_comparison
 
     result = compare_runs(_single_run(a), _single_run(b))
     if as_json:

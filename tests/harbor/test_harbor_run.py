@@ -23,8 +23,8 @@ from smoldataenvs_tasks.data.source import load_tasks
 from smoldataenvs_tasks.harbor_adapter import image
 from smoldataenvs_tasks.harbor_adapter.export import export_dataset
 from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs
-from smoldataenvs_tasks.results.load_harbor import load_harbor_job
-from smoldataenvs_tasks.results.runs import Run
+from smoldataenvs_tasks.results.load.load_harbor import load_harbor_job
+from smoldataenvs_tasks.results.model.runs import Run
 from tests.replies import GOLD_AGENTIC, agentic_row, write_jsonl
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

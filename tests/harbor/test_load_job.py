@@ -1,4 +1,4 @@
-"""Reading a Harbor job folder into a Run (results/load_harbor.py): verdict.json as the exported
+"""Reading a Harbor job folder into a Run (results/load/load_harbor.py): verdict.json as the exported
 task's verifier writes it (`harbor_adapter.verifier.write_outputs`, the real writer), Harbor's
 result.json in the shape harbor 0.26 writes (tests/harbor/test_harbor_run.py reads real ones)."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from smoldataenvs_tasks.harbor_adapter.verifier import task_verdict, write_outputs
-from smoldataenvs_tasks.results.load import load_runs
-from smoldataenvs_tasks.results.load_harbor import is_harbor_job, load_harbor_job
+from smoldataenvs_tasks.results.load.inputs import load_runs
+from smoldataenvs_tasks.results.load.load_harbor import is_harbor_job, load_harbor_job
 from smoldataenvs_tasks.scorers.decide import verdict_for_answer_file
 from smoldataenvs_tasks.scorers.verdict import Verdict
 
@@ -85,7 +85,7 @@ def test_an_ungraded_export_task_is_ungraded_in_the_run(tmp_path):
 
 def test_a_job_of_this_export_reads_the_run_plans_provenance(tmp_path):
     """verdict.json as a task of a real export writes it: the provenance under the run plan's
-    key, read through results/provenance.py."""
+    key, read through results/load/provenance.py."""
     from smoldataenvs_tasks.harbor_adapter.export import export_dataset, task_dir_names
     from smoldataenvs_tasks.harbor_adapter.plan import plan_export
 
@@ -105,7 +105,7 @@ def test_a_job_of_this_export_reads_the_run_plans_provenance(tmp_path):
 
 
 def test_a_provenance_field_of_the_wrong_type_is_one_line(tmp_path):
-    from smoldataenvs_tasks.results.runs import RunLoadError
+    from smoldataenvs_tasks.results.model.errors import RunLoadError
 
     job = _job(tmp_path)
     task = {"task_id": "a/1", "table_sha256": {}, "record": {},

@@ -180,8 +180,8 @@ def test_pass_k_samples_like_lm_evals_pass4_tasks(tmp_path):
     reducers = {score.reducer for score in log.results.scores}
     assert {"mean", "pass_at_1", "pass_at_2"} <= reducers
     # and a report labels how the attempts were sampled
-    from smoldataenvs_tasks.results.load import load_runs
-    from smoldataenvs_tasks.results.submission import build_submission
+    from smoldataenvs_tasks.results.load.inputs import load_runs
+    from smoldataenvs_tasks.results.publish.submission import build_submission
 
     [run] = load_runs([log.location])
     sampling = build_submission([run])["sampling"]

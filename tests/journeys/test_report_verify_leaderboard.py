@@ -104,7 +104,7 @@ def test_report_then_verify_from_the_verifiers_own_hub_cache_then_the_leaderboar
         in (checks["data"]["detail"])
     )
     assert "130 recorded answer(s) re-graded" in checks["regrade"]["detail"]
-    # Checked before `data` fetches the verifier's tables (results/verify_against.py), so an empty
+    # Checked before `data` fetches the verifier's tables (results/verify/verify_against.py), so an empty
     # cache has no manifests to compare with yet: skipped; compared once it holds them.
     digest = checks["tables_manifest_digest"]
     assert digest["status"] == "skip" or "matches" in digest["detail"], digest

@@ -189,7 +189,7 @@ def test_several_tasks_in_one_run_each_report_their_own_verdicts(tmp_path):
     """Issue 34: the verdicts file the console script wrote held one process's verdicts, so
     a run of several tasks could not be reported without --log_samples; each task's samples
     now hold its verdicts."""
-    from smoldataenvs_tasks.results.load_lm_eval import load_lm_eval_results
+    from smoldataenvs_tasks.results.load.load_lm_eval import load_lm_eval_results
 
     out = tmp_path / "out"
     argv = lm_eval_gold_run("--output_path", str(out))

@@ -5,14 +5,14 @@ directly, as a loader builds them from a log, so these tests can use many models
 from __future__ import annotations
 
 from smoldataenvs_tasks._pins import DATASET_REVISION, TIERS
-from smoldataenvs_tasks.results.protocol import normal_settings
-from smoldataenvs_tasks.results.runs import Attempt, Run, TaskAttempts
-from smoldataenvs_tasks.results.submission import build_submission
+from smoldataenvs_tasks.results.model.protocol import normal_settings
+from smoldataenvs_tasks.results.model.runs import Attempt, Run, TaskAttempts
+from smoldataenvs_tasks.results.publish.submission import build_submission
 from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION, Category, UngradedReason, Verdict
 
 MODES = ("numeric", "list", "exact_short", "")
 NO_TRAIN = {"available": False, "note": "not looked up in this test", "revision": None}
-# The program task's settings as Inspect runs it by default (results/protocol.py).
+# The program task's settings as Inspect runs it by default (results/model/protocol.py).
 DEFAULT_SETTINGS = normal_settings(
     {
         "framework": "inspect_ai",

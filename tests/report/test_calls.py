@@ -1,11 +1,11 @@
-"""results/calls.py: the settings the model calls recorded against the header's."""
+"""results/load/calls.py: the settings the model calls recorded against the header's."""
 
 from __future__ import annotations
 
 import pytest
 
-from smoldataenvs_tasks.results.calls import CallSettings, header_values
-from smoldataenvs_tasks.results.runs import RunLoadError
+from smoldataenvs_tasks.results.load.calls import CallSettings, header_values
+from smoldataenvs_tasks.results.model.errors import RunLoadError
 
 pytestmark = pytest.mark.unit
 
@@ -43,7 +43,7 @@ def test_a_call_setting_that_is_not_a_number_is_one_line(value):
 
 
 def test_the_sign_test_is_the_binomial_tail():
-    from smoldataenvs_tasks.results.retries import sign_test
+    from smoldataenvs_tasks.results.load.retries import sign_test
 
     assert sign_test(0, 0) == 1.0
     assert sign_test(4, 0) == 1 / 16

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.data.source import load_tasks
-from smoldataenvs_tasks.results.coverage import coverage_of
-from smoldataenvs_tasks.results.load import load_runs
+from smoldataenvs_tasks.results.load.inputs import load_runs
+from smoldataenvs_tasks.results.model.coverage import coverage_of
 from smoldataenvs_tasks.validate import BUNDLED_GOLD
 from tests.report.conftest import run_inspect, run_lm_eval
 

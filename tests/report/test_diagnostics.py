@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.data.layout import split_entry, write_manifest
 from smoldataenvs_tasks.data.source import SAMPLE_DIR, load_tasks
-from smoldataenvs_tasks.results.contamination import lookup_train_tables
-from smoldataenvs_tasks.results.diagnostics import (
+from smoldataenvs_tasks.results.figures.contamination import lookup_train_tables
+from smoldataenvs_tasks.results.figures.diagnostics import (
     smallest_separable_gap,
     tasks_to_separate,
 )

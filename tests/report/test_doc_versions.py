@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from smoldataenvs_tasks.results.leaderboard import LEADERBOARD_FORMAT
-from smoldataenvs_tasks.results.submission import SUBMISSION_FORMAT
+from smoldataenvs_tasks.results.publish.leaderboard import LEADERBOARD_FORMAT
+from smoldataenvs_tasks.results.publish.submission import SUBMISSION_FORMAT
 from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, GRADER_VERSION
 
 pytestmark = pytest.mark.unit

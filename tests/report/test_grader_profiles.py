@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
-from smoldataenvs_tasks.results.load import load_runs
-from smoldataenvs_tasks.results.runs import Run
+from smoldataenvs_tasks.results.load.inputs import load_runs
+from smoldataenvs_tasks.results.model.runs import Run
 from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION
 from tests.previous_version import lm_eval_as_previous
 from tests.report.conftest import run_inspect, run_lm_eval

@@ -16,8 +16,8 @@ import pytest
 from inspect_ai.log import read_eval_log
 
 from smoldataenvs_tasks._pins import reward_mode_label
-from smoldataenvs_tasks.results.load import load_runs
-from smoldataenvs_tasks.results.submission import build_submission, recompute
+from smoldataenvs_tasks.results.load.inputs import load_runs
+from smoldataenvs_tasks.results.publish.submission import build_submission, recompute
 from tests.report.conftest import run_inspect
 from tests.report.replays import MIXED, write_replay
 
@@ -200,7 +200,7 @@ def test_an_old_submission_naming_the_empty_mode_unspecified_still_verifies(insp
     for task in old["tasks"]:
         if task["reward_mode"] == "empty":
             task["reward_mode"] = "unspecified"
-    from smoldataenvs_tasks.results.submission import submission_sha256
+    from smoldataenvs_tasks.results.publish.submission import submission_sha256
 
     old["sha256"] = submission_sha256(old)
     rebuilt = recompute(old)

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
-from smoldataenvs_tasks.results.leaderboard import Standing, build_leaderboard
-from smoldataenvs_tasks.results.leaderboard_page import render_leaderboard_markdown
-from smoldataenvs_tasks.results.stats import bootstrap_ci
-from smoldataenvs_tasks.results.submission import submission_json
+from smoldataenvs_tasks.results.figures.stats import bootstrap_ci
+from smoldataenvs_tasks.results.publish.leaderboard import Standing, build_leaderboard
+from smoldataenvs_tasks.results.publish.submission import submission_json
+from smoldataenvs_tasks.results.render.leaderboard_page import render_leaderboard_markdown
 from tests.report.replays import MIXED, expected_reward
 from tests.report.synthetic import synthetic_submission
 
@@ -298,7 +298,7 @@ def test_a_gap_the_uncorrected_interval_separates_is_not_separated_after_holm():
     """a and c solve the same 30 of 60 tasks, b four fewer: alone, each gap's 95% interval
     excludes 0 (p about 0.04), but three pairs are three tests, and Holm's correction leaves no
     pair separated, so all three share rank 1."""
-    from smoldataenvs_tasks.results.stats import bootstrap_ci, bootstrap_p_value
+    from smoldataenvs_tasks.results.figures.stats import bootstrap_ci, bootstrap_p_value
 
     diffs = [1.0] * 4 + [0.0] * 56
     raw = bootstrap_ci(diffs)
@@ -326,7 +326,7 @@ def test_a_gap_the_uncorrected_interval_separates_is_not_separated_after_holm():
 
 
 def test_holm_adjusted_p_values():
-    from smoldataenvs_tasks.results.stats import bootstrap_p_value, holm_adjusted
+    from smoldataenvs_tasks.results.figures.stats import bootstrap_p_value, holm_adjusted
 
     assert holm_adjusted([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert holm_adjusted([0.5, None, 0.6]) == pytest.approx([1.0, None, 1.0])

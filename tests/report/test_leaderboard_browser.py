@@ -19,9 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
-from smoldataenvs_tasks.results.leaderboard import Standing, build_leaderboard
-from smoldataenvs_tasks.results.leaderboard_page import render_html
-from smoldataenvs_tasks.results.submission import submission_json
+from smoldataenvs_tasks.results.publish.leaderboard import Standing, build_leaderboard
+from smoldataenvs_tasks.results.publish.submission import submission_json
+from smoldataenvs_tasks.results.render.leaderboard_page import render_html
 from tests.report.synthetic import synthetic_submission
 
 CHROMIUM_FLAGS = [

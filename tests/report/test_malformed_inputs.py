@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from smoldataenvs_tasks.cli import main
-from smoldataenvs_tasks.results.submission import submission_sha256
+from smoldataenvs_tasks.results.publish.submission import submission_sha256
 from tests.previous_version import lm_eval_as_previous
 
 SUBMISSION_MUTATIONS = 1000

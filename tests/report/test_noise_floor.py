@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from smoldataenvs_tasks.results.diagnostics import noise_floor
-from smoldataenvs_tasks.results.task_outcomes import AttemptOutcome, TaskOutcomes
+from smoldataenvs_tasks.results.figures.diagnostics import noise_floor
+from smoldataenvs_tasks.results.figures.task_outcomes import AttemptOutcome, TaskOutcomes
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""The protocol a run records (results/protocol.py): the task defaults it is compared with are
+"""The protocol a run records (results/model/protocol.py): the task defaults it is compared with are
 the ones the tasks really run with, and every setting that differs is named once."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from smoldataenvs_tasks._pins import SAMPLE_REVISION, SPLIT_SIZES, pinned_split_size
 from smoldataenvs_tasks.data.source import DataSource
-from smoldataenvs_tasks.results.protocol import (
+from smoldataenvs_tasks.results.model.protocol import (
     AGENT_MAX_TURNS,
     AGENT_TOOLS,
     GREEDY_TEMPERATURE,

@@ -21,10 +21,10 @@ from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.data.source import DataSource, load_tasks
-from smoldataenvs_tasks.results.load import load_runs
-from smoldataenvs_tasks.results.runs import IncompatibleRunsError
-from smoldataenvs_tasks.results.stats import pass_at_k
-from smoldataenvs_tasks.results.submission import build_submission, verify_submission
+from smoldataenvs_tasks.results.figures.stats import pass_at_k
+from smoldataenvs_tasks.results.load.inputs import load_runs
+from smoldataenvs_tasks.results.model.errors import IncompatibleRunsError
+from smoldataenvs_tasks.results.publish.submission import build_submission, verify_submission
 from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION, Category
 from tests.previous_version import inspect_as_previous, lm_eval_as_previous
 from tests.report.conftest import run_inspect
@@ -337,7 +337,7 @@ def seed_logs(sandbox_kind, mixed_replay, tmp_path_factory) -> list[Path]:
     """Three runs of one model label: gold replies, MIXED replies, MIXED reworded without one
     task's row (that sample errors, so the task is graded in two runs of three). Reworded: the
     same verdicts in other words, as another seed writes them; the same words would be the same
-    run (results/fingerprint.py)."""
+    run (results/load/fingerprint.py)."""
     from smoldataenvs_tasks.validate import BUNDLED_GOLD
 
     root = tmp_path_factory.mktemp("seeds")

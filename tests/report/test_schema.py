@@ -1,4 +1,4 @@
-"""results/schema.py: every key results/ reads from its own files is a declared field, the check
+"""results/model/schema.py: every key results/ reads from its own files is a declared field, the check
 at load follows the declarations, and (when mypy is installed) the code type-checks against them.
 """
 
@@ -17,7 +17,7 @@ from typing import Any, get_type_hints, is_typeddict
 import pytest
 
 import smoldataenvs_tasks.results as results_package
-from smoldataenvs_tasks.results.schema import (
+from smoldataenvs_tasks.results.model.schema import (
     CoverageInputs,
     Header,
     RunFields,
@@ -26,7 +26,7 @@ from smoldataenvs_tasks.results.schema import (
     check_submission,
     field_names,
 )
-from smoldataenvs_tasks.results.submission import (
+from smoldataenvs_tasks.results.publish.submission import (
     COVERAGE_INPUTS,
     HEADER_FIELDS,
     RUN_FIELDS,

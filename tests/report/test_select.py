@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
-from smoldataenvs_tasks.results.select import group_runs, model_matches
+from smoldataenvs_tasks.results.load.select import group_runs, model_matches
 from tests.report.synthetic import synthetic_run
 
 
@@ -80,7 +80,7 @@ def test_name_labels_one_model_but_two_frameworks_stay_two_submissions(
     """Issue 24: the worked example's Inspect and lm-eval greedy runs were pooled into a
     "pass@2". Runs pool only with identical recorded protocol; the framework is part of it.
     The Inspect run replies otherwise than the lm-eval one: the same replies in both would be
-    one run counted once (issue 35, results/fingerprint.py), whatever the framework."""
+    one run counted once (issue 35, results/load/fingerprint.py), whatever the framework."""
     out = tmp_path / "mixed"
     result = invoke(
         "report",

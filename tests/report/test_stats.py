@@ -9,14 +9,14 @@ from itertools import combinations
 
 import pytest
 
-from smoldataenvs_tasks.results.stats import (
+from smoldataenvs_tasks.results.figures.stats import (
     BOOTSTRAP_RESAMPLES,
     bootstrap_ci,
     mean_and_se,
     pass_at_k,
     pass_k_values,
 )
-from smoldataenvs_tasks.results.submission import (
+from smoldataenvs_tasks.results.publish.submission import (
     canonical_json,
     submission_sha256,
     verify_submission,
@@ -156,7 +156,7 @@ def test_a_clustered_interval_is_wider_when_a_datasets_tasks_move_together():
     """Issue 35: 10 datasets of 6 tasks each, every dataset's tasks all solved or all failed:
     60 tasks but 10 independent outcomes, so the cluster bootstrap is wider than the task one;
     with every task its own cluster it is the task bootstrap again."""
-    from smoldataenvs_tasks.results.stats import cluster_bootstrap_ci
+    from smoldataenvs_tasks.results.figures.stats import cluster_bootstrap_ci
 
     values = [1.0 if d % 2 else 0.0 for d in range(10) for _ in range(6)]
     clusters = [f"dataset-{d}" for d in range(10) for _ in range(6)]

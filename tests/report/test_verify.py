@@ -11,7 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
-from smoldataenvs_tasks.results.submission import recompute, submission_json, submission_sha256
+from smoldataenvs_tasks.results.publish.submission import (
+    recompute,
+    submission_json,
+    submission_sha256,
+)
 
 
 def invoke(*args: str):
@@ -142,7 +146,7 @@ def test_the_clustered_interval_is_recorded_and_recomputed_by_verify(tmp_path):
     from click.testing import CliRunner
 
     from smoldataenvs_tasks.cli import main
-    from smoldataenvs_tasks.results.submission import submission_json, submission_sha256
+    from smoldataenvs_tasks.results.publish.submission import submission_json, submission_sha256
     from tests.report.synthetic import synthetic_submission
 
     sub = synthetic_submission("model-a", [[1.0], [0.0], [1.0]] * 10)

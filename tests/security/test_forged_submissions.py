@@ -26,9 +26,9 @@ from smoldataenvs_tasks._pins import DATASET_REVISION, SPLIT_SIZES, split_parque
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.data.layout import split_entry, write_manifest
 from smoldataenvs_tasks.data.source import SAMPLE_DIR
-from smoldataenvs_tasks.results.load import load_runs
-from smoldataenvs_tasks.results.load_inspect import errored_reason
-from smoldataenvs_tasks.results.submission import (
+from smoldataenvs_tasks.results.load.inputs import load_runs
+from smoldataenvs_tasks.results.load.load_inspect import errored_reason
+from smoldataenvs_tasks.results.publish.submission import (
     build_submission,
     recompute,
     submission_json,
@@ -698,7 +698,7 @@ def test_a_16_row_mirror_labelled_eval_is_nonstandard_and_never_complete(
         json.loads(line) for line in GOLD_PROGRAM.read_text(encoding="utf-8").splitlines() if line
     ]
     # Reworded: the honest gold run's very replies would make this run the same model outputs,
-    # counted once on the leaderboard (results/fingerprint.py), whichever of the two it kept.
+    # counted once on the leaderboard (results/load/fingerprint.py), whichever of the two it kept.
     for row in gold_rows:
         reply = row["messages"][-1]
         reply["content"] = "Another run. " + reply["content"]
@@ -820,7 +820,7 @@ def invoke_caught(*args: Any) -> Result:
 
 
 def test_leaderboard_md_shows_raw_html_and_markdown_in_a_model_name_as_typed(tmp_path):
-    from smoldataenvs_tasks.results.submission import submission_sha256
+    from smoldataenvs_tasks.results.publish.submission import submission_sha256
 
     hostile = "<img src=x onerror=alert(1)> [click](http://evil.example) *bold* | `code`"
     sub = synthetic_submission("model-a", [[1.0], [0.0]])
