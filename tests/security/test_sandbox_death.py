@@ -19,6 +19,7 @@ is success, and no retry.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from pathlib import Path
@@ -365,3 +366,138 @@ async def test_a_compose_container_its_samples_memory_stopped_is_the_models_zero
     finally:
         await DockerSandboxEnvironment.sample_cleanup("security", str(config), environments, False)
         await DockerSandboxEnvironment.task_cleanup("security", str(config), True)
+
+
+# The program a whole run replays: it waits until the host has made its container's init the
+# out-of-memory killer's first pick (`_ExposeEveryContainer`), prints its wrong answer, then
+# asks for memory until the killer runs: the init goes first and the container stops. In a
+# container never exposed it says so instead (a different answer, never the memory limit).
+_STOPS_ITS_CONTAINER = (
+    "import time\n"
+    "for _ in range(300):\n"
+    "    if open('/proc/1/oom_score_adj').read().strip() == '1000':\n"
+    "        break\n"
+    "    time.sleep(0.1)\n"
+    "else:\n"
+    "    print('unexposed')\n"
+    "    raise SystemExit(0)\n"
+    f"print({WRONG!r}, flush=True)\n"
+    "hog = []\n"
+    "while True:\n"
+    "    hog.append(b'\\1' * (256 << 20))\n"
+)
+
+
+class _ExposeEveryContainer:
+    """Host side, in a thread: every sandbox container this process starts gets its init moved
+    back into its memory cgroup (after our provider's `shelter_init` moved it out) and made the
+    out-of-memory killer's first pick, as `_expose_init` does for one container a test holds;
+    here the run (lm-eval's batch, an Inspect eval) starts the containers itself. A retry's
+    fresh container would be exposed too, and die the same way: the run would then have no
+    verdict for the sample (ungraded, or an errored sample)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.exposed: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> _ExposeEveryContainer:
+        if not Path("/sys/fs/cgroup/memory/docker").is_dir() or os.geteuid() != 0:
+            pytest.skip("needs the host's cgroup v1 memory hierarchy, as root")
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _watch(self) -> None:
+        from smoldataenvs_tasks.sandboxes.docker.engine import LABEL_SESSION, owner_label
+
+        while not self._stop.wait(0.05):
+            for container in docker_lines(
+                "ps", "--quiet", "--no-trunc",
+                "--filter", f"label={LABEL_SESSION}=1", "--filter", f"label={owner_label()}",
+            ):  # fmt: skip
+                if container not in self.exposed and self._expose(container):
+                    self.exposed.append(container)
+
+    @staticmethod
+    def _expose(container: str) -> bool:
+        """Once the init is sheltered (out of the container's memory group): back in, first
+        pick. False while the provider has not sheltered it yet."""
+        pids = docker_lines("inspect", "--format", "{{.State.Pid}}", container)
+        group = Path(f"/sys/fs/cgroup/memory/docker/{container}")
+        try:
+            inside = (group / "cgroup.procs").read_text(encoding="utf-8").split()
+            if len(pids) != 1 or pids[0] in inside:
+                return False
+            (group / "cgroup.procs").write_text(pids[0], encoding="utf-8")
+            Path(f"/proc/{pids[0]}/oom_score_adj").write_text("1000", encoding="utf-8")
+        except OSError:
+            return False  # gone meanwhile
+        return True
+
+
+def test_a_program_that_stops_its_container_is_the_models_zero_through_lm_eval(tmp_path):
+    """lm-eval's batch (the program task, the replay model): the program's memory stops its
+    container; the engine's record makes that its `resource_limit` 0, no second sandbox, and
+    the run completes with the sample graded."""
+    import lm_eval
+
+    from smoldataenvs_tasks.lm_eval.models import ReplayLM
+    from smoldataenvs_tasks.lm_eval.paths import task_manager
+    from tests.replies import ORDERS_TASK, program_row, write_jsonl
+
+    require_kind("docker")
+    replay = write_jsonl(
+        tmp_path / "stops.jsonl", [program_row(ORDERS_TASK, fenced(_STOPS_ITS_CONTAINER))]
+    )
+    with _ExposeEveryContainer() as watcher:
+        results = lm_eval.simple_evaluate(
+            model=ReplayLM(path=str(replay)),
+            tasks=["smoldataenvs_program_sample"],
+            task_manager=task_manager(
+                include_defaults=False,
+                metadata={"sandbox": "docker", "task_ids": ORDERS_TASK, "concurrency": 1},
+            ),
+            confirm_run_unsafe_code=True,
+            log_samples=True,
+            bootstrap_iters=0,
+        )
+    [sample] = results["samples"]["smoldataenvs_program_sample"]
+    [verdict_text] = sample["filtered_resps"]
+    verdict = json.loads(verdict_text)
+    assert (verdict["reward"], verdict["category"], verdict["detail"]) == (
+        0.0,
+        "resource_limit",
+        "memory",
+    ), verdict
+    metrics = results["results"]["smoldataenvs_program_sample"]
+    assert (metrics["pass@1,verdicts"], metrics["ungraded,verdicts"]) == (0.0, 0.0)
+    assert watcher.exposed, "no container was exposed"
+
+
+def test_a_program_that_stops_its_container_is_the_models_zero_through_inspect(tmp_path):
+    """The same program through a whole `inspect eval` with our `docker` provider: status
+    success, the sample scored 0 at the memory limit, no error and no retry."""
+    from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
+    from tests.replies import ORDERS_TASK, program_row
+
+    require_kind("docker")
+    with _ExposeEveryContainer() as watcher:
+        sample = _inspect_run(
+            smoldataenvs_program(split="sample", task_ids=ORDERS_TASK, sandbox="docker"),
+            program_row(ORDERS_TASK, fenced(_STOPS_ITS_CONTAINER)),
+            tmp_path,
+            "stops_its_container",
+        )
+    score = sample.scores["program_scorer"]
+    assert (score.value, score.metadata["category"], score.metadata.get("detail")) == (
+        0.0,
+        "resource_limit",
+        "memory",
+    ), score
+    assert watcher.exposed, "no container was exposed"
