@@ -82,7 +82,8 @@ async def exec_costs(stage: Path, n: int) -> tuple[list[float], list[float], dic
             "keeper": session,
             "cli": DockerSession(
                 session.container_id, image=session.image, limits=session.limits,
-                transport=CliTransport(session.container_id),
+                host_uid=session.host_uid,
+                transport=CliTransport(session.container_id, session.sandbox_user),
             ),
         }  # fmt: skip
         by_way: dict[str, tuple[list[float], float]] = {way: ([], 0.0) for way in boxes}

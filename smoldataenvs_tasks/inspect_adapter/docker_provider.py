@@ -65,9 +65,9 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
 
     @property
     def sandbox_users(self) -> frozenset[str]:  # type: ignore[override]
-        from smoldataenvs_tasks.sandboxes.docker import SANDBOX_USER
-
-        return frozenset({"user", "1000", SANDBOX_USER})
+        # The contract's names of the sandbox user, and the container's own uid it runs as.
+        session = self.session
+        return frozenset({"user", "1000", str(session.sandbox_uid), session.sandbox_user})
 
     @classmethod
     async def check_prerequisites(cls, settings: LimitsConfig) -> None:
@@ -106,12 +106,10 @@ class DockerSessionSandboxEnvironment(SessionSandboxEnvironment):
 
     @override
     async def connection(self, *, user: str | None = None) -> SandboxConnection:
-        from smoldataenvs_tasks.sandboxes.docker import SANDBOX_USER
-
         container = self.session.container_id
         return SandboxConnection(
             type=PROVIDER,
-            command=f"docker exec -it --user {SANDBOX_USER} {container} bash -l",
+            command=f"docker exec -it --user {self.session.sandbox_user} {container} bash -l",
             container=container,
         )
 

@@ -1,5 +1,7 @@
-"""The host uid a bwrap sandbox runs as when the harness is root: never root itself, and never
-shared by two sandboxes running at once (docs/threat-model.md, invariant 3).
+"""The host uid a bwrap sandbox runs as when the harness is root, and the one a `docker` provider
+container's sandbox user runs as (always): never root itself, and never shared by two sandboxes
+running at once, of either kind, from any harness process of this host and user
+(docs/threat-model.md, invariant 3).
 
 bwrap maps the sandbox user (uid 1000 inside) to the uid that starts it. Started by root, the
 sandbox user *was* host root outside its namespaces: a key it added to root's keyring outlived the

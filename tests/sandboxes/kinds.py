@@ -85,6 +85,15 @@ class InspectProviderSession:
         await self.provider.task_cleanup("security", self.config, True)
 
 
+def sandbox_uid(sandbox: Any) -> int:
+    """The uid a sandbox's commands see themselves run as: 1000 in bwrap (its user namespace
+    maps the session's host uid to it), the container's own host uid under our Docker provider
+    (docs/sandboxes.md)."""
+    session = getattr(sandbox, "environment", None)
+    session = session.session if session is not None else sandbox
+    return int(getattr(session, "sandbox_uid", 1000))
+
+
 async def open_sandbox(
     kind: str, stage_dir: Path, *, limits: SandboxLimits = SMALL_LIMITS
 ) -> SandboxSession | InspectProviderSession:

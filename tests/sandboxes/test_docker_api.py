@@ -24,7 +24,11 @@ from smoldataenvs_tasks.sandboxes.docker import DockerSession, api
 from smoldataenvs_tasks.sandboxes.docker.keeper import KeeperTransport
 from smoldataenvs_tasks.sandboxes.docker.reset import reset_container
 from smoldataenvs_tasks.sandboxes.docker.transport import run_to_end
+from smoldataenvs_tasks.sandboxes.hostuid import HostUid
 from tests.sandboxes.helpers import SMALL_LIMITS
+
+# A uid no lock holds: these sessions' containers are a fake engine's.
+UNCLAIMED = HostUid(0x7FFFFFFF)
 
 # -- which engines ---------------------------------------------------------------------------
 
@@ -217,7 +221,9 @@ async def test_a_refused_attach_reads_like_the_cli_and_is_a_lost_sandbox(serve) 
         assert await run_to_end(transport, ["true"]) == (
             1, b"", b"Error response from daemon: No such container: c1\n"
         )  # fmt: skip
-        session = DockerSession("c1", image="unused", limits=SMALL_LIMITS, transport=transport)
+        session = DockerSession(
+            "c1", image="unused", limits=SMALL_LIMITS, host_uid=UNCLAIMED, transport=transport
+        )
         with pytest.raises(SandboxFailure, match="No such container: c1"):
             await session.exec(["true"])
     finally:
@@ -233,7 +239,9 @@ async def test_a_socket_nobody_listens_on_is_an_unreachable_engine(tmp_path: Pat
     try:
         rc, _, err = await run_to_end(transport, ["true"])
         assert rc == 1 and b"Cannot connect to the Docker daemon" in err
-        session = DockerSession("c1", image="unused", limits=SMALL_LIMITS, transport=transport)
+        session = DockerSession(
+            "c1", image="unused", limits=SMALL_LIMITS, host_uid=UNCLAIMED, transport=transport
+        )
         with pytest.raises(SandboxUnavailable, match="no Docker engine answers"):
             await session.exec(["true"])
     finally:
@@ -250,7 +258,9 @@ async def test_when_the_keeper_dies_the_session_switches_to_the_cli_once_and_is_
         return engine_frame(1, keeper_frame(b"R", number, b"partial") + died)
 
     transport = KeeperTransport("c1", await serve(FakeEngine(reply)))
-    session = DockerSession("c1", image="unused", limits=SMALL_LIMITS, transport=transport)
+    session = DockerSession(
+        "c1", image="unused", limits=SMALL_LIMITS, host_uid=UNCLAIMED, transport=transport
+    )
     try:
         assert session.transport is transport and not session.keeper_lost
         command = await transport.start(

@@ -24,6 +24,7 @@ from smoldataenvs_tasks.contract import (
 )
 from smoldataenvs_tasks.sandboxes import docker as docker_mod
 from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
+from smoldataenvs_tasks.sandboxes.bwrap import DEV_SHM_BYTES
 from smoldataenvs_tasks.sandboxes.docker import container
 from smoldataenvs_tasks.sandboxes.docker import image as image_mod
 
@@ -51,7 +52,7 @@ def load(name: str) -> dict[str, Any]:
 
 def run_flags(limits: Any) -> dict[str, list[str]]:
     """`docker run` flags of a DockerSession, flag -> values."""
-    args = docker_mod.container_args(limits)
+    args = docker_mod.container_args(limits, sandbox_uid=1000)  # compose's user
     flags: dict[str, list[str]] = {}
     i = 0
     while i < len(args):
@@ -207,6 +208,11 @@ def test_k8s_values_stage_like_the_remote_compose_file() -> None:
     assert stager["image"] == default["image"]
     assert default["resources"]["limits"] == {"memory": "4Gi", "cpu": "2"}
     assert default["securityContext"]["runAsUser"] == 1000
+    # /dev/shm as bwrap and DockerSession cap it (the contract's IPC memory outside the tmpfs).
+    shm = [v for v in default["volumes"] if isinstance(v, dict) and v["name"] == "shm"]
+    assert shm == [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}}]
+    assert DEV_SHM_BYTES == 64 * 2**20
+    assert {"name": "shm", "mountPath": "/dev/shm"} in default["volumeMounts"]
     assert job["spec"]["template"]["spec"]["securityContext"]["runAsUser"] != 1000
     selector = policy["spec"]["endpointSelector"]["matchLabels"]
     assert selector.items() <= job["spec"]["template"]["metadata"]["labels"].items()

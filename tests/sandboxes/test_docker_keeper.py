@@ -54,7 +54,8 @@ def through(session: DockerSession, transport: str) -> DockerSession:
         session.container_id,
         image=session.image,
         limits=session.limits,
-        transport=CliTransport(session.container_id),
+        host_uid=session.host_uid,
+        transport=CliTransport(session.container_id, session.sandbox_user),
     )
 
 
@@ -75,7 +76,7 @@ COMMANDS: list[tuple[str, list[str], dict]] = [
     ("binary output", ["python3", "-c",
                        "import sys; sys.stdout.buffer.write(bytes(range(256)) * 1000)"], {}),
 ]  # fmt: skip
-# What `docker exec --user 1000:1000` gives a command, read from inside: identity, capabilities,
+# What `docker exec --user <uid>:<uid>` gives a command, read from inside: identity, capabilities,
 # no_new_privs and seccomp, resource limits, cgroup, namespaces, environment, open descriptors.
 PRIVILEGES = (
     "grep -E '^(Uid|Gid|Groups|Cap[A-Za-z]+|NoNewPrivs|Seccomp|Seccomp_filters):' "
@@ -119,7 +120,8 @@ async def test_every_command_gives_the_same_result_through_the_keeper_and_docker
         if name == "privileges":
             status = results["keeper"].stdout
             assert "NoNewPrivs:\t1" in status and "CapEff:\t0000000000000000" in status
-            assert "Uid:\t1000\t1000\t1000\t1000" in status
+            uid = session.sandbox_uid
+            assert f"Uid:\t{uid}\t{uid}\t{uid}\t{uid}" in status
             assert "group leads its session" in status
         if name == "a background process holds stdout":
             assert results["keeper"].stdout == "started\n"

@@ -170,7 +170,11 @@ async def test_a_container_still_fork_bombing_is_reset_or_removed(
             assert not container_exists(session.container_id)
         else:
             listing = await reused.exec(
-                ["sh", "-c", "find /proc -maxdepth 1 -user 1000 -name '[0-9]*' | wc -l"]
+                [
+                    "sh",
+                    "-c",
+                    f"find /proc -maxdepth 1 -user {reused.sandbox_uid} -name '[0-9]*' | wc -l",
+                ]
             )
             # The sandbox user's processes: this command's `timeout`, shell, `find` and `wc`;
             # no bomb left.

@@ -48,16 +48,46 @@ async def session(staged: tuple[Path, Path], no_leftovers: None) -> AsyncIterato
         await opened.close()
 
 
-async def test_commands_run_as_user_1000_in_input_dir_with_tables_linked(
+async def test_commands_run_as_the_containers_own_uid_in_input_dir_with_tables_linked(
     session: DockerSession,
 ) -> None:
     result = await session.exec(
-        ["sh", "-c", f"id -u; pwd; readlink {TABLE_NAME}; cat {TABLE_NAME}"]
+        [
+            "sh",
+            "-c",
+            f"id -u; id -g; stat -c %u /workdir; pwd; readlink {TABLE_NAME}; cat {TABLE_NAME}",
+        ]
     )
     assert result.success
-    uid, cwd, link, *table = result.stdout.splitlines()
-    assert (uid, cwd, link) == ("1000", "/home/user/input", f"/mnt/tables/{TABLE_NAME}")
+    uid, gid, workdir_owner, cwd, link, *table = result.stdout.splitlines()
+    assert uid == gid == workdir_owner == str(session.sandbox_uid)
+    assert (cwd, link) == ("/home/user/input", f"/mnt/tables/{TABLE_NAME}")
     assert "\n".join(table) + "\n" == TABLE_BYTES.decode()
+
+
+async def test_containers_running_at_once_never_share_a_uid_and_a_removed_ones_is_free_again(
+    tmp_path: Path,
+) -> None:
+    # The kernel counts some things per host uid (docs/threat-model.md, invariant 3): each
+    # container's sandbox user is a uid claimed from the pool bwrap uses, held until removal.
+    from smoldataenvs_tasks.sandboxes import hostuid
+
+    first = await DockerSession.start(make_stage(tmp_path / "a")[1], limits=SMALL_LIMITS)
+    try:
+        second = await DockerSession.start(make_stage(tmp_path / "b")[1], limits=SMALL_LIMITS)
+        try:
+            assert first.sandbox_uid != second.sandbox_uid
+            assert (
+                first.sandbox_uid >= hostuid.uid_base() and second.sandbox_uid >= hostuid.uid_base()
+            )
+            seen = await second.exec(["id", "-u"])
+            assert seen.stdout.strip() == str(second.sandbox_uid)
+        finally:
+            await second.close()
+        # Removed: its uid's lock is free again (the first's is still held).
+        assert _lock_free(second.sandbox_uid) and not _lock_free(first.sandbox_uid)
+    finally:
+        await first.close()
 
 
 async def test_tables_staged_after_the_start_are_linked_by_the_first_command(
@@ -315,3 +345,18 @@ async def test_stage_dir_with_a_comma_in_its_path_is_mounted(
     async with await DockerSession.start(stage, limits=SMALL_LIMITS) as opened:
         result = await opened.exec(["cat", TABLE_NAME])
     assert result.stdout == TABLE_BYTES.decode()
+
+
+def _lock_free(uid: int) -> bool:
+    import fcntl
+
+    from smoldataenvs_tasks.sandboxes import hostuid
+
+    fd = os.open(hostuid.lock_dir() / str(uid - hostuid.uid_base()), os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # drops a lock taken here

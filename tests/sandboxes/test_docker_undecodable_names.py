@@ -66,7 +66,7 @@ async def test_undecodable_thread_names_neither_stop_the_walks_nor_the_reset(
 
         for source in (
             walk_only(RESET_SCRIPT, "live_processes_of_mine()"),
-            walk_only(KEEPER_SCRIPT, "live_threads_of(SANDBOX_UID, os.getpid())"),
+            walk_only(KEEPER_SCRIPT, "live_threads_of(os.getuid(), os.getpid())"),
         ):
             walked = await session.exec(["python3", "-I", "-S", "-c", source], timeout=30)
             assert walked.returncode == 0, walked.stderr

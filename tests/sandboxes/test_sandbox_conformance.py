@@ -39,7 +39,7 @@ for _name in ("test_exec_timeout_kills_process", "test_exec_timeout_kills_child_
     globals()[_name] = pytest.mark.slow(globals()[_name])
 
 _NO_ROOT = (
-    "the contract runs every command as the sandbox user (uid 1000) without capabilities; "
+    "the contract runs every command as the sandbox user (never root) without capabilities; "
     "user='root' raises SandboxUserUnsupportedError, so no user can be added"
 )
 UNSUPPORTED: dict[str, dict[str, str]] = {

@@ -25,6 +25,7 @@ from smoldataenvs_tasks.inspect_adapter.bwrap_provider import BwrapSandboxConfig
 from smoldataenvs_tasks.inspect_adapter.docker_provider import PROVIDER, DockerSandboxConfig
 from smoldataenvs_tasks.inspect_adapter.program_host import as_program_host
 from smoldataenvs_tasks.pipeline import run_program_outcome
+from smoldataenvs_tasks.sandboxes import hostuid
 from tests.sandboxes.docker_support import leftovers_guard
 from tests.sandboxes.helpers import SMALL_LIMITS, TABLE_NAME, make_stage, require_kind
 
@@ -137,9 +138,17 @@ def test_provider_runs_samples_with_their_own_tables(provider_kind: str, tmp_pat
     )
     assert log.status == "success", log.error
     samples = {sample.id: sample.metadata for sample in log.samples}
-    assert samples["one"]["listing"] == f"1000\n/home/user/input\n{TABLE_NAME}\n"
-    assert samples["two"]["listing"] == "1000\n/home/user/input\nother.csv\n"
-    assert samples["none"]["listing"] == "1000\n/home/user/input\n"
+    uids = {}
+    for sample_id, metadata in samples.items():
+        uids[sample_id], _, metadata["listing"] = metadata["listing"].partition("\n")
+    # bwrap's user namespace shows uid 1000; a Docker container, its own host uid (never root).
+    if provider_kind == "docker":
+        assert all(int(uid) >= hostuid.uid_base() for uid in uids.values()), uids
+    else:
+        assert set(uids.values()) == {"1000"}
+    assert samples["one"]["listing"] == f"/home/user/input\n{TABLE_NAME}\n"
+    assert samples["two"]["listing"] == "/home/user/input\nother.csv\n"
+    assert samples["none"]["listing"] == "/home/user/input\n"
     for metadata in samples.values():
         assert metadata["program"]["failure"] is None
         # The session's full result reached the runner through Inspect's proxy.

@@ -18,7 +18,7 @@ import pytest
 from smoldataenvs_tasks._host import cache_root
 from smoldataenvs_tasks.contract import SANDBOX_ENV
 from smoldataenvs_tasks.pipeline import run_program_outcome
-from tests.sandboxes.kinds import open_sandbox
+from tests.sandboxes.kinds import open_sandbox, sandbox_uid
 
 pytestmark = pytest.mark.anyio
 
@@ -241,4 +241,6 @@ async def test_no_capabilities_and_no_root(kind: str, session) -> None:
         "    print('setuid denied')\n",
     )
     assert outcome.failure is None, outcome.stderr
-    assert outcome.stdout.splitlines() == ["1000 1000 0 0", "setuid denied"]
+    uid = sandbox_uid(session)
+    assert uid > 0
+    assert outcome.stdout.splitlines() == [f"{uid} {uid} 0 0", "setuid denied"]

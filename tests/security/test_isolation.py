@@ -262,7 +262,7 @@ async def test_dev_shm_is_capped(session):
 @pytest.mark.skipif(os.geteuid() != 0, reason="the harness runs bwrap as root here")
 async def test_bwrap_sandbox_user_is_never_host_root_nor_shared(kind, session, stage_dir):
     if engine_of(kind) != "bwrap":
-        pytest.skip("Docker's sandbox user is uid 1000 on the host already")
+        pytest.skip("Docker's: tests/sandboxes/test_docker_session.py (a uid per container)")
     from smoldataenvs_tasks.sandboxes.bwrap import BwrapSession
 
     await session.exec(["sh", "-c", "touch /tmp/mine /workdir/mine"])

@@ -68,11 +68,11 @@ time.sleep(0.2)
 libc.syscall({"x86_64": 60, "aarch64": 93}[platform.machine()], 0)  # SYS_exit: the leader only
 """
 
-# Every live thread of uid 1000 but the caller's own process and its parent (the command's
+# Every live thread of the sandbox user but the caller's own process and its parent (the command's
 # `timeout`), read from each thread's status.
 THREADS_OF_THE_USER = r"""
 import json, os
-ours, found = {os.getpid(), os.getppid()}, []
+ours, found, uid = {os.getpid(), os.getppid()}, [], str(os.getuid())
 for pid in os.listdir("/proc"):
     if not pid.isdigit() or int(pid) in ours:
         continue
@@ -81,7 +81,7 @@ for pid in os.listdir("/proc"):
             status = dict(l.split(":", 1) for l in open(f"/proc/{pid}/task/{tid}/status") if ":" in l)
         except OSError:
             continue
-        if "1000" in status["Uid"].split() and status["State"].split()[0] not in ("Z", "X"):
+        if uid in status["Uid"].split() and status["State"].split()[0] not in ("Z", "X"):
             found.append(f"{pid}/{tid}")
 print(json.dumps(found))
 """

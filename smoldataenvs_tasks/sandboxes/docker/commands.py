@@ -127,11 +127,15 @@ class _Captured:
 
 
 class ContainerCommands:
-    """Runs commands and file operations in one container as the sandbox user (uid 1000)."""
+    """Runs commands and file operations in one container as its sandbox user (`sandbox_uid`,
+    gid the same: the container's own host uid, session.py)."""
 
-    def __init__(self, container_id: str, *, limits: SandboxLimits, transport: Transport) -> None:
+    def __init__(
+        self, container_id: str, *, limits: SandboxLimits, transport: Transport, sandbox_uid: int
+    ) -> None:
         self.container_id = container_id
         self.limits = limits
+        self.sandbox_uid = sandbox_uid
         self._transport = transport
         # Transports this session stopped using (a keeper that died): closed with the container.
         self._replaced: list[Transport] = []
@@ -154,8 +158,13 @@ class ContainerCommands:
         CLI from the moment its keeper died (switched once; the container lives on without it)."""
         if isinstance(self._transport, KeeperTransport) and self._transport.died:
             self._replaced.append(self._transport)
-            self._transport = CliTransport(self.container_id)
+            self._transport = CliTransport(self.container_id, self.sandbox_user)
         return self._transport
+
+    @property
+    def sandbox_user(self) -> str:
+        """`uid:gid` as `docker exec --user` takes it."""
+        return f"{self.sandbox_uid}:{self.sandbox_uid}"
 
     @property
     def keeper_lost(self) -> bool:

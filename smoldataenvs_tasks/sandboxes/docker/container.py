@@ -18,13 +18,14 @@ from smoldataenvs_tasks.sandboxes.docker.engine import docker
 NOFILE = 4096
 
 
-def container_args(limits: SandboxLimits) -> list[str]:
-    """The contract's limits as `docker run` flags; compose.yaml states the same values."""
+def container_args(limits: SandboxLimits, *, sandbox_uid: int) -> list[str]:
+    """The contract's limits as `docker run` flags, the writable directories owned by
+    `sandbox_uid` (gid the same); compose.yaml states the same values for uid 1000."""
     memory = str(limits.memory_bytes)
     fsize = str(limits.max_file_bytes)
     tmpfs = []
     for path, size in writable_dir_sizes(limits).items():
-        owner = "mode=1777" if path == "/tmp" else "uid=1000,gid=1000,mode=0755"
+        owner = "mode=1777" if path == "/tmp" else f"uid={sandbox_uid},gid={sandbox_uid},mode=0755"
         tmpfs += ["--tmpfs", f"{path}:rw,nosuid,nodev,size={size},{owner}"]
     # The container's cgroup counters (its peak memory, CPU time, OOM kills) are the host's to
     # read (cgroup_file), not a sample's: a reused container would show one sample's counters to

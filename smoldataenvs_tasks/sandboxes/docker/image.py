@@ -65,7 +65,9 @@ PUBLIC_BASE_IMAGE = "python:3.11-slim-bookworm"  # the Dockerfile's default BASE
 # The base scripts/build-sandbox-image.sh makes with debootstrap where no registry is reachable.
 LOCAL_BASE_IMAGE = "smoldataenvs-base:bookworm-py3.11"
 
-# Users and paths inside the image.
+# Users and paths inside the image. The image's own user, as Inspect's stock compose provider runs
+# every exec; DockerSession runs each container's commands as a host uid of its own instead
+# (session.py, docs/sandboxes.md).
 SANDBOX_USER = "1000:1000"
 # Owner of the keeper process: neither root nor the sandbox user (see session.py).
 KEEPER_USER = "65534:65534"

@@ -12,7 +12,7 @@ Elsewhere (a remote engine, SMOLDATAENVS_DOCKER_KEEPER=0 or SMOLDATAENVS_DOCKER_
 container keeps `sleep` as its keeper and every command is a `docker exec` through the CLI. Both
 give identical results (tests/sandboxes/test_docker_keeper.py runs the same commands each way).
 
-    flags, command = run_flags(), keeper_command()   # docker run ... <flags> image <command>
+    flags, command = run_flags(), keeper_command(uid)   # docker run ... <flags> image <command>
     transport = KeeperTransport(container_id, socket_path)   # after `docker run`
     command = await transport.start(argv, workdir="/", env=[], input=None,
                                     on_output=lambda stream, chunk: ...)
@@ -77,18 +77,19 @@ def run_flags() -> list[str]:
 # container), then, should the keeper die, telling the host so (a "D" frame) and keeping the
 # container alive. It is a few hundred KB, never the out-of-memory killer's pick.
 KEEPER_SHELL = (
-    'python3 -I -S -c "$1" "$2"; '
+    'python3 -I -S -c "$1" "$2" "$3"; '
     'printf "D\\000\\000\\000\\000\\000\\000\\000\\000"; exec sleep infinity'
 )
 # The argv the keeper takes as "kill every process of the sandbox user" (keeper_script.py).
 KILL_SANDBOX_USER = "smoldataenvs-keeper:kill-sandbox-user"
 
 
-def keeper_command() -> list[str]:
+def keeper_command(sandbox_uid: int) -> list[str]:
     """The container's command (after the `/bin/sh` entrypoint of `run_flags`): the keeper's
-    source and the seccomp filter it installs on itself before any command."""
+    source, the seccomp filter it installs on itself before any command, and the uid its
+    commands run as (the container's own: session.py)."""
     source = seccomp.INSTALL_SOURCE + KEEPER_SCRIPT
-    return ["-c", KEEPER_SHELL, "keeper", source, seccomp.filter_program().hex()]
+    return ["-c", KEEPER_SHELL, "keeper", source, seccomp.filter_program().hex(), str(sandbox_uid)]
 
 
 class KeeperCommand:

@@ -27,10 +27,11 @@ command killed at the memory limit) and the container lives on without its keepe
 
 Privileges. The keeper runs as root with three capabilities and no others (keeper.py):
 SETUID and SETGID to become the sandbox user and SETPCAP to empty the command's bounding set.
-Every command runs under `setpriv` as uid and gid 1000 (group list: 1000), with no capabilities
-and no_new_privs: what `docker exec --user 1000:1000` gives, and stricter in one way, an empty
+Every command runs under `setpriv` as the sandbox user (argv[2]: the container's own host uid,
+session.py; gid the same, group list that gid), with no capabilities and no_new_privs: what
+`docker exec --user <uid>:<uid>` gives, and stricter in one way, an empty
 bounding set (a `docker exec` in this container would inherit the keeper's three there, unusable
-as uid 1000 with no_new_privs). The sandbox user cannot signal, trace or read the keeper
+as that uid with no_new_privs). The sandbox user cannot signal, trace or read the keeper
 (another uid, no capabilities), so a program's `kill -9 -1` cannot take the sandbox down.
 
 Seccomp. The keeper installs the sandbox filter (sandboxes/seccomp.py, given as hex in argv[1],
@@ -38,10 +39,10 @@ with the installer's source before this file's) on itself before it takes a comm
 profile: no `ptrace`, no keyrings, no namespaces or mounts.
 
 Killing every process of the sandbox user (a reused container's reset; docs/threat-model.md,
-invariant 1). The argv `KILL_SANDBOX_USER` is not run: the keeper forks a child that becomes uid
-1000 WITHOUT exec, so it stays non-dumpable (the kernel marks a process that changed its
-credentials so), which no process of uid 1000 may trace, and that child repeats `kill(-1,
-SIGKILL)` until no thread of uid 1000 is alive, read from every `/proc/*/task/*/status` (a leader
+invariant 1). The argv `KILL_SANDBOX_USER` is not run: the keeper forks a child that becomes the
+sandbox user WITHOUT exec, so it stays non-dumpable (the kernel marks a process that changed its
+credentials so), which no process of that uid may trace, and that child repeats `kill(-1,
+SIGKILL)` until no thread of that uid is alive, read from every `/proc/*/task/*/status` (a leader
 that exited alone leaves its other threads running behind a zombie's `Z`). A reset run as the
 sandbox user itself was traced by a daemon the last sample left, which turned its `kill(-1)` into
 `getpid()`.
@@ -67,15 +68,19 @@ OUT, ERR, EXIT = b"O"[0], b"R"[0], b"X"[0]
 # frame in the stream, so the "died" frame its parent shell sends next is read as one.
 CHUNK = 4096 - HEADER.size
 DRAIN_AFTER_EXIT_S = 2.0
-SANDBOX_UID = 1000
+# The sandbox user's uid (and gid): the container's own host uid, given as argv[2] (__main__).
+SANDBOX_UID = -1
 KILL_SANDBOX_USER = "smoldataenvs-keeper:kill-sandbox-user"
 KILL_DEADLINE_S = 5.0
-# By absolute path, as root: the PATH in a command's environment is the caller's to choose.
-DROP_TO_SANDBOX_USER = [
-    "/usr/bin/setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}",
-    f"--groups={SANDBOX_UID}",
-    "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
-]  # fmt: skip
+
+
+def drop_to_sandbox_user():
+    # By absolute path, as root: the PATH in a command's environment is the caller's to choose.
+    return [
+        "/usr/bin/setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}",
+        f"--groups={SANDBOX_UID}",
+        "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+    ]  # fmt: skip
 
 
 def kill_sandbox_user():
@@ -223,7 +228,7 @@ class Keeper:
             env[key] = value
         try:
             proc = subprocess.Popen(
-                DROP_TO_SANDBOX_USER + argv,
+                drop_to_sandbox_user() + argv,
                 stdin=subprocess.PIPE if request.get("stdin") else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -373,4 +378,7 @@ class Keeper:
 if __name__ == "__main__":
     # Defined by sandboxes/seccomp.py's INSTALL_SOURCE, which keeper.py puts before this file.
     install_seccomp(sys.argv[1])  # type: ignore[name-defined]  # noqa: F821
+    SANDBOX_UID = int(sys.argv[2])
+    if SANDBOX_UID <= 0:
+        sys.exit(f"the sandbox user's uid must be a positive number, not {SANDBOX_UID}")
     Keeper().run()

@@ -13,8 +13,15 @@ tables) or `resources/compose.remote.yaml` (a stager fetches them: docs/cluster.
         result = await session.exec(["python3", "-c", "print(1)"], timeout=30)
 
 Design notes (why, not what):
+* Each container's sandbox user is a host uid of its own, claimed from the pool bwrap's sessions
+  use (hostuid.py: a lock per uid, dropped when this process dies) and held until the container
+  is removed: the kernel counts some things per host uid (inotify instances and watches,
+  processes for RLIMIT_NPROC, pipe buffer pages, POSIX message queue bytes), and with one uid
+  for every container a sample that took them all starved every other sample running beside it
+  (issue 32). The in-container uid is therefore that number, not 1000 (docs/sandboxes.md);
+  Inspect's stock compose provider cannot follow and stays uid 1000.
 * The container's keeper process (keeper_script.py as root, or `sleep infinity` as uid 65534
-  without one) is another uid than every command's (1000), so a program's `kill -9 -1` cannot
+  without one) is another uid than every command's, so a program's `kill -9 -1` cannot
   take the sandbox down and turn its own 0 into an ungraded sample; the same trick lets the host
   kill every user process after a timeout or an output overflow without losing the container.
 * The root filesystem is read-only; /tmp, /workdir, /home/user and /home/user/input are tmpfs
@@ -40,6 +47,7 @@ import uuid
 from pathlib import Path
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, TABLES_DIR, SandboxLimits
+from smoldataenvs_tasks.sandboxes import hostuid
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure
 from smoldataenvs_tasks.sandboxes.docker import api, keeper
 from smoldataenvs_tasks.sandboxes.docker.cleanup import sweep_once
@@ -77,13 +85,20 @@ class DockerSession(ContainerCommands):
         *,
         image: str,
         limits: SandboxLimits,
+        host_uid: hostuid.HostUid,
         transport: Transport | None = None,
     ) -> None:
-        """A session over a running container; `transport` carries its commands (default: the
-        docker CLI). `start` is how a container is made."""
+        """A session over a running container whose sandbox user is `host_uid` (released when
+        the container is removed); `transport` carries its commands (default: the docker CLI).
+        `start` is how a container is made."""
+        user = f"{host_uid.uid}:{host_uid.gid}"
         super().__init__(
-            container_id, limits=limits, transport=transport or CliTransport(container_id)
+            container_id,
+            limits=limits,
+            transport=transport or CliTransport(container_id, user),
+            sandbox_uid=host_uid.uid,
         )
+        self.host_uid = host_uid
         self.image = image
         # A spare's slot dir (mounted at /mnt/tables; removed at close) and the stage dir whose
         # tables go into it before the first command.
@@ -106,12 +121,31 @@ class DockerSession(ContainerCommands):
             raise SandboxFailure(f"stage dir {stage_dir} does not exist")
         mount = f"type=bind,{mount_field('source', str(stage_dir))},target={TABLES_DIR},readonly"
         image = await resolve_image(image)
+        # Containers of a dead harness process go first: the uids they ran as are free again.
         await sweep_once()
+        try:
+            claimed = await asyncio.to_thread(hostuid.claim)
+        except OSError as error:
+            raise SandboxFailure(f"no host uid for the sandbox user: {error}") from error
+        try:
+            return await cls._run(mount, image, limits, claimed)
+        except BaseException:
+            claimed.release()
+            raise
+
+    @classmethod
+    async def _run(
+        cls,
+        mount: str,
+        image: str,
+        limits: SandboxLimits,
+        claimed: hostuid.HostUid,
+    ) -> DockerSession:
         name = f"smoldataenvs-{os.getpid()}-{uuid.uuid4().hex[:10]}"
         # The transport is chosen here, for every command of the container's life.
         socket_path = api.local_socket() if keeper.enabled() else None
         if socket_path is not None:  # commands through the keeper (keeper.py), no exec each
-            keeper_flags, command = keeper.run_flags(), keeper.keeper_command()
+            keeper_flags, command = keeper.run_flags(), keeper.keeper_command(claimed.uid)
         else:
             keeper_flags = ["--user", KEEPER_USER, "--entrypoint", "/bin/sleep"]
             command = ["infinity"]
@@ -123,7 +157,7 @@ class DockerSession(ContainerCommands):
             "--label", f"{LABEL_SESSION}=1",
             "--label", owner_label(),
             "--mount", mount,
-            *container_args(limits),
+            *container_args(limits, sandbox_uid=claimed.uid),
             *keeper_flags,
             image, *command,
         )  # fmt: skip
@@ -141,13 +175,15 @@ class DockerSession(ContainerCommands):
         if sheltered is not None:
             logger.debug(f"container {container_id[:12]}: init not sheltered: {sheltered}")
         if socket_path is None:
-            return cls(container_id, image=image, limits=limits)
+            return cls(container_id, image=image, limits=limits, host_uid=claimed)
         transport = keeper.KeeperTransport(container_id, socket_path)
-        session = cls(container_id, image=image, limits=limits, transport=transport)
+        session = cls(
+            container_id, image=image, limits=limits, host_uid=claimed, transport=transport
+        )
         try:  # attached now, while the container is a spare, not at its first command
             await transport.connect()
         except BaseException:
-            await asyncio.shield(session.close())
+            await asyncio.shield(session._remove(release_uid=False))  # start() releases it
             raise
         return session
 
@@ -213,19 +249,28 @@ class DockerSession(ContainerCommands):
             logger.info(f"not reusing sandbox container {self.container_id[:12]}: {reason}")
             await self._remove()
             return None
+        # The container, and so its uid, passes to the next sample's session (one at a time).
         fresh = DockerSession(
-            self.container_id, image=self.image, limits=self.limits, transport=self.transport
+            self.container_id,
+            image=self.image,
+            limits=self.limits,
+            host_uid=self.host_uid,
+            transport=self.transport,
         )
         fresh.slot_dir = self.slot_dir
         fresh.uses = self.uses + 1
         return fresh
 
-    async def _remove(self) -> None:
+    async def _remove(self, *, release_uid: bool = True) -> None:
         try:
             await self._close_transports()
             rc, _, err = await docker("rm", "--force", "--volumes", self.container_id)
             if rc != 0 and b"no such container" not in err.lower():
                 raise SandboxFailure(f"docker rm failed: {err.decode(errors='replace').strip()}")
+            # Only once the container (every process of its uid) is gone may another claim it;
+            # a failed removal keeps the uid until this process ends.
+            if release_uid:
+                self.host_uid.release()
         finally:
             if self.slot_dir is not None:
                 await asyncio.to_thread(shutil.rmtree, self.slot_dir, True)
@@ -242,7 +287,9 @@ class DockerSession(ContainerCommands):
             "kind": self.kind,
             "container": self.container_id[:12],
             "image": self.image,
-            "enforcement": "docker cgroup limits, uid 1000, no network, read-only root",
+            "enforcement": (
+                f"docker cgroup limits, uid {self.sandbox_uid}, no network, read-only root"
+            ),
             "oom_detection": "cgroup counter" if self._memory_events else "docker inspect",
         }
 

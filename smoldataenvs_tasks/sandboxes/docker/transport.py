@@ -15,7 +15,7 @@ A `Command` is one command started through a transport. Its output goes to the `
 bytes)` given at its start as it comes (1 = stdout, 2 = stderr); `wait()` gives its exit;
 `kill_group()` ends it alone in the container; `stop()` stops listening to it.
 
-    transport = CliTransport(container_id)
+    transport = CliTransport(container_id, user="<uid>:<gid>")
     command = await transport.start(argv, workdir="/", env=[], input=None, on_output=keep)
     rc, refusal = await command.wait()
 """
@@ -28,7 +28,6 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from smoldataenvs_tasks.sandboxes.docker.engine import CONTROL_TIMEOUT_S, docker, docker_binary
-from smoldataenvs_tasks.sandboxes.docker.image import SANDBOX_USER
 
 # After a command ends or is killed, its output still on the way is waited for this long.
 DRAIN_S = 10.0
@@ -136,13 +135,15 @@ class CliCommand:
 
 
 class CliTransport:
-    """`docker exec --user 1000:1000` through the docker CLI, one client process per command."""
+    """`docker exec --user <uid>:<gid>` through the docker CLI, one client process per command;
+    `user` is the container's sandbox user (session.py gives each container its own)."""
 
     name = "cli"
     inherits_filter = False
 
-    def __init__(self, container_id: str) -> None:
+    def __init__(self, container_id: str, user: str) -> None:
         self.container_id = container_id
+        self.user = user
 
     async def start(
         self,
@@ -156,7 +157,7 @@ class CliTransport:
         env_args = [arg for variable in env for arg in ("--env", variable)]
         proc = await asyncio.create_subprocess_exec(
             docker_binary(), "exec", *(["--interactive"] if input is not None else []),
-            "--user", SANDBOX_USER, "--workdir", workdir, *env_args, self.container_id, *argv,
+            "--user", self.user, "--workdir", workdir, *env_args, self.container_id, *argv,
             stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
