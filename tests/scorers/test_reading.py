@@ -218,6 +218,122 @@ def test_quick_paths_agree_with_the_full_reading_on_every_corpus_side() -> None:
         assert _tokens_key(text, quick=True) == _tokens_key(text, quick=False), text
 
 
+# Issue 33's quick shapes for realistic answers: wrapped numbers, dashed dates listed or ending a
+# sentence, a number with a magnitude. Their near misses too (another wrapper's end, a month
+# 13, a lowercase "m"), so a quick shape that took one would fail here.
+_numbers = st.from_regex(r"-?\d{1,6}(\.\d{1,3})?", fullmatch=True)
+_wrapper_parts = sorted({part for pair in reading._WRAPPER_PAIRS for part in pair})
+_dashed_days = st.builds(
+    "{}-{}-{}".format,
+    st.sampled_from(["2019", "0000", "1996", "9999", "12"]),
+    st.sampled_from(["1", "01", "09", "12", "13", "00"]),
+    st.sampled_from(["1", "01", "27", "31", "32", "00"]),
+)
+_magnitude_words = st.sampled_from(sorted(reading._MAGNITUDES)).flatmap(
+    lambda word: st.lists(st.booleans(), min_size=len(word), max_size=len(word)).map(
+        lambda upper: "".join(c.upper() if u else c for c, u in zip(word, upper, strict=True))
+    )
+)
+_worded = st.lists(
+    st.sampled_from(
+        ["four", "hundred", "and", "ninety", "-", "six", "seventeen", "one", "a", "thousand",
+         "Five", "dozen", "fourty", "sixtyish", "and and", "twenty-", " "]
+    ),
+    min_size=1,
+    max_size=6,
+).map(lambda words: " ".join(words).replace(" - ", "-"))  # fmt: skip
+quick_shape_texts = st.one_of(
+    st.builds(
+        "{}{}{}{}{}".format,
+        st.sampled_from(_wrapper_parts),
+        st.sampled_from(["", " ", "  "]),
+        _numbers,
+        st.sampled_from(["", " ", "\n"]),
+        st.sampled_from(_wrapper_parts),
+    ),
+    st.sampled_from(sorted(reading._WRAPPER_PAIRS)).flatmap(
+        lambda pair: _numbers.map(lambda n: f"{pair[0]}{n}{pair[1]}")
+    ),
+    st.lists(_dashed_days, min_size=1, max_size=4).flatmap(
+        lambda days: st.sampled_from([", ", ",", " , ", ",  "]).map(lambda sep: sep.join(days))
+    ),
+    st.builds("{}{}".format, _dashed_days, st.sampled_from([".", "..", " .", ""])),
+    st.builds(
+        "{}{}{}{}".format,
+        _dashed_days,
+        st.sampled_from(
+            [
+                " or ",
+                " - ",
+                " \u2013 ",
+                " to ",
+                " (or ",
+                " (maybe ",
+                " or maybe ",
+                " or possibly ",
+                " and ",
+                " | ",
+                "; ",
+                " / ",
+                " or  ",
+                "or ",
+                " (perhaps ",
+            ]
+        ),
+        _dashed_days,
+        st.sampled_from(["", ")", ").", " )"]),
+    ),
+    st.builds(
+        "{}{}{}{}".format,
+        st.sampled_from(["12", "7.5", "0", "1", "385"]),
+        st.sampled_from(
+            [" or ", " or maybe ", " or possibly ", " (or ", " (maybe ", " and ", ", or possibly "]
+        ),
+        _worded,
+        st.sampled_from(["", ")", " )", "."]),
+    ),
+    st.builds(
+        "{}{}{}".format,
+        _worded,
+        st.sampled_from([", or possibly ", " or possibly ", ", or ", ", or possibly -"]),
+        st.sampled_from(["12", "7.5", "0", "1", "385", "12 years"]),
+    ),
+    st.builds(
+        "{}{}{}{}".format,
+        _numbers,
+        st.sampled_from(["", " ", "  "]),
+        _magnitude_words,
+        st.sampled_from(["", ".", " ", "s"]),
+    ),
+)
+
+
+@PROPERTY
+@given(text=quick_shape_texts, whole=st.booleans())
+def test_issue_33_quick_shapes_read_exactly_as_the_full_reading(text: str, whole: bool) -> None:
+    assert reading._read(text, whole=whole) == _full(text, whole), text
+
+
+def test_issue_33_quick_shapes_are_taken() -> None:
+    """The shapes are read by their own pattern (else they would only cost a failed match)."""
+    assert reading._quick_shape("The final answer is $\\boxed{-12.5}$.", True) == read(
+        "-12.5"
+    )._replace(plain=False)
+    assert reading._quick_shape("2019-05-01, 2019-05-02", True) == read("2019-05-01, 2019-05-02")
+    assert reading._quick_shape("2019-05-01, 2019-05-02", False) is None
+    assert reading._quick_shape("2019-05-01.", True) == Date((2019, 5, 1, 0, 0, 0))
+    assert reading._quick_shape("12 Mn", True) == read("12 million")
+    assert reading._quick_shape("12 m", True) is None  # metres
+    for worded in (
+        "354 (maybe six hundred and eighteen)",
+        "four hundred and eighteen, or possibly 75",
+    ):
+        assert reading._quick_shape(worded, True) == read(worded), worded
+        assert reading._quick_shape(worded, False) == read_item(worded), worded
+    hedge = "2019-05-01 (or 2019-05-02)"
+    assert reading._quick_shape(hedge, False) == read(hedge) == Multi((), True)
+
+
 word_texts = st.lists(
     st.one_of(
         st.sampled_from(
