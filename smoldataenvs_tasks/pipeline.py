@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smoldataenvs_tasks.contract import ANSWER_FILE, DEFAULT_LIMITS, PROGRAM_PATH, SandboxLimits
+from smoldataenvs_tasks.contract import (
+    ANSWER_FILE,
+    DEFAULT_LIMITS,
+    PROGRAM_PATH,
+    ExecResult,
+    SandboxLimits,
+)
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.sandboxes.answer_file import AnswerState, read_answer_file
 from smoldataenvs_tasks.sandboxes.base import ProgramHost, SandboxFailure
@@ -368,3 +374,69 @@ def grade_program_replies_with_tables(
 def grade_program_replies(replies: Sequence[ProgramReply], **options: Any) -> list[Verdict]:
     """Synchronous entry for callers without an event loop (lm-eval filters, the CLI)."""
     return [graded.verdict for graded in grade_program_replies_with_tables(replies, **options)]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One recorded call of the agentic task's tools (inspect_adapter/tools.py): `bash` runs
+    `text` as `bash -c`, `python` feeds it to `python3 -`; each a fresh process in /workdir."""
+
+    tool: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ReplayedSession:
+    """What replaying an agent's tool calls in a fresh session gave: the answer file's verdict
+    and each call's result (none when the task's tables could not be staged)."""
+
+    verdict: Verdict
+    results: list[ExecResult] = field(default_factory=list)
+
+
+async def replay_tool_calls(
+    record: TaskRecord,
+    calls: Sequence[ToolCall],
+    *,
+    sandbox: str = "auto",
+    mirror: str | None = None,
+    revision: str | None = None,
+    limits: SandboxLimits = DEFAULT_LIMITS,
+    profile: str = DEFAULT_PROFILE,
+) -> ReplayedSession:
+    """Run an agentic sample's recorded tool calls, in order, in a fresh session staged as the
+    task stages one (`prepare_tables`, then a session whose input dir links the tables), and
+    grade /workdir/answer.txt with the scorer's reader (`decide_answer_file`): what
+    `smoldataenvs verify --reexecute` compares with the recorded verdict."""
+    from smoldataenvs_tasks.contract import WORKDIR
+    from smoldataenvs_tasks.data.staging import new_stage_dir, remove_stage_dir
+    from smoldataenvs_tasks.sandboxes.opening import open_session
+
+    stage_dir = await asyncio.to_thread(new_stage_dir)
+    try:
+        prepared = await asyncio.to_thread(
+            prepare_tables, record, stage_dir, mirror=mirror, revision=revision
+        )
+        early = prepared.verdict(profile)
+        if early is not None:
+            return ReplayedSession(early)
+        session = await open_session(sandbox, stage_dir, limits=limits)
+        try:
+            results = []
+            for call in calls:
+                python = call.tool == "python"
+                argv = ["python3", "-"] if python else ["bash", "-c", call.text]
+                results.append(
+                    await session.exec(
+                        argv,
+                        input=call.text if python else None,
+                        cwd=WORKDIR,
+                        timeout=limits.tool_timeout_s,
+                    )
+                )
+            verdict = await decide_answer_file(record, session, profile=profile)
+            return ReplayedSession(verdict, results)
+        finally:
+            await session.close()
+    finally:
+        await asyncio.to_thread(remove_stage_dir, stage_dir)

@@ -16,6 +16,8 @@ check.
     smoldataenvs compare logs/run.eval out/ --json
     # check a submission, and build a leaderboard of several
     smoldataenvs verify report/submission.json --logs logs/
+    # ... and every answer produced again here: programs re-run, agents' commands replayed
+    smoldataenvs verify report/submission.json --logs logs/ --reexecute --sandbox bwrap
     smoldataenvs leaderboard reports/*/submission.json --out leaderboard/
 
 The computation lives in `smoldataenvs_tasks.results` (load, select, stats, submission, verify,
@@ -33,9 +35,10 @@ from typing import TYPE_CHECKING
 import click
 
 from smoldataenvs_tasks.data.cache import atomic_write_bytes
-from smoldataenvs_tasks.errors import BadInput
+from smoldataenvs_tasks.errors import BadInput, SmolDataEnvsError
 from smoldataenvs_tasks.results.model.errors import IncompatibleRunsError, RunLoadError
 from smoldataenvs_tasks.results.model.runs import Run
+from smoldataenvs_tasks.sandboxes.kinds import AUTO, OPENABLE, resolve_kind
 
 if TYPE_CHECKING:
     from smoldataenvs_tasks.results.model.schema import EstimateEntry, Submission
@@ -222,6 +225,31 @@ _MIRROR_HELP = (
 )
 
 
+_REEXECUTE = click.option(
+    "--reexecute",
+    is_flag=True,
+    help="With --logs: produce every graded answer again on this machine (each program re-run, "
+    "each agent's recorded commands replayed in a fresh sandbox, on this machine's tables) and "
+    "fail a sample whose fresh verdict differs from the recorded one.",
+)
+_SANDBOX = click.option(
+    "--sandbox",
+    type=click.Choice([AUTO, *OPENABLE]),
+    default=AUTO,
+    show_default=True,
+    help="The sandbox --reexecute runs programs and commands in.",
+)
+
+
+def _reexecute_kind(reexecute: bool, sandbox: str, logs: tuple[str, ...]) -> str | None:
+    """The sandbox kind `--reexecute` uses here, or None without it."""
+    if not reexecute:
+        return None
+    if not logs:
+        raise BadInput("--reexecute needs the logs the submission was made from (--logs)")
+    return resolve_kind(sandbox)
+
+
 @click.command("verify")
 @click.argument("submissions", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option(
@@ -233,20 +261,30 @@ _MIRROR_HELP = (
     "there with the same outcomes, and every recorded answer is re-graded. Repeatable.",
 )
 @click.option("--mirror", type=click.Path(file_okay=False, exists=True), help=_MIRROR_HELP)
+@_REEXECUTE
+@_SANDBOX
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 def verify_command(
-    submissions: tuple[str, ...], logs: tuple[str, ...], mirror: str | None, as_json: bool
+    submissions: tuple[str, ...],
+    logs: tuple[str, ...],
+    mirror: str | None,
+    reexecute: bool,
+    sandbox: str,
+    as_json: bool,
 ) -> None:
     """Check a submission.json: its sha256, every figure recomputed from its per-task outcomes,
     its grader, revision, protocol and split size, the tasks and digests against the verifier's
-    own data, and (with --logs) every recorded answer re-graded with the verifier's gold. Exits
-    1 on any mismatch, 2 on a malformed file."""
+    own data, and (with --logs) every recorded answer re-graded with the verifier's gold; with
+    --reexecute every answer is also produced again here (programs re-run, agents' commands
+    replayed) and compared with the record. Exits 1 on any mismatch, 2 on a malformed file."""
     from smoldataenvs_tasks.results.verify.verifier import Verifier
 
     try:
-        verifier = Verifier(logs=logs, mirror=mirror)
+        verifier = Verifier(
+            logs=logs, mirror=mirror, reexecute=_reexecute_kind(reexecute, sandbox, logs)
+        )
         results = [verifier.verify_file(path) for path in submissions]
-    except RunLoadError as exc:
+    except (RunLoadError, SmolDataEnvsError) as exc:
         raise BadInput(str(exc)) from None
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False))
@@ -259,6 +297,8 @@ def verify_command(
                 click.echo(f"  {check.status:<4}  {check.name}: {check.detail}")
             if not result.ok:
                 click.echo("  NOT VERIFIED")
+            elif result.reexecuted:
+                click.echo("  verified and re-executed: every answer produced again here")
             elif result.verified:
                 click.echo("  verified against its logs and this machine's data")
             else:
@@ -285,6 +325,8 @@ def verify_command(
     "submission whose runs are here is re-graded and ranked. Repeatable.",
 )
 @click.option("--mirror", type=click.Path(file_okay=False, exists=True), help=_MIRROR_HELP)
+@_REEXECUTE
+@_SANDBOX
 @click.option(
     "--verified-only",
     is_flag=True,
@@ -302,6 +344,8 @@ def leaderboard_command(
     out: str,
     logs: tuple[str, ...],
     mirror: str | None,
+    reexecute: bool,
+    sandbox: str,
     verified_only: bool,
     formats: tuple[str, ...],
 ) -> None:
@@ -327,9 +371,14 @@ def leaderboard_command(
     entries = []
     refused = []
     try:
-        verifier = Verifier(logs=logs, mirror=mirror, require_logs=False)
+        verifier = Verifier(
+            logs=logs,
+            mirror=mirror,
+            require_logs=False,
+            reexecute=_reexecute_kind(reexecute, sandbox, logs),
+        )
         results = [(path, verifier.verify_file(path)) for path in submissions]
-    except RunLoadError as exc:
+    except (RunLoadError, SmolDataEnvsError) as exc:
         raise BadInput(str(exc)) from None
     for note in verifier.notes:
         click.echo(f"note: {note}")
@@ -347,6 +396,7 @@ def leaderboard_command(
             continue
         standing = Standing(
             verified=result.verified,
+            reexecuted=result.reexecuted,
             pin_failures=[c.name for c in result.failures()],
             flags=[f"{c.name}: {c.detail}" for c in result.flags],
             complete=complete,

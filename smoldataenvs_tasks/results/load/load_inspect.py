@@ -317,6 +317,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         split_sha256=provenance["split_sha256"],
         call_mismatches=calls.mismatches(header_values(stated)),
         retried=retried,
+        location=str(log_file),
     )
 
 

@@ -395,6 +395,7 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 settings=settings,
                 split_sha256=provenance["split_sha256"],
                 call_mismatches=calls.mismatches(header_values(stated)),
+                location=str(samples_file) if samples_file.exists() else None,
                 **coverage,
             )
         )

@@ -137,6 +137,9 @@ class Run:
     call_mismatches: list[str] = field(default_factory=list)
     # Samples re-run after an error, with what their earlier attempts scored.
     retried: list[Retried] = field(default_factory=list)
+    # The file the attempts were read from (an Inspect log, an lm-eval samples file), on this
+    # machine: `verify --reexecute` reads the replies and tool calls there. Not part of a report.
+    location: str | None = None
 
     @property
     def label(self) -> str:

@@ -1,8 +1,11 @@
 """`smoldataenvs leaderboard`: submissions as ranked tables with paired comparisons.
 
 Only a submission verified against its logs (every recorded answer re-graded) and against the
-maintainer's own data is ranked. Tables come in three sections, never interleaved:
+maintainer's own data is ranked. Tables come in sections, never interleaved:
 
+- `re-executed`: as `ranked`, and verified with `--reexecute`: every graded answer was produced
+  again on the maintainer's machine (programs re-run, agents' commands replayed) and every
+  recorded reward reproduced (results/reexecute.py); ranked above the regrade-only tier;
 - `ranked`: verified, every setting the task's default, the split its pinned size, this
   package's pins;
 - `other settings`: verified, but a setting differs from the task's defaults (results/
@@ -92,6 +95,7 @@ LeaderboardEntry = TypedDict(
         "nonstandard": bool,
         "coverage": str,
         "verified": bool,
+        "reexecuted": bool,  # every graded answer produced again by the verifier
         "settings": list[str],
         "pins": str,
         "n_runs": int,
@@ -194,11 +198,14 @@ class Leaderboard(TypedDict):
 
 LEADERBOARD_FORMAT = "smoldataenvs-leaderboard/2"
 RANKED, OTHER, UNVERIFIED = "ranked", "other settings", "unverified"
+# Verified by re-execution (`--reexecute`), not only by re-grading the recorded answers: above
+# the regrade-only `ranked` tier, since a recorded answer its program does not print fails here.
+REEXECUTED = "re-executed"
 # Verified runs that do not cover their split (filters, --limit, retried failures left out):
 # listed apart, never ranked, since a run of the tasks a model solves would top a complete one.
 PARTIAL = "partial"
 NOT_SEPARATED = "not separated"  # a pair whose paired CI contains 0
-SECTIONS = (RANKED, OTHER, PARTIAL, UNVERIFIED)
+SECTIONS = (REEXECUTED, RANKED, OTHER, PARTIAL, UNVERIFIED)
 UNRANKED = (PARTIAL, UNVERIFIED)
 
 
@@ -210,6 +217,7 @@ class Standing:
     pin_failures: list[str] = field(default_factory=list)  # e.g. ["grader_version"]
     flags: list[str] = field(default_factory=list)  # "protocol: ...", "split_size: ..."
     complete: bool = True  # the submission covers its whole split (coverage.complete)
+    reexecuted: bool = False  # verified with --reexecute, every recorded reward reproduced
 
     @property
     def section(self) -> str:
@@ -217,7 +225,9 @@ class Standing:
             return UNVERIFIED
         if not self.complete:
             return PARTIAL
-        return OTHER if self.pin_failures or self.flags else RANKED
+        if self.pin_failures or self.flags:
+            return OTHER
+        return REEXECUTED if self.reexecuted else RANKED
 
 
 def grader_label(sub: Submission) -> str:
@@ -307,6 +317,7 @@ def _entry(name: str, sub: Submission, standing: Standing) -> LeaderboardEntry:
         "nonstandard": bool(sub["coverage"]["nonstandard"]),
         "coverage": coverage_phrase(sub["coverage"]),
         "verified": standing.verified,
+        "reexecuted": standing.reexecuted,
         "settings": sub["protocol_deviations"],
         "pins": "ok" if not pins else "differs: " + ", ".join(pins),
         "n_runs": sub["n_runs"],
@@ -490,6 +501,8 @@ def _section_title(key: TableKey) -> str:
         return f"PARTIAL (not the whole split: not ranked) · {title}"
     if section == OTHER:
         return f"other settings (ranked only here) · {title}"
+    if section == REEXECUTED:
+        return f"RE-EXECUTED (every answer produced again by the verifier) · {title}"
     return title
 
 
@@ -576,7 +589,8 @@ def build_leaderboard(
         "resamples": BOOTSTRAP_RESAMPLES,
         "seed": BOOTSTRAP_SEED,
         "tables": (
-            "sections ranked, other settings and unverified, never interleaved; within "
+            "sections re-executed, ranked, other settings, partial and unverified, never "
+            "interleaved; within "
             "one, tables separated by split, dataset revision, grader, variant, protocol "
             "and split size"
         ),

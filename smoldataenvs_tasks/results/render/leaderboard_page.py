@@ -81,6 +81,10 @@ def _rank(entry: LeaderboardEntry) -> str:
 
 
 _SECTION_WORDS = {
+    "re-executed": "Re-executed: verified against their logs and the maintainer's data, and "
+    "every graded answer produced again on the maintainer's machine (each program re-run, each "
+    "agent's commands replayed in a fresh sandbox) with every recorded reward reproduced; "
+    "ranked above the re-graded tier.",
     "ranked": "Ranked: verified against their logs (every answer re-graded) and the "
     "maintainer's data, with the task's default settings.",
     "other settings": "Other settings: verified, but a setting differs from the task's "
@@ -300,6 +304,11 @@ def _estimate_td(
 
 def _badges(e: LeaderboardEntry) -> str:
     badges = []
+    if e.get("reexecuted"):
+        badges.append(
+            '<span class="badge reexecuted" title="every answer produced again by the '
+            'verifier">re-executed</span>'
+        )
     if not e["verified"]:
         badges.append(
             '<span class="badge unverified" title="no logs: not re-graded">unverified</span>'

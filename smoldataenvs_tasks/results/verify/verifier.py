@@ -24,6 +24,10 @@ a reader must know it: settings other than the task's, a split of another size) 
   retries that turned scored failures into passes more than a fair coin allows fail;
 - `regrade` (given `--logs`): every recorded answer in the logs is graded again with this
   package's grader and the verifier's gold; the first reward that differs fails, naming the task;
+- `reexecute` (given `--logs` and `--reexecute`): every graded attempt produced again here,
+  each program re-run and each agent's commands replayed in the verifier's sandbox on its own
+  tables, and the fresh verdict compared with the recorded one (results/reexecute.py); a
+  difference its own program reproduces fails, one that cannot be replayed exactly is named;
 - `coverage`: a note saying whether the run covered the whole split.
 
 A malformed file (not JSON, a field of the wrong type, NaN, 1e309, nesting too deep) is not a
@@ -31,6 +35,7 @@ check: it raises SubmissionFormatError, one line naming the field.
 
     smoldataenvs verify report/submission.json
     smoldataenvs verify report/submission.json --logs logs/ out/ --mirror /data/mirror
+    smoldataenvs verify report/submission.json --logs logs/ --reexecute --sandbox bwrap
 """
 
 from __future__ import annotations
@@ -88,6 +93,7 @@ INTEGRITY_CHECKS = (
     "calls",
     "retries",
     "regrade",
+    "reexecute",
 )
 _MAX_DIFFS = 12
 # Header fields the logs are not compared on: the model label (`report --name`), the format, the
@@ -116,6 +122,7 @@ class VerificationResult(TypedDict):
     source: str
     ok: bool
     verified: bool
+    reexecuted: bool
     checks: list[CheckResult]
 
 
@@ -141,6 +148,12 @@ class Verification:
         return self.ok and {"logs", "regrade", "data"} <= passed
 
     @property
+    def reexecuted(self) -> bool:
+        """Verified, and every graded answer produced again here (`--reexecute`) with no
+        attempt that could not be replayed."""
+        return self.verified and any(c.name == "reexecute" and c.status == OK for c in self.checks)
+
+    @property
     def flags(self) -> list[Check]:
         return [c for c in self.checks if c.status == FLAG]
 
@@ -152,6 +165,7 @@ class Verification:
             "source": self.source,
             "ok": self.ok,
             "verified": self.verified,
+            "reexecuted": self.reexecuted,
             "checks": [
                 {"name": c.name, "status": c.status, "detail": c.detail} for c in self.checks
             ],
@@ -396,7 +410,9 @@ class Verifier:
 
     `logs` are Inspect logs and lm-eval output folders (a malformed one raises RunLoadError,
     one line naming it; copies, regrades and retries of one run count once); `mirror` is the
-    verifier's data (else SMOLDATAENVS_MIRROR, else the Hub cache at the pinned revision)."""
+    verifier's data (else SMOLDATAENVS_MIRROR, else the Hub cache at the pinned revision);
+    `reexecute` a sandbox kind to produce every graded answer again in (results/reexecute.py).
+    """
 
     def __init__(
         self,
@@ -404,12 +420,15 @@ class Verifier:
         logs: Sequence[str | Path] = (),
         mirror: str | os.PathLike[str] | None = None,
         require_logs: bool = True,
+        reexecute: str | None = None,
     ) -> None:
         self.log_paths = [str(p) for p in logs]
         self.mirror = mirror
         # False for a leaderboard: a submission none of whose runs is in the logs is listed
         # as unverified, not refused.
         self.require_logs = require_logs
+        # The sandbox kind to re-execute every graded answer in (`--reexecute`), or None.
+        self.reexecute = reexecute
         self.notes: list[str] = []
         self.runs: list[Run] = []
         if self.log_paths:
@@ -468,6 +487,13 @@ class Verifier:
                 result.checks.append(_check_retries(matched))
             if check.status == OK and found is not None:
                 result.checks.append(check_regrade(matched, found))
+                if self.reexecute is not None:
+                    from smoldataenvs_tasks.results.verify.reexecute import check_reexecute
+
+                    mirror = None if self.mirror is None else str(self.mirror)
+                    result.checks.append(
+                        check_reexecute(matched, found, sandbox=self.reexecute, mirror=mirror)
+                    )
             elif check.status == OK:
                 result.checks.append(
                     Check("regrade", FAIL, "no gold to re-grade with: " + str(data))

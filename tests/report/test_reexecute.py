@@ -1,0 +1,180 @@
+"""`smoldataenvs verify --reexecute` (issue 35): every graded answer produced again on the
+verifier's machine, in its sandbox, on its tables, and compared with what the log records.
+
+Honest runs through both frameworks reproduce every reward; a program that reads the clock is
+named and counted as not exact; one whose two fresh runs disagree with each other and with the
+record is named as not replayable and keeps the entry out of the re-executed tier. Forgeries
+are in tests/security/test_forged_submissions.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from smoldataenvs_tasks.cli import main
+from smoldataenvs_tasks.results.publish.leaderboard import (
+    RANKED,
+    REEXECUTED,
+    SECTIONS,
+    Standing,
+)
+from smoldataenvs_tasks.results.publish.submission import submission_json
+from smoldataenvs_tasks.results.verify.reexecute import replay_hints
+from tests.replies import REVENUE_TASK, fenced
+from tests.report.conftest import run_inspect
+from tests.report.replays import MIXED, Reply, write_replay
+from tests.report.synthetic import synthetic_submission
+
+
+def invoke(*args: Any) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def reexecute_check(result: Result) -> dict[str, Any]:
+    [verdict] = json.loads(result.output[result.output.index("[") :])
+    checks = {c["name"]: c for c in verdict["checks"]}
+    return {"verdict": verdict, **checks["reexecute"]}
+
+
+def verify_reexecuted(sub: Path, logs: Path, sandbox: str) -> Result:
+    return invoke("verify", sub, "--logs", logs, "--reexecute", "--sandbox", sandbox, "--json")
+
+
+# --- static hints -------------------------------------------------------------------------------
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("import time\nprint(time.time())", "the clock"),
+        ("from datetime import datetime\nprint(datetime.now().year)", "today's date"),
+        ("date +%s > /workdir/answer.txt", "today's date"),
+        ("import random\nprint(random.choice([1, 2]))", "randomness without a seed"),
+        ("import numpy as np\nprint(np.random.rand())", "randomness without a seed"),
+        ("import uuid\nprint(uuid.uuid4())", "random bytes"),
+        ("import os\nprint(os.urandom(4).hex())", "random bytes"),
+    ],
+)
+def test_a_program_that_may_vary_is_named_by_what_it_reads(text, hint):
+    assert hint in replay_hints(text)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import pandas as pd\nprint(pd.read_csv('orders.csv').units.sum())",
+        "import random\nrandom.seed(0)\nprint(random.random())",
+        "df.sample(5, random_state=1)",
+        "cat /home/user/input/orders.csv | head -n 3 > /workdir/update.txt",
+    ],
+)
+def test_a_deterministic_program_has_no_hint(text):
+    assert replay_hints(text) == []
+
+
+@pytest.mark.unit
+def test_a_reexecuted_entry_ranks_in_its_own_tier_above_the_regraded_one():
+    assert Standing(verified=True, reexecuted=True).section == REEXECUTED
+    assert Standing(verified=True).section == RANKED
+    assert SECTIONS.index(REEXECUTED) < SECTIONS.index(RANKED)
+    # Re-execution does not lift a run out of the tables its settings or coverage put it in.
+    assert Standing(verified=True, reexecuted=True, flags=["protocol: x"]).section != REEXECUTED
+    assert Standing(verified=True, reexecuted=True, complete=False).section != REEXECUTED
+    assert Standing(verified=False, reexecuted=True).section != REEXECUTED
+
+
+# --- honest runs --------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_an_honest_inspect_run_is_reexecuted_exactly(inspect_mixed_log, sandbox_kind, tmp_path):
+    assert invoke("report", inspect_mixed_log, "--out", tmp_path / "r").exit_code == 0
+    result = verify_reexecuted(tmp_path / "r" / "submission.json", inspect_mixed_log, sandbox_kind)
+    assert result.exit_code == 0, result.output
+    check = reexecute_check(result)
+    graded = sum(1 for reply in MIXED.values() if reply.category != "ungraded")
+    assert check["status"] == "ok", check
+    assert f"{graded} attempt(s) re-executed in {sandbox_kind} sandboxes" in check["detail"]
+    assert f"{graded} exact" in check["detail"]
+    assert check["verdict"]["reexecuted"] is True
+
+
+@pytest.mark.slow
+def test_an_honest_lm_eval_run_is_reexecuted_exactly(lm_eval_mixed_dir, sandbox_kind, tmp_path):
+    assert invoke("report", lm_eval_mixed_dir, "--out", tmp_path / "r").exit_code == 0
+    result = verify_reexecuted(tmp_path / "r" / "submission.json", lm_eval_mixed_dir, sandbox_kind)
+    assert result.exit_code == 0, result.output
+    check = reexecute_check(result)
+    graded = sum(1 for reply in MIXED.values() if reply.category != "ungraded")
+    assert check["status"] == "ok", check
+    assert f"{graded} exact" in check["detail"]
+
+
+@pytest.mark.unit
+def test_reexecute_without_logs_is_one_line(tmp_path):
+    path = tmp_path / "submission.json"
+    path.write_bytes(submission_json(synthetic_submission("m", [[1.0], [0.0]])))
+    result = invoke("verify", path, "--reexecute")
+    assert result.exit_code == 2
+    assert "--reexecute needs the logs" in result.output
+
+
+# --- programs that do not replay exactly ----------------------------------------------------------
+
+CLOCK = fenced("import time\nprint(time.time_ns())")
+
+
+@pytest.fixture(scope="module")
+def clock_log(sandbox_kind, tmp_path_factory) -> Path:
+    """An honest run whose revenue program prints the clock (a wrong answer either way)."""
+    root = tmp_path_factory.mktemp("clock")
+    replies = {**MIXED, REVENUE_TASK: Reply(CLOCK, "wrong_value")}
+    return run_inspect(write_replay(root / "clock.jsonl", replies), root / "logs", label="clock")
+
+
+@pytest.mark.slow
+def test_a_program_that_prints_the_clock_is_named_and_counted(clock_log, sandbox_kind, tmp_path):
+    assert invoke("report", clock_log, "--out", tmp_path / "r").exit_code == 0
+    result = verify_reexecuted(tmp_path / "r" / "submission.json", clock_log, sandbox_kind)
+    assert result.exit_code == 0, result.output
+    check = reexecute_check(result)
+    # The same reward (0: wrong either way) from another answer: reproduced, but not exactly.
+    assert check["status"] == "ok", check
+    assert "1 inexact" in check["detail"]
+    assert f"inexact: {REVENUE_TASK}" in check["detail"] and "the clock" in check["detail"]
+
+
+@pytest.mark.slow
+def test_a_record_two_fresh_runs_disagree_on_is_not_replayable_and_not_reexecuted(
+    clock_log, sandbox_kind, tmp_path
+):
+    """The clock program's record claims the gold: each fresh run prints another time, so
+    none can be held to the record. Named and counted; the entry is not re-executed."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(clock_log))
+    for sample in log.samples:
+        if sample.id == REVENUE_TASK:
+            for score in sample.scores.values():
+                score.value = 1.0
+                score.metadata.update(
+                    reward=1.0, category="correct", method="exact", prediction="7438.11"
+                )
+    logs = tmp_path / "logs"
+    write_eval_log(log, str(logs / clock_log.name))
+    assert invoke("report", logs, "--out", tmp_path / "r").exit_code == 0
+    result = verify_reexecuted(tmp_path / "r" / "submission.json", logs, sandbox_kind)
+    assert result.exit_code == 0, result.output
+    check = reexecute_check(result)
+    assert check["status"] == "note", check
+    assert "1 not replayable" in check["detail"]
+    assert f"not replayable: {REVENUE_TASK}" in check["detail"]
+    assert "two fresh runs disagree" in check["detail"] and "the clock" in check["detail"]
+    assert check["verdict"]["verified"] is True and check["verdict"]["reexecuted"] is False
