@@ -178,3 +178,29 @@ def test_a_record_two_fresh_runs_disagree_on_is_not_replayable_and_not_reexecute
     assert f"not replayable: {REVENUE_TASK}" in check["detail"]
     assert "two fresh runs disagree" in check["detail"] and "the clock" in check["detail"]
     assert check["verdict"]["verified"] is True and check["verdict"]["reexecuted"] is False
+
+
+@pytest.mark.slow
+def test_a_leaderboard_with_reexecute_lists_the_entry_in_the_reexecuted_tier(
+    inspect_mixed_log, sandbox_kind, tmp_path
+):
+    assert invoke("report", inspect_mixed_log, "--out", tmp_path / "r").exit_code == 0
+    sub = tmp_path / "r" / "submission.json"
+    board = tmp_path / "lb"
+    result = invoke(
+        "leaderboard", sub, "--logs", inspect_mixed_log, "--reexecute", "--sandbox",
+        sandbox_kind, "--out", board,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads((board / "leaderboard.json").read_text(encoding="utf-8"))
+    [table] = data["tables"]
+    assert table["section"] == REEXECUTED and table["title"].startswith("RE-EXECUTED")
+    [entry] = table["entries"]
+    assert (entry["rank"], entry["reexecuted"]) == (1, True)
+    assert "# Re-executed" in (board / "leaderboard.md").read_text(encoding="utf-8")
+    assert 'class="badge reexecuted"' in (board / "leaderboard.html").read_text(encoding="utf-8")
+    # Without --reexecute the same entry is in the regrade-only tier.
+    plain = invoke("leaderboard", sub, "--logs", inspect_mixed_log, "--out", tmp_path / "lb2")
+    assert plain.exit_code == 0, plain.output
+    again = json.loads((tmp_path / "lb2" / "leaderboard.json").read_text(encoding="utf-8"))
+    assert [t["section"] for t in again["tables"]] == [RANKED]

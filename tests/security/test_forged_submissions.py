@@ -1095,3 +1095,165 @@ def test_failures_marked_errored_and_retried_into_passes_are_shown_and_fail_veri
 
 def _correct(sub: dict[str, Any]) -> set[str]:
     return {t["task_id"] for t in sub["tasks"] if t["attempts"][0]["category"] == "correct"}
+
+
+# --- the recorded answer was trusted: `verify --reexecute` (issue 35) -------------------------
+# The gold put into a sample's recorded prediction and score, the model's program untouched (it
+# still prints its own wrong answer): the re-grade agrees with the record, the program does not.
+
+REVENUE = "sample/0001/orders.ipynb_qa_2"  # gold 7438.11; MIXED's program prints 1.0
+ORDERS = "sample/0001/orders.ipynb_qa_1"  # gold East
+
+
+def _gold_in_the_record(verdict: dict[str, Any], gold: str) -> None:
+    verdict.update(reward=1.0, category="correct", method="exact", prediction=gold)
+    verdict.pop("detail", None)
+
+
+def _forge_inspect_record(log_file: Path, out: Path, task_id: str, gold: str) -> Path:
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(log_file))
+    [sample] = [s for s in log.samples if s.id == task_id]
+    [score] = sample.scores.values()
+    assert score.metadata["reward"] == 0.0
+    score.value = 1.0
+    score.answer = gold
+    _gold_in_the_record(score.metadata, gold)
+    write_eval_log(log, str(out / log_file.name))
+    return out
+
+
+def _reexecuted(sub: Path, logs: Path, sandbox: str) -> Result:
+    return invoke("verify", sub, "--logs", logs, "--reexecute", "--sandbox", sandbox)
+
+
+@pytest.mark.slow
+def test_inspect_gold_in_the_recorded_answer_passes_the_regrade_but_fails_reexecution(
+    mixed_log, sandbox, tmp_path
+):
+    logs = _forge_inspect_record(mixed_log, tmp_path / "logs", REVENUE, "7438.11")
+    sub = report(tmp_path / "r", logs)
+    regraded = invoke("verify", tmp_path / "r" / "submission.json", "--logs", logs)
+    assert regraded.exit_code == 0, regraded.output  # the record agrees with itself
+    result = _reexecuted(tmp_path / "r" / "submission.json", logs, sandbox)
+    assert result.exit_code == 1, result.output
+    [line] = [line for line in result.output.splitlines() if "reexecute:" in line]
+    assert line.lstrip().startswith("fail")
+    assert f"differs: {REVENUE}" in line
+    assert "recorded reward 1.0 for '7438.11' (correct), fresh 0.0 for '1.0' (wrong_value)" in line
+    assert sub["pass@1"]["value"] > 0
+    board = invoke(
+        "leaderboard", tmp_path / "r" / "submission.json", "--logs", logs, "--reexecute",
+        "--sandbox", sandbox, "--out", tmp_path / "lb",
+    )  # fmt: skip
+    assert board.exit_code != 0 and "reexecute:" in board.output
+    assert not (tmp_path / "lb" / "leaderboard.json").exists()
+
+
+@pytest.mark.slow
+def test_lm_eval_gold_in_the_recorded_answer_passes_the_regrade_but_fails_reexecution(
+    lm_eval_out, sandbox, tmp_path
+):
+    forged = shutil.copytree(lm_eval_out, tmp_path / "forged")
+    (samples,) = forged.glob("samples_*.jsonl")
+    lines = []
+    for line in samples.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row["doc"]["task_id"] == REVENUE:
+            [verdict] = [json.loads(v) for v in row["filtered_resps"]]
+            _gold_in_the_record(verdict, "7438.11")
+            row["filtered_resps"] = [json.dumps(verdict)]
+        lines.append(json.dumps(row))
+    samples.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report(tmp_path / "r", forged, extra=("--allow-partial",))
+    regraded = invoke("verify", tmp_path / "r" / "submission.json", "--logs", forged)
+    assert "fail  regrade" not in regraded.output, regraded.output
+    result = _reexecuted(tmp_path / "r" / "submission.json", forged, sandbox)
+    assert result.exit_code == 1, result.output
+    [line] = [line for line in result.output.splitlines() if "reexecute:" in line]
+    assert line.lstrip().startswith("fail") and f"differs: {REVENUE}" in line
+    assert "fresh 0.0 for '1.0' (wrong_value)" in line
+
+
+def _agentic_replay(path: Path, answer: str) -> Path:
+    """The gold agent's transcript for ORDERS, its last command writing `answer` instead."""
+    rows = [
+        json.loads(line)
+        for line in GOLD_AGENTIC.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    [row] = [r for r in rows if r["task_id"] == ORDERS]
+    text = json.dumps(row).replace('echo -n \\\\\\"East\\\\\\"', f'echo -n \\\\\\"{answer}\\\\\\"')
+    assert answer in text
+    path.write_text(text + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def agentic_wrong_log(sandbox, tmp_path_factory) -> Path:
+    from inspect_ai import eval as inspect_eval
+
+    import smoldataenvs_tasks.inspect_adapter.models  # noqa: F401  (the replay provider)
+    from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs
+
+    root = tmp_path_factory.mktemp("agentic")
+    [log] = inspect_eval(
+        smoldataenvs(split="sample", task_ids=[ORDERS], sandbox=sandbox),
+        model="replay/agent",
+        model_args={"path": str(_agentic_replay(root / "west.jsonl", "West"))},
+        log_dir=str(root / "logs"),
+        display="none",
+    )
+    assert log.status == "success"
+    [sample] = log.samples
+    assert sample.scores["answer_file_scorer"].metadata["prediction"] == "West"
+    return Path(log.location.removeprefix("file://"))
+
+
+@pytest.mark.slow
+def test_an_honest_agentic_run_is_replayed_exactly(agentic_wrong_log, sandbox, tmp_path):
+    report(tmp_path / "r", agentic_wrong_log, extra=("--allow-partial",))
+    result = _reexecuted(tmp_path / "r" / "submission.json", agentic_wrong_log, sandbox)
+    assert result.exit_code == 0, result.output
+    [line] = [line for line in result.output.splitlines() if "reexecute:" in line]
+    assert line.lstrip().startswith("ok") and "1 exact" in line
+
+
+@pytest.mark.slow
+def test_an_agentic_answer_file_forged_in_the_record_fails_reexecution(
+    agentic_wrong_log, sandbox, tmp_path
+):
+    logs = _forge_inspect_record(agentic_wrong_log, tmp_path / "logs", ORDERS, "East")
+    report(tmp_path / "r", logs, extra=("--allow-partial",))
+    regraded = invoke("verify", tmp_path / "r" / "submission.json", "--logs", logs)
+    assert regraded.exit_code == 0, regraded.output
+    result = _reexecuted(tmp_path / "r" / "submission.json", logs, sandbox)
+    assert result.exit_code == 1, result.output
+    [line] = [line for line in result.output.splitlines() if "reexecute:" in line]
+    # Every command printed what the transcript shows, and answer.txt holds West, not East.
+    assert line.lstrip().startswith("fail") and f"differs: {ORDERS}" in line
+    assert "recorded reward 1.0 for 'East' (correct), fresh 0.0 for 'West'" in line
+
+
+@pytest.mark.slow
+def test_an_agentic_tool_output_edited_in_the_record_is_named_not_replayable(
+    agentic_wrong_log, sandbox, tmp_path
+):
+    """A transcript whose tool output this machine does not reproduce: the replay is not exact,
+    and says where it parted from the record; the answer (and reward) it reached is the
+    record's, so the entry still counts as re-executed, with the call named."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(agentic_wrong_log), resolve_attachments=True)
+    [sample] = log.samples
+    [first] = [e for e in sample.events if e.event == "tool"][:1]
+    first.result = "orders_2023.csv\n"
+    logs = tmp_path / "logs"
+    write_eval_log(log, str(logs / agentic_wrong_log.name))
+    report(tmp_path / "r", logs, extra=("--allow-partial",))
+    result = _reexecuted(tmp_path / "r" / "submission.json", logs, sandbox)
+    assert result.exit_code == 0, result.output
+    [line] = [line for line in result.output.splitlines() if "reexecute:" in line]
+    assert line.lstrip().startswith("ok") and "1 inexact" in line
+    assert "call 1 ('ls /home/user/input') printed other output than recorded" in line

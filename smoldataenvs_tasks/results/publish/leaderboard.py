@@ -5,7 +5,7 @@ maintainer's own data is ranked. Tables come in sections, never interleaved:
 
 - `re-executed`: as `ranked`, and verified with `--reexecute`: every graded answer was produced
   again on the maintainer's machine (programs re-run, agents' commands replayed) and every
-  recorded reward reproduced (results/reexecute.py); ranked above the regrade-only tier;
+  recorded reward reproduced (results/verify/reexecute.py); ranked above the regrade-only tier;
 - `ranked`: verified, every setting the task's default, the split its pinned size, this
   package's pins;
 - `other settings`: verified, but a setting differs from the task's defaults (results/

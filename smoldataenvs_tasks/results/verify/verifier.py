@@ -26,7 +26,7 @@ a reader must know it: settings other than the task's, a split of another size) 
   package's grader and the verifier's gold; the first reward that differs fails, naming the task;
 - `reexecute` (given `--logs` and `--reexecute`): every graded attempt produced again here,
   each program re-run and each agent's commands replayed in the verifier's sandbox on its own
-  tables, and the fresh verdict compared with the recorded one (results/reexecute.py); a
+  tables, and the fresh verdict compared with the recorded one (results/verify/reexecute.py); a
   difference its own program reproduces fails, one that cannot be replayed exactly is named;
 - `coverage`: a note saying whether the run covered the whole split.
 
@@ -411,7 +411,7 @@ class Verifier:
     `logs` are Inspect logs and lm-eval output folders (a malformed one raises RunLoadError,
     one line naming it; copies, regrades and retries of one run count once); `mirror` is the
     verifier's data (else SMOLDATAENVS_MIRROR, else the Hub cache at the pinned revision);
-    `reexecute` a sandbox kind to produce every graded answer again in (results/reexecute.py).
+    `reexecute` a sandbox kind to produce every graded answer again in (results/verify/reexecute.py).
     """
 
     def __init__(
