@@ -411,8 +411,8 @@ class Verifier:
     `logs` are Inspect logs and lm-eval output folders (a malformed one raises RunLoadError,
     one line naming it; copies, regrades and retries of one run count once); `mirror` is the
     verifier's data (else SMOLDATAENVS_MIRROR, else the Hub cache at the pinned revision);
-    `reexecute` a sandbox kind to produce every graded answer again in (results/verify/reexecute.py).
-    """
+    `reexecute` a sandbox kind to produce every graded answer again in
+    (results/verify/reexecute.py)."""
 
     def __init__(
         self,
