@@ -204,3 +204,38 @@ def test_a_leaderboard_with_reexecute_lists_the_entry_in_the_reexecuted_tier(
     assert plain.exit_code == 0, plain.output
     again = json.loads((tmp_path / "lb2" / "leaderboard.json").read_text(encoding="utf-8"))
     assert [t["section"] for t in again["tables"]] == [RANKED]
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_reexecution_in_docker_reproduces_an_honest_run_and_catches_a_forged_answer(
+    inspect_mixed_log, tmp_path
+):
+    """The verifier's sandbox need not be the run's: a bwrap run re-executed in Docker."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    from tests.sandboxes.helpers import require_kind
+
+    require_kind("docker")
+    assert invoke("report", inspect_mixed_log, "--out", tmp_path / "r").exit_code == 0
+    honest = verify_reexecuted(tmp_path / "r" / "submission.json", inspect_mixed_log, "docker")
+    assert honest.exit_code == 0, honest.output
+    assert reexecute_check(honest)["status"] == "ok"
+    assert "in docker sandboxes" in reexecute_check(honest)["detail"]
+
+    log = read_eval_log(str(inspect_mixed_log))
+    for sample in log.samples or []:
+        if sample.id == "sample/0001/orders.ipynb_qa_2":
+            [score] = sample.scores.values()
+            score.value = 1.0
+            score.metadata.update(
+                reward=1.0, category="correct", method="exact", prediction="7438.11"
+            )
+    logs = tmp_path / "forged"
+    write_eval_log(log, str(logs / inspect_mixed_log.name))
+    assert invoke("report", logs, "--out", tmp_path / "f").exit_code == 0
+    forged = verify_reexecuted(tmp_path / "f" / "submission.json", logs, "docker")
+    assert forged.exit_code == 1, forged.output
+    check = reexecute_check(forged)
+    assert check["status"] == "fail"
+    assert "differs: sample/0001/orders.ipynb_qa_2" in check["detail"]
