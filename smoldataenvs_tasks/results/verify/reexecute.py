@@ -426,6 +426,9 @@ def reexecute_runs(
     skipped: list[str] = []
     started = time.monotonic()
     for run in runs:
+        if run.framework not in ("inspect_ai", "lm_eval"):
+            skipped.append(f"{run.source}: {run.framework} runs are not re-executed here")
+            continue
         if run.variant == "agentic" and run.protocol != "answer_file":
             skipped.append(
                 f"{run.source}: the {run.protocol} protocol's answer is the model's own text, "
