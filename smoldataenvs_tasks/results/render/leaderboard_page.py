@@ -7,6 +7,9 @@ and an inline SVG chart of pass@1 with its 95% CI per model. It loads nothing fr
 
     from smoldataenvs_tasks.results.render.leaderboard_page import render_html, render_leaderboard_markdown
     Path("leaderboard.html").write_text(render_html(board))
+
+One module (over 500 lines): the markdown and the HTML page share the section words, notes and
+column order, so the two files cannot describe a board differently.
 """
 
 from __future__ import annotations

@@ -36,6 +36,9 @@ check: it raises SubmissionFormatError, one line naming the field.
     smoldataenvs verify report/submission.json
     smoldataenvs verify report/submission.json --logs logs/ out/ --mirror /data/mirror
     smoldataenvs verify report/submission.json --logs logs/ --reexecute --sandbox bwrap
+
+One module (over 500 lines): the checks a submission is read against are listed, run and
+summarised in one place, so `verified` cannot drift from the checks that decide it.
 """
 
 from __future__ import annotations
