@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import (
     Annotated,
@@ -386,6 +386,25 @@ Statistics = TypedDict(
     },
 )
 
+# The headline figures, declared once: a submission holds them and a leaderboard's entry copies
+# them (`FIGURES`), so a new headline metric is one line here and one where it is computed.
+Figures = TypedDict(
+    "Figures",
+    {
+        "n_tasks": Recomputed[int],
+        "n_countable": Recomputed[int],
+        "n_graded": Recomputed[int],
+        "n_left_ungraded": Recomputed[int],
+        "n_ungradable": Recomputed[int],
+        "pass@1": Recomputed[EstimateEntry],
+        "pass@1_graded": Recomputed[EstimateEntry],
+        # Present when the tasks record their source dataset (issue 35).
+        "pass@1_clustered": NotRequired[Recomputed[ClusteredEstimate]],
+        "pass@1_by_tier": Recomputed[dict[str, EstimateEntry]],
+        "pass@1_by_reward_mode": Recomputed[dict[str, EstimateEntry]],
+    },
+)
+
 _SubmissionFigures = TypedDict(
     "_SubmissionFigures",
     {
@@ -393,19 +412,8 @@ _SubmissionFigures = TypedDict(
         "coverage": Recomputed[Coverage],
         "n_runs": Recomputed[int],
         "runs": list[RunEntry],
-        "n_tasks": Recomputed[int],
-        "n_countable": Recomputed[int],
-        "n_graded": Recomputed[int],
-        "n_left_ungraded": Recomputed[int],
         "left_ungraded_by_reason": Recomputed[dict[str, int]],
-        "n_ungradable": Recomputed[int],
         "ungradable_by_reason": Recomputed[dict[str, int]],
-        "pass@1": Recomputed[EstimateEntry],
-        "pass@1_graded": Recomputed[EstimateEntry],
-        # Present when the tasks record their source dataset (issue 35).
-        "pass@1_clustered": NotRequired[Recomputed[ClusteredEstimate]],
-        "pass@1_by_tier": Recomputed[dict[str, EstimateEntry]],
-        "pass@1_by_reward_mode": Recomputed[dict[str, EstimateEntry]],
         "pass@1_by_grader": Recomputed[dict[str, EstimateEntry]],
         "pass@k": Recomputed[dict[str, PassKEntry]],
         "seeds": Recomputed[Seeds | None],
@@ -418,13 +426,30 @@ _SubmissionFigures = TypedDict(
 )
 
 
-class Submission(Header, _SubmissionFigures):
+class Submission(Header, Figures, _SubmissionFigures):
     """submission.json, format 3: the header, the figures, the runs and the tasks."""
 
 
 def field_names(shape: type) -> tuple[str, ...]:
     """A shape's keys in declaration order (base classes first)."""
     return tuple(get_type_hints(shape))
+
+
+FIGURES = field_names(Figures)
+
+
+def figures_of(submission: Submission) -> Figures:
+    """The headline figures of a submission; an optional one (`pass@1_clustered`) only when it
+    holds a value."""
+    held = cast(Mapping[str, Any], submission)
+    return cast(
+        Figures,
+        {
+            key: held[key]
+            for key in FIGURES
+            if key in Figures.__required_keys__ or held.get(key) is not None
+        },
+    )
 
 
 # -- the check derived from the shapes -----------------------------------------------------------

@@ -54,10 +54,11 @@ from smoldataenvs_tasks.results.figures.task_outcomes import TaskOutcomes, outco
 from smoldataenvs_tasks.results.load.fingerprint import content_duplicates, overlap
 from smoldataenvs_tasks.results.model.coverage import coverage_phrase
 from smoldataenvs_tasks.results.model.schema import (
-    ClusteredEstimate,
     EstimateEntry,
+    Figures,
     Statistics,
     Submission,
+    figures_of,
 )
 from smoldataenvs_tasks.results.publish.submission import STATISTICS
 
@@ -68,27 +69,16 @@ class PassKValue(TypedDict):
     ci95: list[float] | None
 
 
-LeaderboardEntry = TypedDict(
-    "LeaderboardEntry",
+_EntryFields = TypedDict(
+    "_EntryFields",
     {
         "id": str,  # the model, with a digest when a table holds it twice
-        # pass@1's interval clustered by source dataset, when the submission has it
-        "pass@1_clustered": NotRequired[ClusteredEstimate],
         "model": str,
         "model_ids": list[str],
         "framework": str,
         "variant": str,
         "split": str,
-        "pass@1": EstimateEntry,
-        "pass@1_graded": EstimateEntry,
-        "pass@1_by_tier": dict[str, EstimateEntry],
-        "pass@1_by_reward_mode": dict[str, EstimateEntry],
         "pass@k": dict[str, PassKValue],
-        "n_tasks": int,
-        "n_countable": int,
-        "n_graded": int,
-        "n_left_ungraded": int,
-        "n_ungradable": int,
         "grader": str,
         "date": str | None,
         "complete": bool,
@@ -107,6 +97,11 @@ LeaderboardEntry = TypedDict(
         "rank": int | None,
     },
 )
+
+
+class LeaderboardEntry(Figures, _EntryFields):
+    """One row of a table: the submission's headline figures (schema.Figures) and its standing."""
+
 
 Comparison = TypedDict(
     "Comparison",
@@ -301,16 +296,8 @@ def _entry(name: str, sub: Submission, standing: Standing) -> LeaderboardEntry:
         "framework": _text(sub["framework"]),
         "variant": _variant(sub),
         "split": sub["split"],
-        "pass@1": sub["pass@1"],
-        "pass@1_graded": sub["pass@1_graded"],
-        "pass@1_by_tier": sub["pass@1_by_tier"],
-        "pass@1_by_reward_mode": sub["pass@1_by_reward_mode"],
+        **figures_of(sub),
         "pass@k": {k: {"value": v["value"], "ci95": v["ci95"]} for k, v in sub["pass@k"].items()},
-        "n_tasks": sub["n_tasks"],
-        "n_countable": sub["n_countable"],
-        "n_graded": sub["n_graded"],
-        "n_left_ungraded": sub["n_left_ungraded"],
-        "n_ungradable": sub["n_ungradable"],
         "grader": grader_label(sub),
         "date": _date(sub),
         "complete": sub["coverage"]["complete"],
@@ -326,9 +313,6 @@ def _entry(name: str, sub: Submission, standing: Standing) -> LeaderboardEntry:
         "sha256": str(sub["sha256"]),
         "rank": None,  # set once the table is sorted
     }
-    clustered = sub.get("pass@1_clustered")
-    if clustered is not None:
-        entry["pass@1_clustered"] = clustered
     return entry
 
 
