@@ -171,6 +171,19 @@ _.n_failed_by_all
 _.tasks_solved_by_all
 _.tasks_failed_by_all
 _.diagnostics
+_.attempts_per_task  # leaderboard.json noise floors
+_.below_floor
+_.input_usd_per_mtok  # submission.json prices
+_.output_usd_per_mtok
+_.harness  # submission.json metadata (results/submitter.py reads them by name)
+_.model_id
+_.open_weights
+_.trained_on_train_split
+_.trained_on_sft_set
+_.saw_test_split
+_.web_access
+_.n_attempts_with_tokens  # submission.json cost
+_.usd_note
 
 # Parameters a signature must have: lru_cache keys that make a changed file a new entry
 # (data/layout.py, data/source.py), a context manager's __exit__, upstream's ignored keywords.

@@ -37,6 +37,15 @@ MANIFEST = "manifest.json"
 FORMAT = 1
 
 
+def source_dataset(hf_bucket: Any, bucket_prefix: Any) -> str | None:
+    """`<hf_bucket>/<bucket_prefix>`: the Kaggle dataset a task's tables come from, the cluster
+    pass@1's intervals resample (results' clustered bootstrap, the Inspect task's clustered
+    stderr) and the contamination view's key; None when the row names no prefix."""
+    if not bucket_prefix:
+        return None
+    return f"{hf_bucket or ''}/{bucket_prefix}"
+
+
 class SourceError(SmolDataEnvsError, RuntimeError):
     """The requested rows cannot be had from this source (missing split, broken mirror, ...)."""
 

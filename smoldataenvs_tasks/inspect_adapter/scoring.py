@@ -34,7 +34,9 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import anyio
 from inspect_ai import Epochs
@@ -62,6 +64,7 @@ from inspect_ai.util import SandboxEnvironment
 from inspect_ai.util import sandbox as current_sandbox
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
+from smoldataenvs_tasks.data.layout import source_dataset
 from smoldataenvs_tasks.inspect_adapter._compat import package_name
 from smoldataenvs_tasks.inspect_adapter.program_host import InspectSandboxHost
 from smoldataenvs_tasks.inspect_adapter.program_slots import program_gate
@@ -151,10 +154,48 @@ def pass_k_epochs(k: int) -> Epochs:
     return Epochs(k, [_named(reducer, name) for reducer, name in named])
 
 
+# Sample metadata key naming the task's source dataset (`<hf_bucket>/<bucket_prefix>`).
+SOURCE_DATASET_KEY = "source_dataset"
+
+
+def _cluster_of(sample_score: SampleScore) -> SampleScore:
+    """The score with its source dataset in the sample metadata: a sample our tasks made holds
+    it; one from an older log (`inspect score` re-scoring it) or a caller's own sample is given
+    it from its bucket fields, else its id (a cluster of its own), since Inspect's stderr
+    refuses a sample without the key."""
+    metadata = sample_score.sample_metadata or {}
+    if metadata.get(SOURCE_DATASET_KEY) is not None:
+        return sample_score
+    cluster = source_dataset(metadata.get("hf_bucket"), metadata.get("bucket_prefix"))
+    return sample_score.model_copy(
+        update={
+            "sample_metadata": {
+                **metadata,
+                SOURCE_DATASET_KEY: cluster or f"sample:{sample_score.sample_id}",
+            }
+        }
+    )
+
+
+@metric(name=package_name("stderr_clustered"))
+def stderr_clustered() -> Metric:
+    """Inspect's clustered standard error of accuracy, clustered by source dataset: about 11
+    tasks share each Kaggle dataset and are not independent (results' pass@1_clustered
+    resamples the same clusters)."""
+    # Inspect types a Metric as taking Scores or SampleScores; stderr's takes SampleScores.
+    clustered: Callable[[list[SampleScore]], Any] = stderr(cluster=SOURCE_DATASET_KEY)  # type: ignore[assignment]
+
+    def compute(scores: list[SampleScore]) -> float:
+        return float(clustered([_cluster_of(score) for score in scores]))
+
+    return compute
+
+
 SCORER_METRICS = [
     pass_at_1(),
     accuracy(),
     stderr(),
+    stderr_clustered(),
     graded(),
     grouped(accuracy(), "difficulty_tier", all=False, name_template="tier_{group_name}"),
     grouped(accuracy(), "reward_mode", all=False, name_template="mode_{group_name}"),

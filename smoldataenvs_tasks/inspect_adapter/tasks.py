@@ -39,6 +39,7 @@ from inspect_ai.solver import Solver, generate, system_message, use_tools
 
 from smoldataenvs_tasks._pins import reward_mode_label
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
+from smoldataenvs_tasks.data.layout import source_dataset
 from smoldataenvs_tasks.data.prompts import (
     PROGRAM_SYSTEM_PROMPT,
     agent_system_prompt,
@@ -55,6 +56,7 @@ from smoldataenvs_tasks.inspect_adapter._compat import (
 )
 from smoldataenvs_tasks.inspect_adapter.providers import sandbox_spec
 from smoldataenvs_tasks.inspect_adapter.scoring import (
+    SOURCE_DATASET_KEY,
     answer_file_scorer,
     pass_k_epochs,
     program_scorer,
@@ -183,6 +185,11 @@ def _record_to_sample(
             # What a remote stager needs to fetch the tables itself (compose.remote.yaml).
             "hf_bucket": record.hf_bucket,
             "bucket_prefix": record.bucket_prefix,
+            # The cluster of the clustered stderr (scoring.stderr_clustered): tasks on one
+            # dataset are not independent. Never None (Inspect's stderr refuses it): a task
+            # with no prefix is a cluster of its own.
+            SOURCE_DATASET_KEY: source_dataset(record.hf_bucket, record.bucket_prefix)
+            or record.task_id,
             "files": list(record.files),
             **({"mirror_url": mirror_url} if mirror_url else {}),
         },

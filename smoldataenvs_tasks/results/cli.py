@@ -106,6 +106,11 @@ def _summary(submission: Submission, n_runs: int) -> str:
         text += "\nsettings differ from the task's defaults: " + "; ".join(
             submission["protocol_deviations"]
         )
+    cost = submission.get("cost")
+    if cost is not None:
+        from smoldataenvs_tasks.results.figures.cost import cost_phrase
+
+        text += "\ncost: " + cost_phrase(cost)
     by_grader = submission["pass@1_by_grader"]
     if len(by_grader) > 1:
         text += "\npass@1 by grader profile: " + ", ".join(
@@ -157,6 +162,23 @@ def _summary(submission: Submission, n_runs: int) -> str:
     help="A mirror holding the train split, for the contamination view (default: "
     "SMOLDATAENVS_MIRROR, else the local cache; nothing is downloaded).",
 )
+@click.option(
+    "--prices",
+    "prices_file",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="A price table (JSON or YAML): {model id: {input_usd_per_mtok, output_usd_per_mtok}}, "
+    "USD per million tokens; the submission records its models' entries and their cost.",
+)
+@click.option(
+    "--metadata",
+    "metadata_file",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="What you state of the system (JSON or YAML): system, harness, model_id, "
+    "open_weights, trained_on_train_split, trained_on_sft_set, saw_test_split, web_access. "
+    "Recorded in submission.json (covered by its sha256) and shown on the leaderboard.",
+)
 def report_command(
     inputs: tuple[str, ...],
     out: str,
@@ -166,6 +188,8 @@ def report_command(
     allow_partial: bool,
     allow_incomplete: bool,
     mirror: str | None,
+    prices_file: str | None,
+    metadata_file: str | None,
 ):
     """Write submission.json, report.md and report.png for Inspect logs / lm-eval outputs.
 
@@ -174,9 +198,16 @@ def report_command(
     in every run.
     """
     from smoldataenvs_tasks.results.figures.contamination import lookup_train_tables
+    from smoldataenvs_tasks.results.figures.cost import PriceTableError, read_prices
     from smoldataenvs_tasks.results.load.select import group_runs
     from smoldataenvs_tasks.results.publish.submission import build_submission
+    from smoldataenvs_tasks.results.render.submitter import MetadataFileError, read_metadata
 
+    try:
+        prices = None if prices_file is None else read_prices(prices_file)
+        metadata = None if metadata_file is None else read_metadata(metadata_file)
+    except (PriceTableError, MetadataFileError) as exc:
+        raise BadInput(str(exc)) from None
     runs = _load(inputs, split=split, allow_incomplete=allow_incomplete)
     try:
         groups = group_runs(runs, models=models, name=name)
@@ -188,6 +219,8 @@ def report_command(
                 model=group.model if group.named else None,
                 table_in_train=flags,
                 train_tables=basis,
+                prices=prices,
+                metadata=metadata,
             )
             built.append((group, submission))
     except (IncompatibleRunsError, RunLoadError) as exc:

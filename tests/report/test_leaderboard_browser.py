@@ -143,7 +143,11 @@ def models_in_order(page, table: str = "#board-1") -> list[str]:
 def test_the_page_renders_the_numbers_of_every_submission(page, leaderboard_page):
     data = json.loads((leaderboard_page / "leaderboard.json").read_text(encoding="utf-8"))
     assert page.title() == "SmolDataEnvs leaderboard"
-    assert page.locator("table.board:not(.pairs):not(.modes)").count() == 2  # never mixed
+    assert (
+        page.locator("table.board:not(.pairs):not(.modes):not(.cost)").count() == 2
+    )  # never mixed
+    # cost, retries and the noise floor: a table of their own per board
+    assert page.locator("table.board.cost").count() == 2
     test_index = [t["key"]["split"] for t in data["tables"]].index("test")
     table = f"#board-{test_index}"
     # as ranked: highest pass@1 first

@@ -94,7 +94,16 @@ def test_the_key_check_catches_a_misspelled_key():
 
 
 def test_the_field_tuples_are_the_declarations_in_submission_order():
-    sub = synthetic_submission("m", [[1.0], [0.0], [None]])
+    from smoldataenvs_tasks.results.publish.submission import build_submission
+    from tests.report.synthetic import NO_TRAIN, synthetic_run
+
+    # with a price table and the submitter's metadata, every declared field is present
+    sub = build_submission(
+        [synthetic_run("m", [[1.0], [0.0], [None]])],
+        train_tables=NO_TRAIN,
+        prices={"m": {"input_usd_per_mtok": 1.0, "output_usd_per_mtok": 2.0}},
+        metadata={"system": "s", "open_weights": False},
+    )
     assert HEADER_FIELDS == field_names(Header) == tuple(sub)[: len(HEADER_FIELDS)]
     assert RUN_FIELDS == field_names(RunFields)
     assert COVERAGE_INPUTS == field_names(CoverageInputs)

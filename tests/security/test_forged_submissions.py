@@ -1083,6 +1083,12 @@ def test_failures_marked_errored_and_retried_into_passes_are_shown_and_fail_veri
     sub = load_sub(tmp_path / "r" / "submission.json")
     assert sub["pass@1"]["value"] > honest["pass@1"]["value"]
     failed = [t for t in SAMPLE_IDS if t not in _correct(honest)]
+    # counted in the submission, each retried attempt marked, and the count a checked figure
+    assert sub["n_retried"] == len(failed) and honest["n_retried"] == 0
+    hidden = copy.deepcopy(sub)
+    hidden["n_retried"] = 0
+    hidden["sha256"] = submission_sha256(hidden)
+    assert "cost" in sub and invoke("verify", save(hidden, tmp_path / "hidden")).exit_code == 1
     [line] = [line for line in result.output.splitlines() if "retried sample(s)" in line]
     assert f"{len(failed)} retried sample(s)" in line and "earlier wrong_value" in line
     verified = invoke("verify", tmp_path / "r" / "submission.json", "--logs", log_file)
@@ -1257,3 +1263,58 @@ def test_an_agentic_tool_output_edited_in_the_record_is_named_not_replayable(
     [line] = [line for line in result.output.splitlines() if "reexecute:" in line]
     assert line.lstrip().startswith("ok") and "1 inexact" in line
     assert "call 1 ('ls /home/user/input') printed other output than recorded" in line
+
+
+# --- metadata and cost edited after the fact (issue 35) ----------------------------------------
+
+
+def _resealed(sub: dict[str, Any]) -> dict[str, Any]:
+    """A forger's edit made self-consistent: every figure recomputed, the hash redone."""
+    sub = recompute(sub)  # type: ignore[arg-type]
+    sub["sha256"] = submission_sha256(sub)
+    return sub
+
+
+def test_metadata_edited_after_the_report_fails_verify(gold_log, tmp_path):
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({"open_weights": False, "saw_test_split": True, "web_access": True}))
+    sub = report(tmp_path / "r", gold_log, extra=("--metadata", str(meta)))
+    edited = copy.deepcopy(sub)
+    edited["metadata"].update(saw_test_split=False, web_access=False)
+    path = save(edited, tmp_path / "edited")
+    result = invoke("verify", path, "--logs", gold_log)
+    assert result.exit_code == 1
+    [check] = [line for line in result.output.splitlines() if "sha256:" in line]
+    assert "fail" in check and "edited after it was written" in check
+    refused = leaderboard(tmp_path / "lb", path, logs=(gold_log,))
+    assert refused.exit_code != 0 and "sha256" in refused.output
+    # metadata added to a submission written without any is the same edit
+    added = copy.deepcopy(report(tmp_path / "plain", gold_log))
+    added["metadata"] = {"open_weights": True}
+    assert invoke("verify", save(added, tmp_path / "added")).exit_code == 1
+
+
+def test_an_edited_cost_fails_figures_and_edited_token_counts_fail_the_logs(gold_log, tmp_path):
+    sub = report(tmp_path / "r", gold_log)
+    assert sub["cost"]["input_tokens"] > 0
+    cheaper = copy.deepcopy(sub)
+    cheaper["cost"]["input_tokens"] //= 10
+    cheaper["sha256"] = submission_sha256(cheaper)
+    result = invoke("verify", save(cheaper, tmp_path / "cheaper"))
+    assert result.exit_code == 1
+    [check] = [line for line in result.output.splitlines() if "figures:" in line]
+    assert "fail" in check and "cost.input_tokens" in check
+    # Every attempt's tokens cut and the figures resealed: consistent, but not the logs.
+    forged = copy.deepcopy(sub)
+    for task in forged["tasks"]:
+        for attempt in task["attempts"]:
+            if "usage" in attempt and attempt["usage"]["input_tokens"]:
+                attempt["usage"]["input_tokens"] //= 10
+    forged = _resealed(forged)
+    assert forged["cost"]["input_tokens"] < sub["cost"]["input_tokens"]
+    alone = invoke("verify", save(forged, tmp_path / "forged"))
+    assert "fail  figures" not in alone.output and "fail  sha256" not in alone.output
+    result = invoke("verify", tmp_path / "forged" / "submission.json", "--logs", gold_log)
+    assert result.exit_code == 1
+    [check] = [line for line in result.output.splitlines() if "logs:" in line]
+    assert "fail" in check and "usage.input_tokens" in check

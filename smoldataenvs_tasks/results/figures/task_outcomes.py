@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from smoldataenvs_tasks.results.model.errors import RunLoadError
 from smoldataenvs_tasks.results.model.runs import Run
-from smoldataenvs_tasks.results.model.schema import AttemptEntry, TaskEntry
+from smoldataenvs_tasks.results.model.schema import AttemptEntry, AttemptUsage, TaskEntry
 from smoldataenvs_tasks.scorers.verdict import DATASET_DEFECTS, GRADER_PROFILES, Category
 
 PREDICTION_CHARS = 200
@@ -43,6 +43,8 @@ class AttemptOutcome:
     # name -> sha256 of each table the attempt was given (None: none staged, or not recorded).
     table_sha256: Mapping[str, str] | None = None
     output_sha256: str | None = None
+    usage: AttemptUsage | None = None  # results/cost.py
+    retries: int = 0  # earlier attempts that errored and were run again
 
     @property
     def dataset_defect(self) -> bool:
@@ -65,6 +67,15 @@ class AttemptOutcome:
         }
         if self.output_sha256 is not None:
             entry["output_sha256"] = self.output_sha256
+        if self.usage is not None:
+            entry["usage"] = {
+                "input_tokens": self.usage["input_tokens"],
+                "output_tokens": self.usage["output_tokens"],
+                "total_seconds": self.usage["total_seconds"],
+                "working_seconds": self.usage["working_seconds"],
+            }
+        if self.retries:
+            entry["retries"] = self.retries
         return entry
 
 
@@ -199,6 +210,8 @@ def outcomes_from_runs(
                         },
                         table_sha256=attempt.table_sha256,
                         output_sha256=attempt.output_sha256,
+                        usage=attempt.usage,
+                        retries=attempt.retries,
                     )
                 )
     return [tasks[task_id] for task_id in sorted(tasks)]
@@ -227,6 +240,8 @@ def outcomes_from_entries(entries: Sequence[TaskEntry]) -> list[TaskOutcomes]:
                 },
                 table_sha256=a["table_sha256"],
                 output_sha256=a.get("output_sha256"),
+                usage=a.get("usage"),
+                retries=a.get("retries", 0),
             )
             for a in entry["attempts"]
         ]

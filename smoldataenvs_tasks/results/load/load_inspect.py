@@ -19,6 +19,7 @@ from smoldataenvs_tasks._pins import DATASET_REPO_ID
 from smoldataenvs_tasks.results.load.calls import CALL_KEYS, CallSettings, header_values
 from smoldataenvs_tasks.results.load.fingerprint import output_digest
 from smoldataenvs_tasks.results.load.provenance import inspect_provenance
+from smoldataenvs_tasks.results.load.usage import inspect_usage, span_seconds
 from smoldataenvs_tasks.results.model.coverage import FILTER_NAMES, normal_filters
 from smoldataenvs_tasks.results.model.errors import RunLoadError
 from smoldataenvs_tasks.results.model.protocol import clipped, normal_settings
@@ -265,7 +266,17 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         if earlier:
             retried.append(Retried(task_id, int(sample.epoch), earlier, verdict))
         reply = output_digest(getattr(getattr(sample, "output", None), "completion", None))
-        entry.attempts.append(Attempt(int(sample.epoch), verdict, regraded, digests, reply))
+        entry.attempts.append(
+            Attempt(
+                int(sample.epoch),
+                verdict,
+                regraded,
+                digests,
+                reply,
+                usage=inspect_usage(sample),
+                retries=len(earlier),
+            )
+        )
     for entry in tasks.values():
         entry.attempts.sort(key=lambda a: a.epoch)
 
@@ -318,6 +329,9 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         call_mismatches=calls.mismatches(header_values(stated)),
         retried=retried,
         location=str(log_file),
+        wall_seconds=span_seconds(
+            getattr(header.stats, "started_at", None), getattr(header.stats, "completed_at", None)
+        ),
     )
 
 

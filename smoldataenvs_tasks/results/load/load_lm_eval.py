@@ -28,6 +28,7 @@ from smoldataenvs_tasks.data.source import Filters
 from smoldataenvs_tasks.results.load.calls import CallSettings, header_values
 from smoldataenvs_tasks.results.load.fingerprint import output_digest
 from smoldataenvs_tasks.results.load.provenance import lm_eval_provenance, read_provenance
+from smoldataenvs_tasks.results.load.usage import recorded_seconds
 from smoldataenvs_tasks.results.model.coverage import FILTER_NAMES, normal_filters
 from smoldataenvs_tasks.results.model.errors import RunLoadError
 from smoldataenvs_tasks.results.model.protocol import clipped, normal_settings
@@ -396,6 +397,10 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 split_sha256=provenance["split_sha256"],
                 call_mismatches=calls.mismatches(header_values(stated)),
                 location=str(samples_file) if samples_file.exists() else None,
+                # the whole evaluation's time: one run's own only when the file holds one task
+                wall_seconds=recorded_seconds(results.get("total_evaluation_time_seconds"))
+                if len(ours) == 1
+                else None,
                 **coverage,
             )
         )

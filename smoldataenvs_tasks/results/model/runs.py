@@ -17,7 +17,7 @@ from typing import Any
 from smoldataenvs_tasks.data.source import Filters
 from smoldataenvs_tasks.results.model.errors import IncompatibleRunsError, RunLoadError
 from smoldataenvs_tasks.results.model.protocol import SETTING_KEYS, normal_settings, signature
-from smoldataenvs_tasks.results.model.schema import ProtocolSettings, Sampling
+from smoldataenvs_tasks.results.model.schema import AttemptUsage, ProtocolSettings, Sampling
 from smoldataenvs_tasks.scorers.verdict import Verdict
 
 
@@ -43,6 +43,10 @@ class Attempt:
     table_sha256: dict[str, str] | None = None
     # sha256 of the model's reply, folded (results/load/fingerprint.py): runs are told apart by it.
     output_sha256: str | None = None
+    # Tokens and time the framework recorded for the sample (results/figures/cost.py); None: nothing.
+    usage: AttemptUsage | None = None
+    # Earlier attempts of the sample that errored and were run again (results/load/retries.py).
+    retries: int = 0
 
     def under(self, profile: str) -> Verdict | None:
         """This attempt's verdict under the grader `profile`, when the run holds one."""
@@ -140,6 +144,8 @@ class Run:
     # The file the attempts were read from (an Inspect log, an lm-eval samples file), on this
     # machine: `verify --reexecute` reads the replies and tool calls there. Not part of a report.
     location: str | None = None
+    # Seconds from the run's start to its end, as the framework recorded them (None: not).
+    wall_seconds: float | None = None
 
     @property
     def label(self) -> str:
@@ -279,6 +285,6 @@ def grader_version_of(declared: Any, tasks: Iterable[TaskAttempts], where: str) 
 
 def tables_key(hf_bucket: Any, bucket_prefix: Any) -> str | None:
     """`<hf_bucket>/<bucket_prefix>`, the identity of a task's tables; None when not recorded."""
-    if not bucket_prefix:
-        return None
-    return f"{hf_bucket or ''}/{bucket_prefix}"
+    from smoldataenvs_tasks.data.layout import source_dataset
+
+    return source_dataset(hf_bucket, bucket_prefix)

@@ -90,6 +90,11 @@ def _limit(value: Any, path: str) -> None:
         raise _fail(path, "a --limit >= 0", value)
 
 
+def _non_negative(value: Any, path: str) -> None:
+    if value < 0:
+        raise _fail(path, "a number >= 0", value)
+
+
 def _non_empty(value: Any, path: str) -> None:
     if not value:
         raise _fail(path, "at least one", value)
@@ -189,6 +194,10 @@ class RunFields(TypedDict):
     created: str | None
     sandbox: str | None
     epochs: Positive
+    # Seconds from the run's start to its end (Inspect's stats, lm-eval's
+    # total_evaluation_time_seconds); None when not recorded; absent in submissions written
+    # before issue 35's cost (results/figures/cost.py).
+    wall_seconds: NotRequired[Annotated[float, _non_negative] | None]
 
 
 class RunRecord(RunFields):
@@ -215,6 +224,16 @@ class RunEntry(RunFields, _RunFigures):
 
 
 # -- per-task outcomes (results/figures/task_outcomes.py) ------------------------------------------------
+class AttemptUsage(TypedDict):
+    """What one attempt cost, as the framework recorded it (results/figures/cost.py): tokens over every
+    model call of the sample, and the sample's clock and working time. None: not recorded."""
+
+    input_tokens: Count | None
+    output_tokens: Count | None
+    total_seconds: Annotated[float, _non_negative] | None
+    working_seconds: Annotated[float, _non_negative] | None
+
+
 class AttemptEntry(TypedDict):
     run: Count  # index into the submission's runs
     epoch: Positive
@@ -228,6 +247,11 @@ class AttemptEntry(TypedDict):
     # sha256 of the model's reply, folded (results/load/fingerprint.py); absent in submissions
     # written before issue 35, which cannot be told apart by content.
     output_sha256: NotRequired[str | None]
+    # What the attempt cost (absent: the framework recorded nothing, or written before issue 35).
+    usage: NotRequired[AttemptUsage]
+    # How many earlier attempts of this sample errored and were run again (Inspect's
+    # error_retries, results/load/retries.py); absent when none.
+    retries: NotRequired[Positive]
 
 
 TaskEntry = TypedDict(
@@ -287,6 +311,42 @@ class Sampling(TypedDict):
     reducers: list[str] | None  # Inspect's epoch reducers (pass_at_4 from -T pass_k=4)
 
 
+class ModelPrice(TypedDict):
+    """USD per million tokens of one model (`report --prices`)."""
+
+    input_usd_per_mtok: Annotated[float, _non_negative]
+    output_usd_per_mtok: Annotated[float, _non_negative]
+
+
+def _known_keys(shape: Any) -> Check:
+    def check(value: Any, path: str) -> None:
+        allowed = get_type_hints(shape)
+        unknown = sorted(str(key) for key in value if key not in allowed)
+        if unknown:
+            raise SubmissionFormatError(
+                f"{path}.{unknown[0]}: not a known field (known: {', '.join(allowed)})"
+            )
+
+    return check
+
+
+class SubmissionMetadata(TypedDict):
+    """What the submitter states of the system (`report --metadata FILE`); every field is
+    optional, none may be of another type, and no other field is accepted."""
+
+    system: NotRequired[str]  # the system as a whole: an agent, a scaffold, a product
+    harness: NotRequired[str]  # what drove the model: Inspect's task, lm-eval, an agent harness
+    model_id: NotRequired[str]  # the exact model id (a dated snapshot, a checkpoint hash)
+    open_weights: NotRequired[bool]
+    trained_on_train_split: NotRequired[bool]  # SmolDataEnvs' train split
+    trained_on_sft_set: NotRequired[bool]  # SmolDataEnvs' SFT set
+    saw_test_split: NotRequired[bool]  # the test split's questions or golds, at any time
+    web_access: NotRequired[bool]  # during the run
+
+
+MetadataField = Annotated[SubmissionMetadata, _known_keys(SubmissionMetadata)]
+
+
 class TrainTables(TypedDict):
     """The basis of the contamination view (results/figures/contamination.py)."""
 
@@ -324,6 +384,11 @@ class Header(TypedDict):
     protocol_settings: Annotated[ProtocolSettings, Instead(_json_object)]
     split_sha256: str | list[str] | None
     train_tables: TrainTables
+    # The price table's entries for this submission's models (`report --prices`): cost is
+    # computed with them. Absent: no prices were given.
+    prices: NotRequired[dict[str, ModelPrice]]
+    # What the submitter states (`report --metadata`); covered by sha256 like every field.
+    metadata: NotRequired[MetadataField]
 
 
 class Failures(TypedDict):
@@ -405,6 +470,21 @@ Figures = TypedDict(
     },
 )
 
+
+class Cost(TypedDict):
+    """Tokens, time and money over every attempt and run (results/figures/cost.py)."""
+
+    n_attempts: int
+    n_attempts_with_tokens: int  # attempts whose framework recorded token usage
+    input_tokens: int | None  # None: no attempt recorded tokens (lm-eval does not)
+    output_tokens: int | None
+    sample_seconds: float | None  # sum of the samples' clock time
+    working_seconds: float | None  # sum of the samples' working time (waits left out)
+    wall_seconds: float | None  # sum of the runs' start-to-end time
+    usd: float | None  # None: no price table, a model without a price, or no tokens
+    usd_note: str  # how usd was computed, or why there is none
+
+
 _SubmissionFigures = TypedDict(
     "_SubmissionFigures",
     {
@@ -418,6 +498,9 @@ _SubmissionFigures = TypedDict(
         "pass@k": Recomputed[dict[str, PassKEntry]],
         "seeds": Recomputed[Seeds | None],
         "failures": Recomputed[Failures],
+        # Present in submissions written since issue 35's cost (results/figures/cost.py).
+        "cost": NotRequired[Recomputed[Cost]],
+        "n_retried": NotRequired[Recomputed[int]],  # attempts run again after an error
         "diagnostics": Recomputed[Diagnostics],
         "statistics": Recomputed[Statistics],
         "tasks": list[TaskEntry],
@@ -599,6 +682,17 @@ def check_submission(data: Any) -> Submission:
         raise SubmissionFormatError("not a submission (a JSON object is expected)")
     _object_check(Submission)(data, "")
     return cast(Submission, data)
+
+
+def check_metadata(data: Any) -> SubmissionMetadata:
+    """A submitter's metadata (results/render/submitter.py) as declared, or SubmissionFormatError
+    naming the first field that is unknown or of another type."""
+    if not isinstance(data, dict):
+        raise SubmissionFormatError("metadata: expected an object of the stated fields")
+    check = _check_for(MetadataField)
+    assert check is not None
+    check(data, "metadata")
+    return cast(SubmissionMetadata, data)
 
 
 def parse_json(raw: str, where: str) -> Any:

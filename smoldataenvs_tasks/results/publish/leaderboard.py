@@ -42,6 +42,12 @@ from smoldataenvs_tasks.results.figures.diagnostics import (
     spread,
     tasks_to_separate,
 )
+from smoldataenvs_tasks.results.figures.leaderboard_floor import (
+    EntryFloor,
+    PairFloor,
+    entry_floors,
+    pair_floor,
+)
 from smoldataenvs_tasks.results.figures.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -54,10 +60,12 @@ from smoldataenvs_tasks.results.figures.task_outcomes import TaskOutcomes, outco
 from smoldataenvs_tasks.results.load.fingerprint import content_duplicates, overlap
 from smoldataenvs_tasks.results.model.coverage import coverage_phrase
 from smoldataenvs_tasks.results.model.schema import (
+    Cost,
     EstimateEntry,
     Figures,
     Statistics,
     Submission,
+    SubmissionMetadata,
     figures_of,
 )
 from smoldataenvs_tasks.results.publish.submission import STATISTICS
@@ -95,6 +103,13 @@ _EntryFields = TypedDict(
         # 1 + the entries ahead of it (their paired CI excludes 0): entries no comparison
         # separates share a rank (1, 1, 3); None: not ranked (unverified)
         "rank": int | None,
+        # From the submission, when it has them (issue 35): tokens, time and cost; attempts
+        # retried after an error; what the submitter states.
+        "cost": NotRequired[Cost],
+        "n_retried": NotRequired[int],
+        "metadata": NotRequired[SubmissionMetadata],
+        # Where tasks were attempted more than once (results/figures/leaderboard_floor.py).
+        "noise_floor": NotRequired[EntryFloor],
     },
 )
 
@@ -121,6 +136,8 @@ Comparison = TypedDict(
         "n_b_higher": int,
         "per_task_sd": float | None,
         "tasks_to_separate": int | None,
+        # The gap sampling noise alone gives, when an entry measured it (leaderboard_floor.py).
+        "noise_floor": NotRequired[PairFloor],
     },
 )
 
@@ -313,6 +330,14 @@ def _entry(name: str, sub: Submission, standing: Standing) -> LeaderboardEntry:
         "sha256": str(sub["sha256"]),
         "rank": None,  # set once the table is sorted
     }
+    cost = sub.get("cost")
+    if cost is not None:
+        entry["cost"] = cost
+    if "n_retried" in sub:
+        entry["n_retried"] = sub["n_retried"]
+    metadata = sub.get("metadata")
+    if metadata is not None:
+        entry["metadata"] = metadata
     return entry
 
 
@@ -493,13 +518,24 @@ def _section_title(key: TableKey) -> str:
 def _pairs(
     entries: Sequence[LeaderboardEntry], tasks: Sequence[dict[str, TaskOutcomes]]
 ) -> list[Comparison]:
-    """Every pair of a table, each entry against the ones below it."""
-    return _corrected(
+    """Every pair of a table, each entry against the ones below it, with the pair's noise
+    floor where an entry measured one."""
+    comparisons = _corrected(
         [
             compare_pair(entries[i]["id"], tasks[i], entries[j]["id"], tasks[j])
             for i, j in combinations(range(len(entries)), 2)
         ]
     )
+    for (i, j), comparison in zip(combinations(range(len(entries)), 2), comparisons, strict=True):
+        floor = pair_floor(
+            entries[i].get("noise_floor"),
+            entries[j].get("noise_floor"),
+            comparison["n_tasks"],
+            comparison["difference"]["value"],
+        )
+        if floor is not None:
+            comparison["noise_floor"] = floor
+    return comparisons
 
 
 def build_leaderboard(
@@ -535,6 +571,10 @@ def build_leaderboard(
         entries = [entries[i] for i in order]
         subs = [members[i][1] for i in order]
         tasks = [_by_task(sub) for sub in subs]
+        floors = entry_floors([e["model"] for e in entries], [s["n_runs"] for s in subs], tasks)
+        for entry, floor in zip(entries, floors, strict=True):
+            if floor is not None:
+                entry["noise_floor"] = floor
         comparisons = _pairs(entries, tasks)
         if section not in UNRANKED:
             ranks = _ranks(len(entries), comparisons)

@@ -39,6 +39,7 @@ from smoldataenvs_tasks._pins import (
     TIERS,
     reward_mode_label,
 )
+from smoldataenvs_tasks.results.figures.cost import cost_figure, prices_for
 from smoldataenvs_tasks.results.figures.diagnostics import ALPHA, POWER, submission_diagnostics
 from smoldataenvs_tasks.results.figures.stats import (
     BOOTSTRAP_RESAMPLES,
@@ -66,6 +67,7 @@ from smoldataenvs_tasks.results.model.schema import (
     EstimateEntry,
     Failures,
     Header,
+    ModelPrice,
     PassKEntry,
     RunEntry,
     RunFields,
@@ -74,6 +76,7 @@ from smoldataenvs_tasks.results.model.schema import (
     Seeds,
     Statistics,
     Submission,
+    SubmissionMetadata,
     TrainTables,
     field_names,
 )
@@ -239,7 +242,7 @@ def _failures(tasks: Sequence[TaskOutcomes]) -> Failures:
 
 
 def _run_fields(record: RunFields) -> RunFields:
-    return {
+    fields: RunFields = {
         "source": record["source"],
         "framework": record["framework"],
         "framework_version": record["framework_version"],
@@ -250,6 +253,9 @@ def _run_fields(record: RunFields) -> RunFields:
         "sandbox": record["sandbox"],
         "epochs": record["epochs"],
     }
+    if "wall_seconds" in record:  # absent in runs recorded before issue 35's cost
+        fields["wall_seconds"] = record["wall_seconds"]
+    return fields
 
 
 def _run_entry(
@@ -352,6 +358,7 @@ def assemble(
         "pass@k": _pass_k(scored),
         "seeds": seeds,
         "failures": _failures(tasks),
+        **_cost(header, run_records, tasks),
         "diagnostics": submission_diagnostics(
             # every task for the contamination share; pass@1 over the countable, scored
             [t.scored() if t.task_id in countable_ids else t for t in tasks],
@@ -364,6 +371,19 @@ def assemble(
     }
     submission["sha256"] = submission_sha256(submission)
     return submission
+
+
+def _cost(
+    header: Header, run_records: Sequence[RunRecord], tasks: Sequence[TaskOutcomes]
+) -> dict[str, Any]:
+    """Cost and retried attempts, for runs recorded since issue 35 (their records hold
+    `wall_seconds`); an older submission has neither, and is recomputed without them."""
+    if not any("wall_seconds" in record for record in run_records):
+        return {}
+    return {
+        "cost": cost_figure(run_records, tasks, header.get("prices")),
+        "n_retried": sum(a.retries > 0 for task in tasks for a in task.attempts),
+    }
 
 
 def _pass1s(tasks: Sequence[TaskOutcomes]) -> list[float]:
@@ -426,6 +446,7 @@ def run_record(run: Run) -> RunRecord:
         "created": run.created,
         "sandbox": run.sandbox,
         "epochs": run.epochs,
+        "wall_seconds": run.wall_seconds,
         "coverage_inputs": {
             "split_tasks": run.split_tasks,
             "filters": run.filters,
@@ -456,7 +477,8 @@ def run_record_of(entry: RunEntry) -> RunRecord:
 def header_of(submission: Submission) -> Header:
     """The header of a submission: what was measured, in submission.json's order."""
     fields = cast(Mapping[str, Any], submission)
-    return cast(Header, {name: fields[name] for name in HEADER_FIELDS})
+    # `prices` and `metadata` are optional: absent, they stay absent
+    return cast(Header, {name: fields[name] for name in HEADER_FIELDS if name in fields})
 
 
 def build_submission(
@@ -465,13 +487,17 @@ def build_submission(
     model: str | None = None,
     table_in_train: Mapping[str, bool | None] | None = None,
     train_tables: TrainTables | None = None,
+    prices: Mapping[str, ModelPrice] | None = None,
+    metadata: SubmissionMetadata | None = None,
 ) -> Submission:
     """The submission for one model on one split: one run, or several seeds of it.
 
     `model` labels the submission (`report --name`) when the frameworks spelled the model
     differently; without it every run must name the same model. `table_in_train` and
     `train_tables` are the contamination lookup (results/figures/contamination.py); by default it is
-    made here, from the train split on this machine if there is one.
+    made here, from the train split on this machine if there is one. `prices` is a price
+    table (results/figures/cost.py: its entries for these runs' models are recorded); `metadata` what
+    the submitter states (results/render/submitter.py).
     """
     check_combinable(runs, same_model=model is None)
     if train_tables is None:
@@ -479,6 +505,10 @@ def build_submission(
 
         table_in_train, train_tables = lookup_train_tables(runs)
     header = header_from_runs(runs, model=model, train_tables=train_tables)
+    if prices is not None:
+        header["prices"] = prices_for(prices, header["model_ids"])
+    if metadata is not None:
+        header["metadata"] = metadata
     records = [run_record(run) for run in runs]
     return assemble(header, records, outcomes_from_runs(runs, table_in_train))
 

@@ -17,6 +17,12 @@ from __future__ import annotations
 import html
 
 from smoldataenvs_tasks._pins import KNOWN_REWARD_MODES, TIERS, reward_mode_label
+from smoldataenvs_tasks.results.figures.cost import tokens_text, usd_text, wall_text
+from smoldataenvs_tasks.results.figures.leaderboard_floor import (
+    flip_text,
+    floor_cells,
+    verdict_text,
+)
 from smoldataenvs_tasks.results.model.schema import EstimateEntry
 from smoldataenvs_tasks.results.publish.leaderboard import (
     Leaderboard,
@@ -25,6 +31,7 @@ from smoldataenvs_tasks.results.publish.leaderboard import (
     PassKValue,
 )
 from smoldataenvs_tasks.results.render.markdown import md_text as _md_text
+from smoldataenvs_tasks.results.render.submitter import Stated, statements_html, statements_markdown
 
 
 def _pct(value: float | None) -> str:
@@ -109,6 +116,8 @@ _PAIR_HEADER = [
     "p (Holm)",
     "verdict",
     "tasks needed",
+    "noise floor (points)",
+    "epochs needed",
 ]
 
 
@@ -152,6 +161,7 @@ def render_leaderboard_markdown(board: Leaderboard) -> str:
         header += [f"pass@{k}" for k in ks]
         header += ["tasks", "left ungraded by the run", "ungradable", "graded only"]
         header += ["grader", "date", "coverage"]
+        header += ["retried", "tokens in / out", "wall time", "cost", "flip rate (95% CI)"]
         out += [_md_row(header), "|" + "|".join("---" for _ in header) + "|"]
         for e in entries:
             model = _md_text(e["id"]) + "".join(f" **{note}**" for note in _model_note(e))
@@ -163,15 +173,19 @@ def render_leaderboard_markdown(board: Leaderboard) -> str:
             row += [str(e["n_countable"]), str(e["n_left_ungraded"]), str(e["n_ungradable"])]
             row += [_pct(e["pass@1_graded"]["value"]), _md_text(e["grader"])]
             row += [_md_text(e["date"]) if e["date"] else "—", _md_text(e["coverage"])]
+            row += [_text_count(e.get("n_retried")), tokens_text(e.get("cost"))]
+            row += [wall_text(e.get("cost")), usd_text(e.get("cost"))]
+            row += [_md_text(flip_text(e.get("noise_floor")))]
             out.append(_md_row(row))
         out.append("")
+        out += statements_markdown(_stated(entries))
         if table["comparisons"]:
             out += [
                 "### Pairwise (paired bootstrap on the tasks both counted; Holm-corrected over the "
                 "table's pairs)",
                 "",
                 _md_row(_PAIR_HEADER),
-                "|---|---|---|---|---|---|---|---|",
+                "|" + "|".join("---" for _ in _PAIR_HEADER) + "|",
             ]
             for c in table["comparisons"]:
                 d = c["difference"]
@@ -181,13 +195,19 @@ def render_leaderboard_markdown(board: Leaderboard) -> str:
                 row = [_md_text(c["a"]), _md_text(c["b"]), str(c["n_tasks"])]
                 p_holm = c.get("p_holm")
                 row += [_signed_points(d["value"]), ci, "—" if p_holm is None else f"{p_holm:.3f}"]
-                row += [_md_text(c["verdict"]), _text_count(c["tasks_to_separate"])]
+                floor = c.get("noise_floor")
+                row += [_md_text(verdict_text(c["verdict"], floor))]
+                row += [_text_count(c["tasks_to_separate"]), *floor_cells(floor)]
                 out.append(_md_row(row))
             out.append("")
         out += ["### Is this number any good?", ""]
         out += [f"- {_md_text(line)}" for line in _diagnostic_lines(table)]
         out.append("")
     return "\n".join(out)
+
+
+def _stated(entries: list[LeaderboardEntry]) -> Stated:
+    return [(e["id"], e["sha256"], e.get("metadata")) for e in entries]
 
 
 def _text_count(value: int | None) -> str:
@@ -204,6 +224,15 @@ def _diagnostic_lines(table: LeaderboardTable) -> list[str]:
         f"{d['n_tasks_split']}; solved by every entry: {d['n_solved_by_all']}; failed by "
         f"every entry: {d['n_failed_by_all']}. Only the tasks that split tell entries apart.",
     ]
+    floors = [c for c in table["comparisons"] if "noise_floor" in c]
+    if floors:
+        below = sum(c["noise_floor"]["below_floor"] for c in floors)
+        lines.append(
+            f"Noise floor: {below} of {len(floors)} pair(s) differ by less than sampling noise "
+            "alone gives (95% half-width of A − B from the entries' within-task spread over "
+            "repeated attempts): 'gap below floor'. 'epochs needed' separates the measured "
+            "gap with 80% power."
+        )
     needed = [c for c in table["comparisons"] if c["tasks_to_separate"] is not None]
     if needed:
         lines.append(
@@ -389,6 +418,37 @@ def _modes_table(table: LeaderboardTable, index: int) -> str:
     )
 
 
+def _cost_table(table: LeaderboardTable, index: int) -> str:
+    """Cost, retried attempts and the noise floor per entry, a table of their own (beside the
+    ranking they would push its columns off a 1280 px screen)."""
+    heads = [("rank", ""), ("model", "text"), ("retried", ""), ("tokens in / out", "")]
+    heads += [("wall time", ""), ("cost", ""), ("flip rate (95% CI)", "text")]
+    rows = []
+    for e in table["entries"]:
+        cost = e.get("cost")
+        floor = e.get("noise_floor")
+        cells = [
+            _td(_rank(e), e["rank"]),
+            _model_td(e),
+            _td(_text_count(e.get("n_retried")), e.get("n_retried")),
+            _td(tokens_text(cost), None if cost is None else cost["input_tokens"]),
+            _td(wall_text(cost), None if cost is None else cost["wall_seconds"]),
+            _td(usd_text(cost), None if cost is None else cost["usd"]),
+            _td(
+                flip_text(floor),
+                None if floor is None else floor["flip_rate"]["value"],
+                cls="text wrap",
+            ),
+        ]
+        rows.append(f'<tr data-sha256="{_e(e["sha256"])}">' + "".join(cells) + "</tr>")
+    head_html = "".join(_th(h, c) for h, c in heads)
+    return (
+        "<h3>Cost, retries and noise floor</h3>"
+        f'<div class="scroll"><table class="board cost" id="cost-{index}"><thead><tr>'
+        f"{head_html}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
 def _short(label: str, limit: int = 38) -> str:
     """A chart label that fits its margin: the start and end of a long model name."""
     if len(label) <= limit:
@@ -447,6 +507,7 @@ def _comparisons(table: LeaderboardTable, index: int) -> str:
         return ""
     heads = [("A", "text"), ("B", "text"), ("tasks", ""), ("A − B (points)", ""), ("95% CI", "")]
     heads += [("verdict", "text"), ("tasks needed", "")]
+    heads += [("noise floor (points)", ""), ("epochs needed", "")]
     rows = []
     for c in table["comparisons"]:
         d = c["difference"]
@@ -454,6 +515,8 @@ def _comparisons(table: LeaderboardTable, index: int) -> str:
         if d["ci95"]:
             ci = f"{_signed_points(d['ci95'][0])} – {_signed_points(d['ci95'][1])}"
         verdict_cls = "text wrap ahead" if c["verdict"].endswith(" ahead") else "text wrap"
+        floor = c.get("noise_floor")
+        floor_shown, epochs_shown = floor_cells(floor)
         rows.append(
             "<tr>"
             + _td(c["a"], c["a"], cls="text wrap")
@@ -461,8 +524,10 @@ def _comparisons(table: LeaderboardTable, index: int) -> str:
             + _td(str(c["n_tasks"]), c["n_tasks"])
             + _td(_signed_points(d["value"]), d["value"])
             + _td(ci, None if not d["ci95"] else d["ci95"][0])
-            + _td(c["verdict"], c["verdict"], cls=verdict_cls)
+            + _td(verdict_text(c["verdict"], floor), c["verdict"], cls=verdict_cls)
             + _td(_text_count(c["tasks_to_separate"]), c["tasks_to_separate"])
+            + _td(floor_shown, None if floor is None else floor["floor"])
+            + _td(epochs_shown, None if floor is None else floor["epochs_to_separate"])
             + "</tr>"
         )
     head_html = "".join(_th(h, c) for h, c in heads)
@@ -488,8 +553,9 @@ def render_html(board: Leaderboard) -> str:
             f'<section class="board-table" data-split="{_e(table["key"]["split"])}" '
             f'data-section="{_e(table["section"])}">'
             f"<h2>{_e(table['title'])}</h2>"
-            f"{_board_table(table, index)}{_modes_table(table, index)}{_chart(table, index)}"
-            f"{_comparisons(table, index)}"
+            f"{_board_table(table, index)}{_modes_table(table, index)}{_cost_table(table, index)}"
+            f"{_chart(table, index)}"
+            f"{_comparisons(table, index)}{statements_html(_stated(table['entries']))}"
             f"<h3>Is this number any good?</h3><ul>{lines}</ul></section>"
         )
     duplicates = board.get("duplicates", [])

@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from smoldataenvs_tasks.results.figures.cost import cost_rows
 from smoldataenvs_tasks.results.figures.diagnostics import noise_floor
 from smoldataenvs_tasks.results.figures.task_outcomes import outcomes_from_entries
 from smoldataenvs_tasks.results.model.coverage import coverage_phrase
 from smoldataenvs_tasks.results.model.schema import EstimateEntry, Sampling, Submission
 from smoldataenvs_tasks.results.render.markdown import md_text
+from smoldataenvs_tasks.results.render.submitter import metadata_rows
 
 _MAX_TASK_ROWS = 50
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
@@ -115,7 +117,17 @@ def render_markdown(sub: Submission) -> str:
         ["runs", str(sub["n_runs"])],
         ["submission sha256", f"`{sub['sha256']}`"],
     ]
+    if "n_retried" in sub:
+        setup.append(["attempts retried after an error", str(sub["n_retried"])])
     out += ["## Setup", "", *_table(["", ""], setup), ""]
+    stated = metadata_rows(sub.get("metadata"))
+    if stated:
+        rows = [[label, md_text(str(value))] for label, value in stated]
+        out += ["## What the submitter states", "", *_table(["", ""], rows), ""]
+    cost = sub.get("cost")
+    if cost is not None:
+        rows = [[what, md_text(value)] for what, value in cost_rows(cost)]
+        out += ["## Cost", "", *_table(["", ""], rows), ""]
 
     rows = [["all", *_estimate_cells(pass1)]]
     by_grader = sub["pass@1_by_grader"]

@@ -100,7 +100,8 @@ INTEGRITY_CHECKS = (
 )
 _MAX_DIFFS = 12
 # Header fields the logs are not compared on: the model label (`report --name`), the format, the
-# package that wrote the report and what this machine knew of train are not the logs'; the
+# package that wrote the report, what this machine knew of train, the price table and what the
+# submitter states (report --prices, --metadata) are not the logs'; the
 # grader profile and the sampling repeat grader_version and protocol_settings, compared there.
 _NOT_FROM_LOGS = (
     "format",
@@ -110,6 +111,8 @@ _NOT_FROM_LOGS = (
     "grader_profile",
     "sampling",
     "train_tables",
+    "prices",
+    "metadata",
 )
 _LOG_HEADER_FIELDS = tuple(name for name in field_names(Header) if name not in _NOT_FROM_LOGS)
 
