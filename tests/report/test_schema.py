@@ -37,16 +37,18 @@ from tests.report.synthetic import synthetic_submission
 
 RESULTS = Path(results_package.__path__[0])
 # Modules that read other programs' formats (Inspect's logs, lm-eval's files): their keys are
-# those programs', checked one by one where they are read.
-FOREIGN_FORMATS = {"load_inspect.py", "load_lm_eval.py", "load_harbor.py"}
+# those programs', checked one by one where they are read (verify/reexecute.py reads the replies
+# back from lm-eval's samples files).
+FOREIGN_FORMATS = {"load_inspect.py", "load_lm_eval.py", "load_harbor.py", "reexecute.py"}
 
 
 def declared_keys() -> set[str]:
     """The fields of every shape results/ declares or takes from below it (`data.source.Filters`,
     `run_plan.RunProvenance`)."""
     keys: set[str] = set()
-    for info in pkgutil.iter_modules(results_package.__path__):
-        module = importlib.import_module(f"{results_package.__name__}.{info.name}")
+    # every module of every room (results/ is a package of subpackages since issue 34)
+    for info in pkgutil.walk_packages(results_package.__path__, f"{results_package.__name__}."):
+        module = importlib.import_module(info.name)
         for value in vars(module).values():
             if is_typeddict(value) and value.__module__.startswith("smoldataenvs_tasks."):
                 keys |= set(get_type_hints(value))
@@ -77,7 +79,7 @@ def test_every_key_results_reads_from_its_own_formats_is_a_declared_field():
     assert {"pass@1_by_tier", "coverage_inputs", "n_tasks_excluded", "rank"} <= declared
     stray = [
         f"{path.name}:{line}: {key!r}"
-        for path in sorted(RESULTS.glob("*.py"))
+        for path in sorted(RESULTS.rglob("*.py"))
         if path.name not in FOREIGN_FORMATS
         for key, line in keys_read(path.read_text(encoding="utf-8"))
         if key not in declared
