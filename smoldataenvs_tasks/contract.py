@@ -30,6 +30,11 @@ SANDBOX_HOME = "/home/user"
 SANDBOX_ENV: dict[str, str] = {
     "PATH": SANDBOX_PATH,
     "HOME": SANDBOX_HOME,
+    # The sandbox user's name, for what asks the environment first (getpass, some libraries):
+    # under Docker that user is a host uid of its own per container, with no passwd entry to name
+    # it (docs/sandboxes.md), so only these say "user" there as bwrap's passwd does.
+    "USER": "user",
+    "LOGNAME": "user",
     "LANG": "C.UTF-8",
     "LC_ALL": "C.UTF-8",
     "MPLBACKEND": "Agg",

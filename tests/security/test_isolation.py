@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from smoldataenvs_tasks import pipeline
-from smoldataenvs_tasks.contract import ANSWER_FILE
+from smoldataenvs_tasks.contract import ANSWER_FILE, SANDBOX_HOME
 from smoldataenvs_tasks.data.source import load_tasks
 from tests.sandboxes.helpers import SMALL_LIMITS, require_kind
 from tests.sandboxes.kinds import engine_of
@@ -274,6 +274,15 @@ async def test_bwrap_sandbox_user_is_never_host_root_nor_shared(kind, session, s
         assert other.host_uid not in (0, bwrap.host_uid)  # one uid per running sandbox
     finally:
         await other.close()
+
+
+async def test_the_sandbox_user_has_the_same_name_in_every_kind(session):
+    # Docker runs each container's user as a host uid of its own, which no passwd entry names: a
+    # program asking for its user's name (getpass, as some libraries do) must still get bwrap's
+    # answer, not a crash only one kind gives.
+    asked = "import getpass, os; print(getpass.getuser(), os.path.expanduser('~'))"
+    result = await session.exec(["python3", "-c", asked])
+    assert result.stdout.split() == ["user", SANDBOX_HOME], result
 
 
 # -- crash leftovers --------------------------------------------------------------------------
