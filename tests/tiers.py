@@ -13,10 +13,11 @@ it for whichever selected test comes first, so charging it would make a test pas
 (`-k`, a worker of `-n`) and fail in another; its cost is the tier's, in the tier's wall time
 (docs/performance.md "Test tiers"). Teardown does not count either.
 
-CI runs the suite serially on 2 cores, like the machine the tiers were measured on: a test that
-takes over ~2.5 s there is marked `slow`, so the rule leaves room for a busy machine. The limit
-can be raised with SMOLDATAENVS_TEST_TIME_LIMIT=<seconds> for a machine much slower than that
-(emulation, a shared runner under load); CI never sets it. `0` turns the rule off.
+A test that takes over ~2.5 s alone on 2 cores (the machine the tiers were measured on) is marked
+`slow`, so the rule leaves room for a busy machine. The limit can be raised with
+SMOLDATAENVS_TEST_TIME_LIMIT=<seconds> for a machine much slower than that (emulation, a shared
+runner under load); `0` turns the rule off. The whole run (scripts/test, as CI runs it) shares 2
+cores between two workers and sets 10 s; the fast tier keeps 5 s.
 
 Collection: a run whose `-m` can select only `unit` tests (the fast tier's `unit and not slow`)
 does not import a test module whose source never says `mark.unit`, which cannot hold one: that
