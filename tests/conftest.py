@@ -29,6 +29,8 @@ def pytest_configure(config: pytest.Config) -> None:
 DOCKER_GROUP = "docker"
 
 
+# Before xdist's own hook in each worker, which reads the groups to name each test's unit of work.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.pluginmanager.has_plugin("xdist"):
         return  # no worker to share the run with, and `xdist_group` is xdist's marker
