@@ -17,7 +17,7 @@ A test that takes over ~2.5 s alone on 2 cores (the machine the tiers were measu
 `slow`, so the rule leaves room for a busy machine. The limit can be raised with
 SMOLDATAENVS_TEST_TIME_LIMIT=<seconds> for a machine much slower than that (emulation, a shared
 runner under load); `0` turns the rule off. The whole run (scripts/test, as CI runs it) shares 2
-cores between two workers and sets 10 s; the fast tier keeps 5 s.
+cores between two pytest runs side by side and sets 10 s; the fast tier keeps 5 s.
 
 Collection: a run whose `-m` can select only `unit` tests (the fast tier's `unit and not slow`)
 does not import a test module whose source never says `mark.unit`, which cannot hold one: that
