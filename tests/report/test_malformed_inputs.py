@@ -102,6 +102,20 @@ def test_a_reward_of_1e309_is_one_line_not_a_value_error(gold_submission, tmp_pa
         assert result.exit_code == 2 and "1e309" in result.output
 
 
+def test_settings_without_their_framework_are_a_deviation_not_a_key_error(
+    gold_submission, tmp_path
+):
+    # Found by the mutation test below: submission.json's settings are any JSON object, and verify
+    # named the framework by indexing it.
+    sub = load(gold_submission)
+    del sub["protocol_settings"]["framework"]
+    body = {key: value for key, value in sub.items() if key != "sha256"}
+    sub["sha256"] = submission_sha256(body)
+    result = run("verify", str(save(sub, tmp_path / "no_framework.json")))
+    assert_no_traceback(result, "no framework")
+    assert result.exit_code == 1 and "framework: unset" in result.output, result.output
+
+
 def test_nan_and_a_reward_of_2_name_their_field(gold_submission, tmp_path):
     sub = load(gold_submission)
     sub["tasks"][0]["attempts"][0]["reward"] = 2

@@ -116,6 +116,10 @@ def deviations(settings: Mapping[str, object]) -> list[str]:
     out = []
     for key in SETTING_KEYS:
         if key in _IDENTITY:
+            # A run says which framework and variant it was: without them no default applies
+            # (submission.json's settings are any JSON object, so a key can be missing).
+            if key in ("framework", "variant") and not isinstance(settings.get(key), str):
+                out.append(f"{key}: {_shown(settings.get(key))} (a run names its {key})")
             continue
         value = settings.get(key)
         if key == "sandbox":

@@ -323,7 +323,8 @@ def _check_protocol(rebuilt: Submission) -> Check:
     return Check(
         "protocol",
         OK,
-        f"the task's default settings ({settings['framework']}, sandbox {settings['sandbox']})",
+        f"the task's default settings ({settings.get('framework')}, sandbox "
+        f"{settings.get('sandbox')})",
     )
 
 
