@@ -20,6 +20,7 @@ from typing import Any
 
 from smoldataenvs_tasks.data.cache import atomic_write_bytes
 from smoldataenvs_tasks.errors import SmolDataEnvsError
+from smoldataenvs_tasks.lm_eval_samples import holds_verdicts, samples_line_verdicts
 from smoldataenvs_tasks.scorers.decide import regrade_verdict
 from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Verdict
 
@@ -127,16 +128,11 @@ def _regraded(
     ).to_dict()
 
 
-def _replies(row: dict[str, Any]) -> list[Any]:
-    """A samples line's verdicts, one per reply (pass@k nests them one level: [[v1, ..., vK]])."""
-    filtered = row.get("filtered_resps")
-    if isinstance(filtered, str):
-        filtered = [filtered]
-    if isinstance(filtered, list) and filtered and isinstance(filtered[0], list):
-        filtered = filtered[0]
-    if not isinstance(filtered, list):
+def _verdicts(row: dict[str, Any]) -> list[Any]:
+    verdicts = samples_line_verdicts(row)
+    if verdicts is None:
         raise LmEvalRegradeError("filtered_resps is not a list of verdicts")
-    return filtered
+    return verdicts
 
 
 def _regraded_samples(samples_file: Path, profile: str) -> list[dict[str, Any]]:
@@ -144,12 +140,11 @@ def _regraded_samples(samples_file: Path, profile: str) -> list[dict[str, Any]]:
     `regraded.<profile>`."""
     rows = _rows(samples_file)
     for row in rows:
-        # lm-eval writes one line per doc per filter; ours is the "verdicts" filter.
-        if row.get("filter", "verdicts") != "verdicts":
+        if not holds_verdicts(row):
             continue
         doc = row["doc"]
         already = dict(row.get("regraded") or {})
-        regraded = [_regraded(raw, doc, profile, already, samples_file) for raw in _replies(row)]
+        regraded = [_regraded(raw, doc, profile, already, samples_file) for raw in _verdicts(row)]
         row["regraded"] = {**already, profile: regraded}
     return rows
 

@@ -25,6 +25,11 @@ from typing import Any, TypedDict
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, SAMPLE_SPLIT
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.data.source import Filters
+from smoldataenvs_tasks.lm_eval_samples import (
+    holds_verdicts,
+    samples_line_replies,
+    samples_line_verdicts,
+)
 from smoldataenvs_tasks.results.load.calls import CallSettings, header_values
 from smoldataenvs_tasks.results.load.fingerprint import output_digest
 from smoldataenvs_tasks.results.load.provenance import lm_eval_provenance, read_provenance
@@ -52,7 +57,7 @@ def _timestamp(results_file: Path) -> str:
     return results_file.stem.removeprefix("results_")
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
     try:
         with path.open(encoding="utf-8") as handle:
@@ -169,28 +174,22 @@ def _attempts_from_samples(
     gen_kwargs each request recorded go to `calls`."""
     tasks: dict[str, TaskAttempts] = {}
     first_doc: dict[str, Any] = {}
-    for number, row in enumerate(_read_jsonl(path), start=1):
+    for number, row in enumerate(read_jsonl(path), start=1):
         where = f"{path.name}:{number}"
-        # lm-eval writes one line per doc per filter; ours is the "verdicts" filter.
-        if row.get("filter", "verdicts") != "verdicts":
+        if not holds_verdicts(row):
             continue
         doc = _mapping(row.get("doc"), f"{where} doc")
         first_doc = first_doc or doc
         task_id = _text(doc.get("task_id"), f"{where} doc.task_id", required=True)
         assert task_id is not None
-        filtered = row.get("filtered_resps")
-        if isinstance(filtered, str):
-            filtered = [filtered]
-        # pass@k tasks keep all K verdicts, possibly nested one level: [[v1, ..., vK]].
-        if isinstance(filtered, list) and filtered and isinstance(filtered[0], list):
-            filtered = filtered[0]
-        if not isinstance(filtered, list):
+        filtered = samples_line_verdicts(row)
+        if filtered is None:
             raise RunLoadError(f"{where}: filtered_resps is not a list of verdicts")
         if task_id in tasks:
             raise RunLoadError(f"{path.name}: task {task_id} appears on two lines")
         entry = tasks[task_id] = _task_entry(doc, task_id, f"{where} doc")
         _observe_requests(calls, row.get("arguments"), f"{where} arguments")
-        replies = _replies(row.get("resps"))
+        replies = samples_line_replies(row)
         # `smoldataenvs regrade` adds each attempt's verdict under other grader profiles.
         regraded = _mapping(row.get("regraded"), f"{where} regraded")
         for profile, others in regraded.items():
@@ -224,16 +223,6 @@ def _observe_requests(calls: CallSettings, arguments: Any, where: str) -> None:
                 },
                 where,
             )
-
-
-def _replies(resps: Any) -> list[Any]:
-    """lm-eval's `resps`, one reply per repeat: [[r1], [r2]] or [[r1, r2]], flattened."""
-    if not isinstance(resps, list):
-        return []
-    flat: list[Any] = []
-    for item in resps:
-        flat.extend(item if isinstance(item, list) else [item])
-    return flat
 
 
 def _attempts_from_verdicts(rows: list[dict[str, Any]], where: str) -> dict[str, TaskAttempts]:
@@ -306,7 +295,7 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
     stamp = _timestamp(results_file)
     folder = results_file.parent
     verdicts_file = folder / f"verdicts_{stamp}.jsonl"
-    verdict_rows = _read_jsonl(verdicts_file) if verdicts_file.exists() else None
+    verdict_rows = read_jsonl(verdicts_file) if verdicts_file.exists() else None
     run_config = _mapping(results.get("config"), f"{name} config")
     model = _lm_eval_model(run_config, results.get("model_name"))
     created = None

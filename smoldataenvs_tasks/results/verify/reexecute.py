@@ -173,17 +173,18 @@ def _recorded_call(event: Any) -> RecordedCall:
 def _lm_eval_attempts(location: str) -> dict[tuple[str, int], Recorded]:
     from pathlib import Path
 
-    from smoldataenvs_tasks.results.load.load_lm_eval import _read_jsonl, _replies
+    from smoldataenvs_tasks.lm_eval_samples import holds_verdicts, samples_line_replies
+    from smoldataenvs_tasks.results.load.load_lm_eval import read_jsonl
 
     found: dict[tuple[str, int], Recorded] = {}
-    for row in _read_jsonl(Path(location)):
-        if row.get("filter", "verdicts") != "verdicts":
+    for row in read_jsonl(Path(location)):
+        if not holds_verdicts(row):
             continue
         doc = row.get("doc")
         task_id = doc.get("task_id") if isinstance(doc, dict) else None
         if not isinstance(task_id, str):
             continue
-        for repeat, reply in enumerate(_replies(row.get("resps"))):
+        for repeat, reply in enumerate(samples_line_replies(row)):
             found[(task_id, repeat + 1)] = Recorded(reply if isinstance(reply, str) else None)
     return found
 
