@@ -22,7 +22,6 @@ with the reason in `usd_note`.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.results.figures.task_outcomes import TaskOutcomes
 from smoldataenvs_tasks.results.model.schema import AttemptUsage, Cost, ModelPrice, RunRecord
+from smoldataenvs_tasks.results.model.stated_files import read_json_or_yaml
 
 PRICE_KEYS = ("input_usd_per_mtok", "output_usd_per_mtok")
 TOKENS_PER_PRICE_UNIT = 1_000_000
@@ -44,18 +44,8 @@ class PriceTableError(SmolDataEnvsError, ValueError):
 def read_prices(path: str | Path) -> dict[str, ModelPrice]:
     """A price table from a JSON or YAML file: {model id: {input_usd_per_mtok,
     output_usd_per_mtok}}; PriceTableError (one line naming the entry) when it is not one."""
-    import yaml
-
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PriceTableError(f"{path}: not a readable price table: {exc}") from None
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise PriceTableError(f"{path}: not JSON or YAML: {first}") from None
+    data = read_json_or_yaml(path, "price table", PriceTableError)
     if not isinstance(data, dict) or not data:
         raise PriceTableError(f"{path}: expected a map of model ids to {{{', '.join(PRICE_KEYS)}}}")
     prices: dict[str, ModelPrice] = {}

@@ -20,7 +20,6 @@ Nothing here is checked against the logs: it is what the submitter says, shown a
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any, cast, get_type_hints
 
@@ -30,6 +29,7 @@ from smoldataenvs_tasks.results.model.schema import (
     SubmissionMetadata,
     check_metadata,
 )
+from smoldataenvs_tasks.results.model.stated_files import read_json_or_yaml
 from smoldataenvs_tasks.results.render.markdown import md_text
 
 # How each field reads in report.md and on the leaderboard page, in the declaration's order.
@@ -52,18 +52,8 @@ class MetadataFileError(SmolDataEnvsError, ValueError):
 
 def read_metadata(path: str | Path) -> SubmissionMetadata:
     """The metadata file at `path`, checked: MetadataFileError naming the field otherwise."""
-    import yaml
-
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MetadataFileError(f"{path}: not a readable metadata file: {exc}") from None
-    try:
-        data: Any = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise MetadataFileError(f"{path}: not JSON or YAML: {first}") from None
+    data = read_json_or_yaml(path, "metadata file", MetadataFileError)
     try:
         return check_metadata(data)
     except SubmissionFormatError as exc:
