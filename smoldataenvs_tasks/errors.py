@@ -15,6 +15,7 @@ Each specific error also keeps the built-in base it always had (`ValueError`, `R
 `replay.ReplayFormatError` and `ReplayMissingError`, `inspect_adapter.setup.SandboxOverrideError`,
 `validate.BrokenEnvironment` and `ValidationInputError`, `scorers.grader.UnknownProfileError`,
 `inspect_adapter.regrade.RegradeError`, `lm_eval.regrade.LmEvalRegradeError`,
+`lm_eval_samples.SamplesFileError`,
 `lm_eval.fewshot.FewShotRefused`, `results.model.schema.SubmissionFormatError`,
 `results.verify.verifier_data.DataUnavailable`, `run_plan.OptionError` (a run option out of range) and
 `run_plan.RunPlanError` (options that select nothing to run). Bad input to a command is

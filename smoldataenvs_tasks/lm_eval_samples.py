@@ -7,7 +7,55 @@ either room's, so its one reading sits below both. Plain JSON values in and out:
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
+
+from smoldataenvs_tasks.errors import SmolDataEnvsError
+
+
+class SamplesFileError(SmolDataEnvsError, ValueError):
+    """An lm-eval output file that cannot be read; the message names the file and the line."""
+
+
+def read_samples_file(path: Path) -> list[dict[str, Any]]:
+    """The JSON object on each line of an lm-eval JSONL file (`samples_*`, or an older
+    `verdicts_*`), blank lines skipped. A line that is not one JSON object, NaN or Infinity
+    (which lm-eval never writes for our tasks and a submission may not hold), undecodable text
+    or an unreadable file is one SamplesFileError naming the file and the line."""
+    rows = []
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                row = json_value(line, f"{path.name}:{number}")
+                if not isinstance(row, dict):
+                    raise SamplesFileError(f"{path.name}:{number}: not a JSON object")
+                rows.append(row)
+    except UnicodeDecodeError as exc:
+        raise SamplesFileError(f"{path.name}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise SamplesFileError(f"{path.name}: cannot be read: {exc.strerror or exc}") from None
+    return rows
+
+
+def json_value(text: str, where: str) -> Any:
+    """One JSON value of an lm-eval output, NaN and Infinity refused; SamplesFileError says
+    `where` and why."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise SamplesFileError(f"{where}: not JSON: {exc}") from None
+    except RecursionError:
+        raise SamplesFileError(f"{where}: JSON nested too deeply") from None
+    except ValueError as exc:  # NaN / Infinity, refused by _no_constant
+        raise SamplesFileError(f"{where}: {exc}") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
 
 # The filter our task YAMLs name; lm-eval writes one line per doc per filter.
 VERDICTS_FILTER = "verdicts"

@@ -20,7 +20,12 @@ from typing import Any
 
 from smoldataenvs_tasks.data.cache import atomic_write_bytes
 from smoldataenvs_tasks.errors import SmolDataEnvsError
-from smoldataenvs_tasks.lm_eval_samples import holds_verdicts, samples_line_verdicts
+from smoldataenvs_tasks.lm_eval_samples import (
+    SamplesFileError,
+    holds_verdicts,
+    read_samples_file,
+    samples_line_verdicts,
+)
 from smoldataenvs_tasks.scorers.decide import regrade_verdict
 from smoldataenvs_tasks.scorers.verdict import GRADER_PROFILES, Verdict
 
@@ -34,20 +39,10 @@ class LmEvalRegradeError(SmolDataEnvsError, ValueError):
 
 def _rows(path: Path) -> list[dict[str, Any]]:
     """The file's JSON objects, one per line; a malformed file is one LmEvalRegradeError."""
-    rows = []
     try:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                if not isinstance(row, dict):
-                    raise LmEvalRegradeError(f"{path.name}:{number}: not a JSON object")
-                rows.append(row)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise LmEvalRegradeError(f"{path.name}: not readable JSON lines: {text}") from None
-    return rows
+        return read_samples_file(path)
+    except SamplesFileError as exc:
+        raise LmEvalRegradeError(str(exc)) from None
 
 
 def _docs_beside(verdicts_file: Path) -> dict[str, dict[str, Any]]:

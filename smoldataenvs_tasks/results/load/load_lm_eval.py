@@ -26,7 +26,10 @@ from smoldataenvs_tasks._pins import DATASET_REPO_ID, SAMPLE_SPLIT
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.data.source import Filters
 from smoldataenvs_tasks.lm_eval_samples import (
+    SamplesFileError,
     holds_verdicts,
+    json_value,
+    read_samples_file,
     samples_line_replies,
     samples_line_verdicts,
 )
@@ -58,36 +61,17 @@ def _timestamp(results_file: Path) -> str:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
     try:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                row = _json_line(line, f"{path.name}:{number}")
-                if not isinstance(row, dict):
-                    raise RunLoadError(f"{path.name}:{number}: not a JSON object")
-                rows.append(row)
-    except UnicodeDecodeError as exc:
-        raise RunLoadError(f"{path.name}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise RunLoadError(f"{path.name}: cannot be read: {exc.strerror or exc}") from None
-    return rows
+        return read_samples_file(path)
+    except SamplesFileError as exc:
+        raise RunLoadError(str(exc)) from None
 
 
 def _json_line(text: str, where: str) -> Any:
     try:
-        return json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        raise RunLoadError(f"{where}: not JSON: {exc}") from None
-    except RecursionError:
-        raise RunLoadError(f"{where}: JSON nested too deeply") from None
-    except ValueError as exc:  # NaN / Infinity, refused by _no_constant
-        raise RunLoadError(f"{where}: {exc}") from None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+        return json_value(text, where)
+    except SamplesFileError as exc:
+        raise RunLoadError(str(exc)) from None
 
 
 def _text(value: Any, where: str, *, required: bool = False) -> str | None:
