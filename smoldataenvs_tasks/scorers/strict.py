@@ -165,12 +165,14 @@ def plain_words_refusal(
         # and reads every other word (a date, "1,234", "−5", "45%") that `read_words` refuses.
         cand_reading = read_words(candidate, words) if len(words) > 1 else None
         if cand_reading is None:
-            return numeric_refusal(gold, stripped, False, rel, abs_)
-        remember(stripped, cand_reading)
+            cand_reading = read(stripped)
+        else:
+            remember(stripped, cand_reading)
     if gold_plain is not None:
-        # A plain gold has no word, unit, comparison or magnitude for a candidate to miss.
+        # A plain gold has no word, unit, comparison or magnitude for a candidate to miss, so
+        # the gold need not be read (`_numeric_verdict` on its reading gives the same).
         if type(cand_reading) is Multi:
-            return _HEDGE
+            return _DATES_HEDGE if cand_reading.has_date else _HEDGE
         if (
             type(cand_reading) is Value
             and not cand_reading.comparison
@@ -184,6 +186,7 @@ def plain_words_refusal(
 
 
 _HEDGE = ("one_number", True)
+_DATES_HEDGE = ("dates", True)
 
 
 def list_item_refusal(gold_item: str, candidate_item: str, rel: float, abs_: float) -> str | None:
