@@ -47,7 +47,9 @@ def sabotage():
             seen.add(name)
             libc.ptrace(0x4206, int(name), 0, 0)  # PTRACE_SEIZE
             try:
-                if b"solve.py" in open(f"/proc/{name}/cmdline", "rb").read():
+                # Spelled in two parts: this source is the planting command's own argv, which
+                # the thread killed (137) whenever it ran before that command had exited.
+                if b"solve" + b".py" in open(f"/proc/{name}/cmdline", "rb").read():
                     os.kill(int(name), 9)
             except OSError:
                 pass
