@@ -193,6 +193,7 @@ def grade(
     g = info.first
 
     refused: str | None = None
+    settled = False  # strict refused the numeric rung's match and would refuse math-verify's
     if g is not None and (mode in _NUMERIC_MODES or info.clean):
         found = _FIRST_NUMBER.search(candidate.replace(",", "") if "," in candidate else candidate)
         if found is not None:
@@ -236,12 +237,12 @@ def grade(
 
     # The exact and numeric rungs cost less than a memo look-up; what follows may not.
     if len(gold) + len(candidate) > _MEMO_MAX_KEY_CHARS:
-        return _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused)
+        return _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused, settled)
     key = (gold, candidate, mode, rel, abs_, is_strict)
     hit = _memo.recall(key)
     if hit is not None:
         return hit
-    result = _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused)
+    result = _lower_rungs(gold, candidate, mode, rel, abs_, is_strict, refused, settled)
     # A timeout says nothing about the pair (a retry on a quieter machine may finish), so it is
     # never remembered.
     if result is not _MATH_VERIFY_TIMEOUT:
@@ -297,8 +298,11 @@ def _lower_rungs(
     abs_: float,
     is_strict: bool,
     refused: str | None,
+    settled: bool,
 ) -> GradeResult:
-    """The list rung and math-verify, for a pair the exact and numeric rungs did not accept."""
+    """The list rung and math-verify, for a pair the exact and numeric rungs did not accept.
+    `settled`: strict refused the numeric rung's match (`refused`) and already knows that it
+    would refuse math-verify's, so only the list rung can still accept the pair."""
     if mode in _LIST_MODES or ("," in gold and "," in candidate):
         # A gold's items are remembered with its facts (a candidate's are not: on the
         # all-distinct list set that cost 0.2x).
@@ -312,6 +316,9 @@ def _lower_rungs(
             return _LIST
         if accepted:
             refused = refused or "list_items"
+        if settled and refused is not None:
+            # What `symbolic_refusal` would find again, reading both sides a third time.
+            return _REFUSED[refused]
 
     missed = _MISS if refused is None else _REFUSED[refused]
     if symbolic.shortcut(gold, candidate) is symbolic.Outcome.NO_MATCH:
