@@ -268,6 +268,7 @@ def test_unfinished_inspect_log_is_refused_unless_allowed(sandbox_kind, tmp_path
     assert sub["runs"][0]["coverage"]["finished"] is False
 
 
+@pytest.mark.slow  # two whole Inspect evals: the original and its retry
 def test_a_folder_with_an_eval_retry_and_its_failed_original_reads_as_the_retry(
     sandbox_kind, tmp_path
 ):
