@@ -362,6 +362,22 @@ def _model_td(e: LeaderboardEntry) -> str:
     return f'<td class="text model" data-sort="{_e(e["id"])}">{name}{_badges(e)}</td>'
 
 
+def _entry_row(e: LeaderboardEntry, cells: list[str]) -> str:
+    """One entry's row, keyed by its submission's sha256 (the page's sorting and linking)."""
+    return f'<tr data-sha256="{_e(e["sha256"])}">' + "".join(cells) + "</tr>"
+
+
+def _scroll_table(
+    classes: str, table_id: str, heads: list[tuple[str, str]], rows: list[str]
+) -> str:
+    """A sortable table in its own horizontal scroller: every table of the page."""
+    head_html = "".join(_th(h, c) for h, c in heads)
+    return (
+        f'<div class="scroll"><table class="{classes}" id="{table_id}"><thead><tr>{head_html}'
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
 def _board_table(table: LeaderboardTable, index: int) -> str:
     """The ranking: what a reader compares first (pass@1 and what it counts) next to the model,
     then by tier and pass@k, then how it was run. The split, variant and grader are the table's
@@ -372,7 +388,6 @@ def _board_table(table: LeaderboardTable, index: int) -> str:
     heads += [("tasks", ""), ("left ungraded", ""), ("ungradable", ""), ("graded only", "")]
     heads += [(f"pass@1 {t}", "") for t in tiers] + [(f"pass@{k}", "") for k in ks]
     heads += [("framework", "text"), ("date", "text")]
-    head_html = "".join(_th(h, c) for h, c in heads)
     rows = []
     for e in entries:
         cells = [
@@ -390,11 +405,8 @@ def _board_table(table: LeaderboardTable, index: int) -> str:
             _td(e["framework"], e["framework"], cls="text"),
             _td(e["date"] or "—", e["date"], cls="text"),
         ]
-        rows.append(f'<tr data-sha256="{_e(e["sha256"])}">' + "".join(cells) + "</tr>")
-    return (
-        f'<div class="scroll"><table class="board" id="board-{index}"><thead><tr>{head_html}'
-        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-    )
+        rows.append(_entry_row(e, cells))
+    return _scroll_table("board", f"board-{index}", heads, rows)
 
 
 def _modes_table(table: LeaderboardTable, index: int) -> str:
@@ -409,12 +421,9 @@ def _modes_table(table: LeaderboardTable, index: int) -> str:
     for e in entries:
         cells = [_td(_rank(e), e["rank"]), _model_td(e)]
         cells += [_estimate_td(e["pass@1_by_reward_mode"].get(m)) for m in modes]
-        rows.append(f'<tr data-sha256="{_e(e["sha256"])}">' + "".join(cells) + "</tr>")
-    head_html = "".join(_th(h, c) for h, c in heads)
-    return (
-        "<h3>pass@1 by reward mode</h3>"
-        f'<div class="scroll"><table class="board modes" id="modes-{index}"><thead><tr>'
-        f"{head_html}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        rows.append(_entry_row(e, cells))
+    return "<h3>pass@1 by reward mode</h3>" + _scroll_table(
+        "board modes", f"modes-{index}", heads, rows
     )
 
 
@@ -440,12 +449,9 @@ def _cost_table(table: LeaderboardTable, index: int) -> str:
                 cls="text wrap",
             ),
         ]
-        rows.append(f'<tr data-sha256="{_e(e["sha256"])}">' + "".join(cells) + "</tr>")
-    head_html = "".join(_th(h, c) for h, c in heads)
-    return (
-        "<h3>Cost, retries and noise floor</h3>"
-        f'<div class="scroll"><table class="board cost" id="cost-{index}"><thead><tr>'
-        f"{head_html}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        rows.append(_entry_row(e, cells))
+    return "<h3>Cost, retries and noise floor</h3>" + _scroll_table(
+        "board cost", f"cost-{index}", heads, rows
     )
 
 
@@ -530,11 +536,8 @@ def _comparisons(table: LeaderboardTable, index: int) -> str:
             + _td(epochs_shown, None if floor is None else floor["epochs_to_separate"])
             + "</tr>"
         )
-    head_html = "".join(_th(h, c) for h, c in heads)
-    return (
-        "<h3>Pairwise: paired bootstrap on the tasks both counted</h3>"
-        f'<div class="scroll"><table class="board pairs" id="pairs-{index}"><thead><tr>'
-        f"{head_html}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    return "<h3>Pairwise: paired bootstrap on the tasks both counted</h3>" + _scroll_table(
+        "board pairs", f"pairs-{index}", heads, rows
     )
 
 
