@@ -22,6 +22,25 @@ REVENUE_TASK = "sample/0001/orders.ipynb_qa_2"  # gold "7438.11", numeric, atol 
 MISSING_TABLE_TASK = "sample/0009/returns.ipynb_qa_1"  # its table is absent from the bucket
 
 
+def forge_revenue_as_gold(log_file: Path, out_dir: Path) -> Path:
+    """A forged copy of an Inspect log in `out_dir`: every attempt at REVENUE_TASK recorded as
+    the exact gold "7438.11", whatever its program printed (what a dishonest submitter edits).
+    Returns the copy's path."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(log_file))
+    for sample in log.samples or []:
+        if sample.id == REVENUE_TASK:
+            [score] = sample.scores.values()
+            score.value = 1.0
+            score.metadata.update(
+                reward=1.0, category="correct", method="exact", prediction="7438.11"
+            )
+    forged = out_dir / log_file.name
+    write_eval_log(log, str(forged))
+    return forged
+
+
 def lm_eval_gold_run(*options: str) -> list[str]:
     """The console script's command replaying the gold replies on the sample's program task,
     with lm-eval's `options` after it."""

@@ -12,11 +12,10 @@ import json
 import pytest
 
 from tests.journeys.standin import User, one_log
+from tests.replies import REVENUE_TASK, forge_revenue_as_gold
 from tests.report.replays import MIXED, write_replay
 
 pytestmark = [pytest.mark.journey, pytest.mark.slow]
-
-REVENUE = "sample/0001/orders.ipynb_qa_2"  # gold 7438.11; MIXED's program prints 1.0
 
 
 def test_verify_reexecute_reproduces_an_honest_run_and_fails_a_forged_answer(user, hub, tmp_path):
@@ -45,19 +44,8 @@ def test_verify_reexecute_reproduces_an_honest_run_and_fails_a_forged_answer(use
     assert f"{graded} attempt(s) re-executed in bwrap sandboxes" in check["detail"]
 
     # The submitter puts the gold into one recorded answer, the program left as it was.
-    from inspect_ai.log import read_eval_log, write_eval_log
-
-    log_file = one_log(logs)
-    log = read_eval_log(str(log_file))
-    for sample in log.samples or []:
-        if sample.id == REVENUE:
-            [score] = sample.scores.values()
-            score.value = 1.0
-            score.metadata.update(
-                reward=1.0, category="correct", method="exact", prediction="7438.11"
-            )
     forged = tmp_path / "forged"
-    write_eval_log(log, str(forged / log_file.name))
+    forge_revenue_as_gold(one_log(logs), forged)
     forged_report = tmp_path / "forged-report"
     assert user.smoldataenvs("report", forged, "--out", forged_report).returncode == 0
     forged_sub = forged_report / "submission.json"
@@ -68,5 +56,6 @@ def test_verify_reexecute_reproduces_an_honest_run_and_fails_a_forged_answer(use
     )
     assert caught.returncode == 1, caught.describe()
     [line] = [line for line in caught.stdout.splitlines() if "reexecute:" in line]
-    assert line.lstrip().startswith("fail") and f"differs: {REVENUE}" in line
+    # MIXED's program for REVENUE_TASK prints 1.0, so the forged gold answer differs.
+    assert line.lstrip().startswith("fail") and f"differs: {REVENUE_TASK}" in line
     assert "NOT VERIFIED" in caught.stdout

@@ -25,7 +25,7 @@ from smoldataenvs_tasks.results.publish.leaderboard import (
 )
 from smoldataenvs_tasks.results.publish.submission import submission_json
 from smoldataenvs_tasks.results.verify.reexecute import replay_hints
-from tests.replies import REVENUE_TASK, fenced
+from tests.replies import REVENUE_TASK, fenced, forge_revenue_as_gold
 from tests.report.conftest import run_inspect
 from tests.report.replays import MIXED, Reply, write_replay
 from tests.report.synthetic import synthetic_submission
@@ -157,18 +157,8 @@ def test_a_record_two_fresh_runs_disagree_on_is_not_replayable_and_not_reexecute
 ):
     """The clock program's record claims the gold: each fresh run prints another time, so
     none can be held to the record. Named and counted; the entry is not re-executed."""
-    from inspect_ai.log import read_eval_log, write_eval_log
-
-    log = read_eval_log(str(clock_log))
-    for sample in log.samples:
-        if sample.id == REVENUE_TASK:
-            for score in sample.scores.values():
-                score.value = 1.0
-                score.metadata.update(
-                    reward=1.0, category="correct", method="exact", prediction="7438.11"
-                )
     logs = tmp_path / "logs"
-    write_eval_log(log, str(logs / clock_log.name))
+    forge_revenue_as_gold(clock_log, logs)
     assert invoke("report", logs, "--out", tmp_path / "r").exit_code == 0
     result = verify_reexecuted(tmp_path / "r" / "submission.json", logs, sandbox_kind)
     assert result.exit_code == 0, result.output
@@ -212,8 +202,6 @@ def test_reexecution_in_docker_reproduces_an_honest_run_and_catches_a_forged_ans
     inspect_mixed_log, tmp_path
 ):
     """The verifier's sandbox need not be the run's: a bwrap run re-executed in Docker."""
-    from inspect_ai.log import read_eval_log, write_eval_log
-
     from tests.sandboxes.helpers import require_kind
 
     require_kind("docker")
@@ -223,16 +211,8 @@ def test_reexecution_in_docker_reproduces_an_honest_run_and_catches_a_forged_ans
     assert reexecute_check(honest)["status"] == "ok"
     assert "in docker sandboxes" in reexecute_check(honest)["detail"]
 
-    log = read_eval_log(str(inspect_mixed_log))
-    for sample in log.samples or []:
-        if sample.id == "sample/0001/orders.ipynb_qa_2":
-            [score] = sample.scores.values()
-            score.value = 1.0
-            score.metadata.update(
-                reward=1.0, category="correct", method="exact", prediction="7438.11"
-            )
     logs = tmp_path / "forged"
-    write_eval_log(log, str(logs / inspect_mixed_log.name))
+    forge_revenue_as_gold(inspect_mixed_log, logs)
     assert invoke("report", logs, "--out", tmp_path / "f").exit_code == 0
     forged = verify_reexecuted(tmp_path / "f" / "submission.json", logs, "docker")
     assert forged.exit_code == 1, forged.output
