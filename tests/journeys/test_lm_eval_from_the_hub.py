@@ -63,3 +63,47 @@ def test_prefetch_then_lm_eval_online_then_offline_with_the_hub_gone(
     assert offline.returncode == 0, offline.describe()
     assert lm_eval_outcomes(tmp_path / "offline") == expected
     assert results_of(tmp_path / "offline")["pass@1,verdicts"] == 1.0
+
+
+def test_regrade_of_an_lm_eval_folder_then_report_and_a_bad_line_said_alike(
+    user, hub, standin_data, tmp_path
+):
+    """`smoldataenvs regrade` and `report` on what `smoldataenvs-lm-eval` wrote, as a user runs
+    them: the folder re-graded under strict reports both graders, and a damaged samples line is
+    refused by both commands in the same one line (one reader: lm_eval_samples)."""
+    ids = standin_data.one_of_each(SPLIT)
+    expected = gold_outcomes(standin_data, SPLIT, ids)
+    run = run_lm_eval(user, standin_data.gold_program[SPLIT], tmp_path / "out", ids, offline=False)
+    assert run.returncode == 0, run.describe()
+
+    regraded = user.smoldataenvs(
+        "regrade", tmp_path / "out", "--grader", "strict", "--out", tmp_path / "strict"
+    )
+    assert regraded.returncode == 0, regraded.describe()
+    assert lm_eval_outcomes(tmp_path / "strict") == expected  # the recorded verdicts, kept
+    # One of each kind of task, not the split: the submission is marked partial.
+    report = user.smoldataenvs(
+        "report", tmp_path / "strict", "--allow-partial", "--out", tmp_path / "report"
+    )
+    assert report.returncode == 0, report.describe()
+    sub = json.loads((tmp_path / "report" / "submission.json").read_text(encoding="utf-8"))
+    by_grader = sub["pass@1_by_grader"]
+    graded = sum(1 for outcome in expected.values() if outcome.value is not None)
+    # The gold programs print the gold, which the strict rules accept too.
+    assert (by_grader["default"]["value"], by_grader["strict"]["value"]) == (1.0, 1.0)
+    assert by_grader["strict"]["n_tasks"] == graded
+
+    [samples] = list((tmp_path / "out").rglob(f"samples_{TASK}_*.jsonl"))
+    with samples.open("a", encoding="utf-8") as handle:
+        handle.write('{"doc": {"task_id": "forged"}, "filtered_resps": NaN}\n')
+    said = f"{samples.name}:{len(expected) + 1}: NaN is not a JSON number"
+    refused = user.smoldataenvs(
+        "regrade", tmp_path / "out", "--grader", "strict", "--out", tmp_path / "again"
+    )
+    reported = user.smoldataenvs(
+        "report", tmp_path / "out", "--allow-partial", "--out", tmp_path / "again-report"
+    )
+    for result in (refused, reported):
+        assert result.returncode != 0, result.describe()
+        assert said in result.output and "Traceback" not in result.output, result.describe()
+    assert not (tmp_path / "again").exists(), "regrade wrote from a file it refused"
