@@ -1,8 +1,10 @@
 """The tiers' rules (tests/tiers.py) in an inner pytest run: the 5 s rule fails the run and names
 the test, `slow` and `docker` exempt it, a test's own fixtures count and shared ones do not, and a unit test may not be docker or journey.
 
-The inner runs lower the limit through SMOLDATAENVS_TEST_TIME_LIMIT, so a 0.4 s sleep stands for
-a 5.x s test and the whole file stays well inside the unit tier.
+The inner runs lower the limit through SMOLDATAENVS_TEST_TIME_LIMIT, so 0.4 s of CPU (or of
+sleep) stands for a 5.x s test and the whole file stays well inside the unit tier. How busy the
+machine is comes from `tiers.busy_machine`, set per test: the rule judges CPU time always and wall
+time only on a quiet machine.
 
     python -m pytest tests/test_tiers.py -q
 """
@@ -24,48 +26,61 @@ markers =
     journey: journey
 """
 
+# Every slow part spends CPU, so each outcome holds however busy the machine is.
 _TESTS = """
 import time
 import pytest
 
+def spin(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
 @pytest.fixture
 def slow_fixture():
-    time.sleep(0.2)
+    spin(0.2)
 
 @pytest.fixture(scope="module")
 def slow_shared_fixture():
-    time.sleep(0.4)
+    spin(0.4)
 
 def test_quick():
     pass
 
 def test_over_the_limit():
-    time.sleep(0.4)
+    spin(0.4)
 
 @pytest.mark.slow
 def test_marked_slow():
-    time.sleep(0.4)
+    spin(0.4)
 
 @pytest.mark.docker
 def test_marked_docker():
-    time.sleep(0.4)
+    spin(0.4)
 
 def test_setup_counts(slow_fixture):
-    time.sleep(0.2)
+    spin(0.2)
 
 def test_shared_setup_does_not_count(slow_shared_fixture):
     pass
 
 def test_failing_and_slow():
-    time.sleep(0.4)
+    spin(0.4)
     assert False, "its own failure"
 """
+
+
+def _busy(monkeypatch: pytest.MonkeyPatch, load: float | None) -> None:
+    from tests import tiers
+
+    monkeypatch.setattr(tiers, "busy_machine", lambda: None if load is None else (load, 2))
 
 
 @pytest.fixture
 def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     pytester.makeini(_INI)
     monkeypatch.setenv(LIMIT_ENV, "0.3")
+    _busy(monkeypatch, 9.0)  # the CPU rule alone must fail them: the busiest case
     # Only the plugin under test: hypothesis's plugin alone costs seconds in an inner run.
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     return pytester
@@ -90,13 +105,41 @@ def test_test_over_the_limit_fails_the_run_and_is_named(inner: pytest.Pytester) 
     result.stdout.re_match_lines(
         [
             r"test_inner.py::test_over_the_limit took \d+\.\d s \(its own fixtures \d+\.\d s, the test "
-            r"\d+\.\d s\), over the 0\.3 s limit for a test not marked slow: .*mark it "
+            r"\d+\.\d s; \d+\.\d s of CPU\), over the 0\.3 s limit for a test not marked slow: .*mark it "
             r"@pytest.mark.slow.*",
             r"FAILED test_inner.py::test_over_the_limit - .*",
         ]
     )
     # A test failing anyway keeps its own failure, with the time noted beside it.
     result.stdout.fnmatch_lines(["*its own failure*", "*test_failing_and_slow took*"])
+
+
+_SLEEPY = "import time\ndef test_sleepy():\n    time.sleep(0.4)\n"
+
+
+def test_a_test_slow_only_in_wall_time_fails_on_a_quiet_machine(
+    inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _busy(monkeypatch, None)
+    inner.makepyfile(test_inner=_SLEEPY)
+    result = inner.runpytest_inprocess("-p", "tests.tiers", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.re_match_lines([r".*test_sleepy took \d+\.\d s .*over the 0\.3 s limit.*"])
+
+
+def test_a_test_slow_only_in_wall_time_is_reported_on_a_busy_machine(
+    inner: pytest.Pytester,
+) -> None:
+    inner.makepyfile(test_inner=_SLEEPY)
+    result = inner.runpytest_inprocess("-p", "tests.tiers", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*slow on a busy machine (reported, not failed)*",
+            "*test_sleepy took * s of CPU), over the 0.3 s limit in wall time only, while the "
+            "machine was busy (load average 9.0 on 2 CPUs): reported, not failed",
+        ]
+    )
 
 
 def test_limit_zero_turns_the_rule_off(
