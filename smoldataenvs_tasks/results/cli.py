@@ -94,9 +94,12 @@ def _summary(submission: Submission, n_runs: int) -> str:
     ungradable_text = (
         f"{ungradable} ({_counts(submission['ungradable_by_reason'])})" if ungradable else "0"
     )
+    # Countable tasks are the graded ones unless the run left some ungraded (those count as 0):
+    # then "graded", the README's word, would be wrong, and "countable" says what is counted.
+    counted = "graded" if not left else "countable"
     text = (
         f"{submission['model']} on {submission['split']} ({submission['variant']}): pass@1 "
-        f"{value(p)}{interval} over {submission['n_countable']} countable of "
+        f"{value(p)}{interval} over {submission['n_countable']} {counted} of "
         f"{submission['n_tasks']} tasks; left ungraded by the run (counted as 0): {left_text}; "
         f"graded only: pass@1 {value(submission['pass@1_graded'])} over "
         f"{submission['n_graded']}; ungradable (the data): {ungradable_text}; {n_runs} run(s); "
@@ -243,6 +246,8 @@ def report_command(
     for group, submission in built:
         folder = Path(out) / group.folder if several else Path(out)
         write_report(submission, folder)
+        # A blank line first: a run script prints this right after Inspect's results panel.
+        click.echo("")
         click.echo(_summary(submission, len(group.runs)))
         for file_name in ("submission.json", "report.md", "report.png"):
             click.echo(f"wrote {folder / file_name}")
