@@ -144,7 +144,8 @@ _new = tuple.__new__
 # --- cleaning: markup that wraps an answer without changing it ------------------------------
 
 _FENCE = re.compile(r"```[\w+-]*")
-_MARKUP = re.compile(r"\*\*|__|`")
+# `**` between digits is Python's power ("4.2*10**3"), not bold.
+_MARKUP = re.compile(r"(?<!\d)\*\*|\*\*(?!\d)|__|`")
 _LATEX_WRAPPER = re.compile(
     r"\\(?:boxed|text|textbf|textrm|mathrm|mathbf|operatorname|displaystyle|left|right)\b"
 )
@@ -168,7 +169,39 @@ _ANSWER_LEAD = re.compile(
 )
 
 
+# Markup that only formats an answer (issue 46): HTML formatting tags and the chat templates'
+# special tokens a model may print ("<b>42</b>", "42<|im_end|>", "42</s>"). A tag that could
+# change the number (`<sup>`, `<sub>`) is not one of them.
+_FORMAT_TAG = re.compile(
+    r"<\|[\w.-]{1,40}\|>|(?i:</?(?:b|i|u|s|em|strong|code|pre|span|p|div|br|hr|mark|tt|kbd"
+    r"|samp|small|big|font|eos|bos|end_of_turn|start_of_turn|end_of_text|eot)(?![\w-])[^<>]{0,200}>)"
+)
+# A Python or IPython session printed whole (issue 46): the input lines are the code, the answer
+# is what it printed ("Out[3]: 42" is 42).
+_REPL_INPUT = re.compile(r"^[ \t]*(?:>>>|\.\.\.)(?:[ \t].*)?$|^[ \t]*In \[\d+\]:.*$", re.M)
+_REPL_OUTPUT = re.compile(r"^[ \t]*Out\[\d+\]:[ \t]*", re.M)
+
+
+def _table_rules(text: str) -> str:
+    """A markdown table without its rule lines (`|---|:---:|`): their dashes are no minus sign
+    (issue 46: a one-cell table read as -42). Line by line, in linear time."""
+    lines = text.split("\n")
+    kept = [line for line in lines if "---" not in line or line.strip(" \t|:-")]
+    return "\n".join(kept) if len(kept) != len(lines) else text
+
+
+def _repl(text: str) -> str:
+    without = _REPL_OUTPUT.sub("", _REPL_INPUT.sub("", text))
+    return without if without.strip() else text
+
+
 def _clean(text: str) -> str:
+    if "<" in text:
+        text = _FORMAT_TAG.sub(" ", text)
+    if ">>>" in text or "In [" in text or "Out[" in text:
+        text = _repl(text)
+    if "---" in text:
+        text = _table_rules(text)
     if "`" in text:
         text = _FENCE.sub("\n", text)
     if "*" in text or "_" in text or "`" in text:
@@ -230,20 +263,38 @@ _NUMBER_WORDS = (
     r"|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fourty|fifty|sixty"
     r"|seventy|eighty|ninety|hundred|thousand|million|billion|trillion|dozen"
 )
+# The magnitude table is closed (docs/scoring.md "Magnitude words"): the English words and the
+# suffixes models print, finance's (`MM`, `bln`), the Indian system's (`lakh`, `crore`) and the
+# German abbreviations (`Tsd.`, `Mio.`, `Mrd.`). A word outside it is a unit.
 _MAGNITUDES = {
     "k": 1e3,
     "thousand": 1e3,
+    "thou": 1e3,
+    "grand": 1e3,
+    "tsd": 1e3,
     "hundred": 1e2,
+    "lakh": 1e5,
+    "lac": 1e5,
+    "crore": 1e7,
+    "cr": 1e7,
     "m": 1e6,
+    "mm": 1e6,  # only `MM` reads as one (finance); `mm` is millimetres
     "mn": 1e6,
     "mln": 1e6,
     "mio": 1e6,
+    "mil": 1e6,
     "million": 1e6,
     "b": 1e9,
     "bn": 1e9,
+    "bln": 1e9,
+    "bil": 1e9,
+    "mrd": 1e9,
+    "milliard": 1e9,
     "billion": 1e9,
     "t": 1e12,
     "tn": 1e12,
+    "trn": 1e12,
+    "tln": 1e12,
     "trillion": 1e12,
 }
 
@@ -314,17 +365,18 @@ _TOKEN = re.compile(
     # numbers: 1,234,567.8 / 1 234 567 / 12.5 / .5 / 8.3e-4, then a magnitude and a percent
     r"|(?P<NUMBER>(?P<num>\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d+)?"
     r"|\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?P<exp>[eE][-+]?\d+)?"
-    r"(?:\s?(?P<mag>(?i:k|thousands?|hundreds?|millions?|mn|mln|mio|billions?|bn|trillions?|tn)"
-    r"|M|B|T)(?![\w]))?"
+    r"(?:\s?(?P<mag>(?i:k|thousands?|thou|grand|tsd|hundreds?|lakhs?|lacs?|crores?|cr|millions?|mn"
+    r"|mln|mio|mil|billions?|bn|bln|bil|mrd|milliards?|trillions?|tn|trn|tln)|MM|M|B|T)(?![\w]))?"
     r"(?:\s?(?P<pct>%|(?i:percent|per\s?cent|pct)\b))?)"
     # numbers in words: count as numbers (a hedge "12 or seventeen" holds two)
     r"|(?P<WORD>(?i:\b" + _NUMBER_WORD + r"(?:[\s-]+(?:and\s+)?" + _NUMBER_WORD + r")*\b))"
 )
 # After a number's digits, what could make it more than a plain number.
 _COMPLEX_AFTER = re.compile(
-    r"[-/.:%\w]|,\d|[ \u00a0\u202f]\d{3}(?!\d)|\s+(?:[-/%]|[MBT]\b|(?i:jan|feb|mar|apr|may|jun|jul|aug"
-    r"|sep|oct|nov|dec|q[1-4]\b|of\b|k\b|thousand|hundred|million|mn\b|mln\b|mio\b|billion|bn\b"
-    r"|trillion|tn\b|percent|per\s?cent|pct\b|quarter|qtr))"
+    r"[-/.:%\w]|,\d|[ \u00a0\u202f]\d{3}(?!\d)|\s+(?:[-/%]|[MBT]\b|MM\b|(?i:jan|feb|mar|apr|may|jun"
+    r"|jul|aug|sep|oct|nov|dec|q[1-4]\b|of\b|k\b|thousand|thou\b|grand|tsd\b|hundred|lakh|lacs?\b"
+    r"|crore|cr\b|million|mn\b|mln\b|mio\b|mil\b|billion|bn\b|bln\b|bil\b|mrd\b|milliard|trillion"
+    r"|tn\b|trn\b|tln\b|percent|per\s?cent|pct\b|quarter|qtr))"
 )
 _TOKEN_WORDS = frozenset(
     [
@@ -651,6 +703,11 @@ _UNIT_SYNONYMS = {
     "millimeter": "mm",
     "millimetre": "mm",
     "mile": "mi",
+    "feet": "ft",
+    "foot": "ft",
+    "sqft": "sq ft",
+    "sqm": "sq m",
+    "sqkm": "sq km",
     "kilogram": "kg",
     "kilo": "kg",
     "kgs": "kg",
@@ -685,25 +742,101 @@ def _canonical_unit(word: str) -> str:
     return word
 
 
-def _comparisons(*texts: str) -> tuple[frozenset[str], list[str]]:
-    """The comparisons and negations in `texts`, and the texts with them removed."""
+# Where a number's own clause ends (issue 46): a comparison word in another clause is narration
+# ("Over the whole period, the total is 42.", "below average; the value is 42"). After the number
+# a comma does not end it: "42, or more" is a bound.
+_CLAUSE_ENDS_BEFORE = (". ", "; ", ", ", ": ", "! ", "? ", "\n", ".\t", ",\t")
+_CLAUSE_ENDS_AFTER = (". ", "; ", "! ", "? ", "\n", ".\t")
+# How far from its number a comparison may stand: fillers between are short, and the search
+# stays linear on a side of any length.
+_REACH = 120
+# Words that may stand between a comparison and the number after it without making it narration:
+# a copula, an article, an approximation, an adverb of degree, a verb of opinion ("is not
+# exactly 42", "I do not think it is 42", "no more than about $42"). Any other word means the
+# comparison is about something else ("the number of stores over budget is 42").
+_BETWEEN_WORDS = frozenset(
+    (
+        "is are was were be been being it its s the a an of to than equal equals exactly precisely"
+        " just only quite really actually necessarily even about approximately approx around"
+        " roughly nearly almost circa ca some so that this which value answer result number"
+        " total i we you do does did can could would will should think believe sure say guess"
+        " expect certainly definitely simply"
+    ).split()
+)
+_COPULAS = frozenset("is are was were be been it s".split())
+
+
+def _comparisons(before: str, after: str) -> tuple[frozenset[str], str, str]:
+    """The comparisons and negations that qualify the number between `before` and `after`, and
+    the two texts with them removed (docs/scoring.md "Comparison words"). A comparison counts
+    only in the number's own clause and next to it: before it with nothing but the words of
+    `_BETWEEN_WORDS` between ("is not 42", "at least about 42"), after it with nothing but a unit
+    for a bound ("42 years or more", "42 kg max") or a copula for a negation ("42 is not"). The
+    statistics `maximum`/`minimum`/`max` name a value unless right beside it: "The maximum value
+    is 42" names it, "a maximum of 42" and "42 max" bound it."""
     found: set[str] = set()
-    rest = []
-    for text in texts:
-        if text and (
-            _COMPARISON_SYMBOL.search(text)
-            or not _COMPARISON_WORDS.isdisjoint(_WORD.findall(text.lower()))
-        ):
-            # Every match replaced by a space; then, if there was one, the distinct (ge, le, ne,
-            # gt, lt, pm) tuples, each with one group set. Both in C: a loop per match cost a
-            # second per MiB.
-            removed, count = _COMPARISON.subn(" ", text)
-            if count:
-                for groups in set(_COMPARISON.findall(text)):
-                    found.add(_COMPARISON_GROUP_OPS[next(i for i, g in enumerate(groups) if g)])
-                text = removed
-        rest.append(text)
-    return frozenset(found), rest
+    if before and _qualifies(before):
+        cut = len(before) - _REACH if len(before) > _REACH else 0
+        for end in _CLAUSE_ENDS_BEFORE:
+            at = before.rfind(end, cut)
+            if at >= 0 and at + len(end) > cut:
+                cut = at + len(end)
+        clause = before[cut:]
+        pieces = []
+        kept = 0
+        for match in _COMPARISON.finditer(clause):
+            words = _WORD.findall(clause[match.end() :].lower())
+            if _is_statistic(match):
+                near = not words
+            else:
+                near = all(word in _BETWEEN_WORDS for word in words)
+            if near:
+                found.add(_COMPARISON_OPS[match.lastgroup.split("_")[0]])  # type: ignore[union-attr]
+                pieces.append(clause[kept : match.start()])
+                pieces.append(" ")
+                kept = match.end()
+        if pieces:
+            before = before[:cut] + "".join(pieces) + clause[kept:]
+    if after and _qualifies(after):
+        cut = min(len(after), _REACH)
+        for end in _CLAUSE_ENDS_AFTER:
+            at = after.find(end, 0, cut)
+            if at >= 0:
+                cut = at
+        clause = after[:cut]
+        pieces = []
+        kept = 0
+        for match in _COMPARISON.finditer(clause):
+            words = _WORD.findall(clause[: match.start()].lower())
+            group = match.lastgroup or ""
+            if not group.endswith("_words"):
+                near = not words
+            elif group.startswith(("ge", "le")):
+                # A bound after a unit ("42 years or more"), never after a sentence ("42 is the
+                # maximum").
+                near = len(words) <= 1 and not (words and words[0] in _FILLER)
+            else:
+                near = all(word in _COPULAS for word in words)
+            if near:
+                found.add(_COMPARISON_OPS[group.split("_")[0]])
+                pieces.append(clause[kept : match.start()])
+                pieces.append(" ")
+                kept = match.end()
+        if pieces:
+            after = "".join(pieces) + clause[kept:] + after[cut:]
+    return frozenset(found), before, after
+
+
+def _qualifies(text: str) -> bool:
+    """Whether `text` could hold a comparison at all (one symbol or word test, in C)."""
+    return _COMPARISON_SYMBOL.search(text) is not None or not _COMPARISON_WORDS.isdisjoint(
+        _WORD.findall(text.lower())
+    )
+
+
+def _is_statistic(match: re.Match[str]) -> bool:
+    word = match.group().lower()
+    return "max" in word or "min" in word
 
 
 _NO_COMPARISON: frozenset[str] = frozenset()
@@ -748,9 +881,48 @@ def _non_word_run(text: str) -> int:
 _WORD_CHAR = re.compile(r"\w")
 
 
+# Markers a Value's `comparison` holds for what is glued to its number (issue 46): like a
+# comparison, a side that has one and a side that does not say different things.
+NAME_MARK = "name"
+DECADE_MARK = "decade"
+FUNCTION_MARK = "function of"
+_NAME = frozenset([NAME_MARK])
+_DECADE = frozenset([DECADE_MARK])
+_FUNCTION_OF = frozenset([FUNCTION_MARK])
+_APOSTROPHE_S = ("'s", "\u2019s")
+# Right after the digits: a call, a factorial, a superscript, a vulgar fraction, a product sign.
+_GLUED_AFTER = frozenset(
+    "(!\u00d7\u00b2\u00b3\u00b9\u2070\u2074\u2075\u2076\u2077\u2078\u2079"
+    "\u207a\u207b\u00bc\u00bd\u00be\u2150\u2151\u2152\u2153\u2154\u2155"
+    "\u2156\u2157\u2158\u2159\u215a\u215b\u215c\u215d\u215e"
+)
+_FUNCTION_NAMES = r"sqrt|cbrt|log(?:2|10|1p)?|ln|exp|factorial|gamma|sin|cos|tan"
+_FUNCTION_BEFORE = re.compile(r"(?i:\b(?:" + _FUNCTION_NAMES + r")\s*\()$")
+_FUNCTION_WORDS_BEFORE = re.compile(
+    r"(?i:\b(?:(?:square|cube)\s+root|sqrt|log(?:arithm)?|ln|exp|factorial|twice|double|triple"
+    r"|half|inverse|reciprocal)(?:\s+of)?(?:\s+the)?\s*)$"
+)
+_FUNCTION_WORDS_AFTER = re.compile(r"(?i:\s*(?:squared|cubed|factorial)\b)")
+# Units of area: "1200 sq ft", "1200 square feet", "1200 ft²", "1200 m2" (issue 46: "sq" was
+# the unit of both "sq m" and "sq ft").
+_AREA_WORDS = frozenset(["sq", "square", "cu", "cubic"])
+_AREA = re.compile(r"\s*(?i:(sq|square|cu|cubic))\.?\s+([^\W\d_]+)")
+
+
+def _area_unit(word: str) -> str:
+    return "sq " + _canonical_unit(word.rstrip("."))
+
+
+def _is_year(token: _Token) -> bool:
+    value = token.value
+    return (
+        value is not None and 1000 <= value <= 2999 and value == int(value) and not token.exponent
+    )
+
+
 def _value(token: _Token, before: str, after: str) -> Value:
     assert token.value is not None
-    comparison, (rest, after) = _comparisons(before, after)
+    comparison, rest, after = _comparisons(before, after)
     if after and _BOUND_AFTER.match(after):
         comparison = comparison | {">="}
     minimum = _MIN_BEFORE.search(rest) if rest else None
@@ -786,12 +958,43 @@ def _value(token: _Token, before: str, after: str) -> Value:
                 label = word
     percent = token.percent
     magnitude = token.magnitude
+    digits = token.value
+    # What is glued to the number makes it part of something else (issue 46): a name ("CO2",
+    # "uint8", "dtype: int64"), a decade ("1990s"), or a function of it ("42!", "42()", "42×",
+    # "sqrt(42)", "the square root of 42", "42 squared"). docs/scoring.md "Glued numbers".
+    if before and (before[-1].isalpha() or (before[-1] == "(" and _FUNCTION_BEFORE.search(before))):
+        comparison = comparison | (_NAME if before[-1].isalpha() else _FUNCTION_OF)
+    elif rest and _FUNCTION_WORDS_BEFORE.search(rest[-40:]):
+        comparison = comparison | _FUNCTION_OF
+    if after:
+        first = after[0]
+        if first in _GLUED_AFTER or after.lstrip()[:1] == "\u00d7":
+            comparison = comparison | _FUNCTION_OF
+        elif (
+            (first == "s" or after[:2] in _APOSTROPHE_S)
+            and _is_year(token)
+            and (not _LETTER.match(after, 1 if first == "s" else 2))
+        ):
+            comparison = comparison | _DECADE
+            after = after[1 if first == "s" else 2 :]
+        elif _FUNCTION_WORDS_AFTER.match(after):
+            comparison = comparison | _FUNCTION_OF
+        if after.lstrip()[:1] == "\u2030":
+            percent = True  # per mille: 12.5‰ is 1.25%
+            magnitude = magnitude * 0.1
     if after and unit is None:
         currency_after = _CURRENCY_AFTER.match(after)
         if currency_after is not None:
             unit = _CURRENCY[currency_after.group(1)]
     if after:
         found = _FIRST_WORD.match(after)
+        if found is not None:
+            word = found.group(1).lower()
+            if word in _AREA_WORDS:
+                area = _AREA.match(after)
+                if area is not None:
+                    unit = _area_unit(area.group(2))
+                    found = None
         if found is not None:
             word = found.group(1).lower()
             if word in ("percent", "pct") or (word == "per" and "cent" in after.lower()):
@@ -802,7 +1005,8 @@ def _value(token: _Token, before: str, after: str) -> Value:
                 magnitude = magnitude * 0.01
             elif word not in _FILLER:
                 unit = _canonical_unit(word)
-    digits = token.value
+                if word[-1:] in ("2", "\u00b2") or after[found.end() : found.end() + 1] == "2":
+                    unit = _area_unit(word.rstrip("2\u00b2"))
     return _new(
         Value,
         (
@@ -834,8 +1038,25 @@ _RANGE_GAP = re.compile(
 )
 _BETWEEN = re.compile(r"(?i:\b(?:between|from)\s*(?:[$€£¥₹]\s*)?)$")
 _AND_GAP = re.compile(r"\s*(?i:and|to|&)\s*(?:[$€£¥₹]\s*)?")
-_OPERATOR_GAP = re.compile(r"[\s)\]]*(?:[/^*×÷·+]|\\(?:cdot|times|div|over))[\s(\[{]*|\s*}\s*{\s*")
-_MATH_MARK = re.compile(r"\\(?:frac|dfrac|tfrac|sqrt|pi|cdot|times|div|log|ln|exp|binom)|[√π^]")
+_OPERATOR_GAP = re.compile(
+    r"[\s)\]]*(?:\*\*|[/^*×÷·+]|\\(?:cdot|times|div|over))[\s(\[{]*|\s*}\s*{\s*"
+)
+# A power written with superscripts, a vulgar fraction after digits, `**` (issue 46: "4.2×10³",
+# "10⁻⁴", "42²", "12½" were not read as expressions), a named function called on a number.
+_SUPERSCRIPTS = "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a"
+_VULGAR = {
+    "\u00bd": 1 / 2, "\u2153": 1 / 3, "\u2154": 2 / 3, "\u00bc": 1 / 4, "\u00be": 3 / 4,
+    "\u2155": 1 / 5, "\u2156": 2 / 5, "\u2157": 3 / 5, "\u2158": 4 / 5, "\u2159": 1 / 6,
+    "\u215a": 5 / 6, "\u2150": 1 / 7, "\u215b": 1 / 8, "\u215c": 3 / 8, "\u215d": 5 / 8,
+    "\u215e": 7 / 8, "\u2151": 1 / 9, "\u2152": 1 / 10,
+}  # fmt: skip
+_MATH_MARK = re.compile(
+    r"\\(?:frac|dfrac|tfrac|sqrt|pi|cdot|times|div|log|ln|exp|binom)|[√π^]|\*\*"
+    r"|(?<=\d)[" + _SUPERSCRIPTS + "".join(_VULGAR) + r"]"
+    r"|(?i:\b(?:" + _FUNCTION_NAMES + r")\s*\()"
+)
+_SUPERSCRIPT_RUN = re.compile("[" + _SUPERSCRIPTS + "]+")
+_FROM_SUPERSCRIPT = str.maketrans(_SUPERSCRIPTS, "0123456789-+")
 _BULLET = re.compile(r"(?m)^[ \t]*[-*•][ \t]+")
 _NUMBERED = re.compile(r"(?m)^[ \t]*(\d+)[.)][ \t]+")
 
@@ -957,6 +1178,15 @@ def _read(text: str, *, whole: bool) -> Reading:
             low = _value(tokens[0], before, "")
             high = _value(tokens[1], "", text[tokens[1].end :])
             return Range(low, high)
+    if (
+        len(tokens) == 2
+        and tokens[0].kind == tokens[1].kind == "date"
+        and tokens[0].reading == tokens[1].reading
+        and _SAME_DATE_GAP.fullmatch(gaps[0])
+        and _SAME_DATE_END.match(text, tokens[1].end)
+    ):
+        # One date written twice, the second in brackets: "May 1, 2019 (2019-05-01)" (issue 46).
+        return _single(text, tokens[0], text[: tokens[0].start], text[tokens[1].end :])
     if whole:
         separators = [_LIST_GAP.search(gap) for gap in gaps]
         if any(separators):
@@ -971,6 +1201,8 @@ def _read(text: str, *, whole: bool) -> Reading:
     )
 
 
+_SAME_DATE_GAP = re.compile(r"\s*[(\[]\s*(?:(?i:i\.e\.|ie|that is|aka),?\s*)?")
+_SAME_DATE_END = re.compile(r"\s*[)\]]")
 # What `_clean` unwraps to one plain number: "\\boxed{12}", "$-12$" (a bare value, as there).
 _WRAPPED_PLAIN = re.compile(r"\s*(?:\\boxed\{(-?)(\d+(?:\.\d+)?)\}|\$(-?)(\d+(?:\.\d+)?)\$)\s*")
 # A day written year first, as `_BARE_DATE` reads it ("2019-05-01", "2019/5/1 14:30").
@@ -1082,7 +1314,8 @@ _WORDED_THEN_NUMBER = re.compile(_WORDED + r", or possibly (\d+(?:\.\d+)?)")
 # A number and a magnitude word or suffix: "12k", "86178 billion", "3.5 Mn". A lowercase m, b
 # or t alone is a unit (metres, bytes, tonnes).
 _MAGNIFIED = re.compile(
-    r"(\d+(?:\.\d+)?) ?((?i:thousand|hundred|million|billion|trillion|mln|mio|mn|bn|tn|k)|[MBT])"
+    r"(\d+(?:\.\d+)?) ?((?i:thousand|thou|grand|tsd|hundred|lakh|lac|crore|cr|million|billion"
+    r"|milliard|trillion|mln|mio|mil|mn|bn|bln|bil|mrd|tn|trn|tln|k)|MM|[MBT])"
 )
 
 
@@ -1170,7 +1403,7 @@ _SIMPLE = re.compile(
     r"(?P<neg2>[" + _MINUSES + r"]\s*)?"
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<exp>[eE][-+]?\d+)?(?![\d,])"
     r"(?:\s?(?P<pct>%|(?i:percent|per\s?cent|pct)\b)|\s*(?P<cur2>[$€£])"
-    r"|\s+(?P<unit>[A-Za-z]+))?[)\]]?[.?!]?\s*"
+    r"|\s+(?P<unit>[A-Za-z]+))?[)\]]?(?:[.?]|(?<!\d)!)?\s*"
 )
 _SPECIAL_WORDS = (
     _TOKEN_WORDS
@@ -1179,7 +1412,10 @@ _SPECIAL_WORDS = (
     | frozenset(
         "minus negative percent pct per cent thousands hundreds millions billions trillions"
         " bp bps bip bips basis before after since prior earlier later"
-        " between from to and or through thru until till no".split()
+        " between from to and or through thru until till no"
+        # a unit of area or volume, and the words that make a number a function of it
+        " sq square cu cubic cube root sqrt log logarithm ln exp factorial twice double triple"
+        " half inverse reciprocal squared cubed".split()
     )
 )
 
@@ -1267,6 +1503,10 @@ def _simple_label_unit(
 
 
 _PLAIN_PART = re.compile(r"-?\d+(?:\.\d+)?")
+# A thousands group with decimals after a number: "234.56" in "1 234.56" (issue 46: the quick
+# paths read two numbers where the token pattern reads one).
+_GROUP_DECIMAL = re.compile(r"\d{3}\.\d").match
+_GLUED_CALL = re.compile(r"\d[(!]")
 # Brackets and question marks around a word or number change no reading ("12 (17)", "12? 17?").
 _AROUND = "()[]?!"
 # Words that could make two numbers a range, a list, a date, a quarter or one number.
@@ -1292,6 +1532,8 @@ def read_words(text: str, words: list[str]) -> Value | Multi | None:
     after_number = False
     for word in words:
         if not (word.isalpha() or word.isdecimal()):
+            if ("!" in word or "(" in word) and _GLUED_CALL.search(word):
+                return None  # "42!", "42()": a function of the number (the full reading)
             word = word.strip(_AROUND)  # neither a word nor digits holds one of these
             if not word:
                 continue
@@ -1306,8 +1548,8 @@ def read_words(text: str, words: list[str]) -> Value | Multi | None:
             after_number = False
         # str.isdecimal is \d+ (both are Unicode category Nd): the pattern only for the rest.
         elif word.isdecimal() or _PLAIN_PART.fullmatch(word):
-            # "5 -3" is a range and "1 000" one number in the full reading.
-            if after_number and (word[0] == "-" or len(word) == 3):
+            # "5 -3" is a range, "1 000" and "1 234.56" one number in the full reading.
+            if after_number and (word[0] == "-" or len(word) == 3 or _GROUP_DECIMAL(word)):
                 return None
             numbers.append(word)
             after_number = True
@@ -1361,8 +1603,8 @@ def _plain_hedge(text: str) -> Multi | None:
                 return None
             after_number = False
         elif _PLAIN_PART.fullmatch(part):
-            # "5 -3" is a range and "1 000" one number in the full reading.
-            if after_number and (part[0] == "-" or len(part) == 3):
+            # "5 -3" is a range, "1 000" and "1 234.56" one number in the full reading.
+            if after_number and (part[0] == "-" or len(part) == 3 or _GROUP_DECIMAL(part)):
                 return None
             values.append(abs(float(part)))
             after_number = True
@@ -1474,11 +1716,12 @@ _EXPRESSIONS = (
     (re.compile(r"\(?" + _SIGNED + r"\)?/\(?" + _SIGNED + r"\)?"), "divide"),
     (re.compile(r"(-?)\\[dt]?frac\{" + _SIGNED + r"\}\{" + _SIGNED + r"\}"), "frac"),
     (re.compile(_SIGNED + r"\^\{?" + _SIGNED + r"\}?"), "power"),
-    (re.compile(r"(?:\\sqrt|√)\{?" + _NUM + r"\}?"), "root"),
+    (re.compile(r"(?:\\sqrt|√|(?i:sqrt))[{(]?" + _NUM + r"[})]?"), "root"),
     (
-        re.compile(_SIGNED + r"(?:\\times|\\cdot|×|\*|x)10\^\{?(-?\d+)\}?"),
+        re.compile(_SIGNED + r"(?:\\times|\\cdot|×|\*|x|X|·)10\^\{?([-+]?\d+)\}?"),
         "scientific",
     ),
+    (re.compile(r"(-?)(\d+)([" + "".join(_VULGAR) + r"])"), "mixed"),
     # a product (issue 33: "2 \\times 42" and "-1 \\times 42" passed for 42); after the
     # scientific form, which it would not match anyway (the `^` is left over).
     (re.compile(_SIGNED + r"(?:\\times|\\cdot|×|\*|·)" + _SIGNED), "product"),
@@ -1495,6 +1738,10 @@ def _compact(text: str) -> str:
 
 def _expression(text: str) -> Expr:
     compact = _compact(text)
+    if "**" in compact:
+        compact = compact.replace("**", "^")
+    if _SUPERSCRIPT_RUN.search(compact):
+        compact = _SUPERSCRIPT_RUN.sub(_superscript_power, compact)
     for pattern, kind in _EXPRESSIONS:
         found = pattern.fullmatch(compact)
         if found is None:
@@ -1512,12 +1759,19 @@ def _expression(text: str) -> Expr:
                 return Expr(float(base**exponent))
             if kind == "root":
                 return Expr(float(found.group(1)) ** 0.5)
+            if kind == "mixed":
+                whole = float(found.group(2)) + _VULGAR[found.group(3)]
+                return Expr(-whole if found.group(1) else whole)
             if kind == "product":
                 return Expr(float(found.group(1)) * float(found.group(2)))
             return Expr(float(found.group(1)) * 10.0 ** int(found.group(2)))
         except (ZeroDivisionError, OverflowError, ValueError, TypeError):
             return _EXPR
     return _EXPR
+
+
+def _superscript_power(run: re.Match[str]) -> str:
+    return "^{" + run.group().translate(_FROM_SUPERSCRIPT) + "}"
 
 
 def _single(text: str, token: _Token, before: str, after: str) -> Reading:
@@ -1531,7 +1785,7 @@ def _single(text: str, token: _Token, before: str, after: str) -> Reading:
     assert token.reading is not None
     if token.kind == "date" and (before or after):
         # "not 2019-03-01", "before 2019-03-01": a date is compared as numbers are (issue 33).
-        comparison, (rest, _) = _comparisons(before, after)
+        comparison, rest, _ = _comparisons(before, after)
         temporal = _temporal(rest) if rest else None
         if temporal is not None:
             comparison = comparison | {temporal}

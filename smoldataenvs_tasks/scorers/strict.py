@@ -43,6 +43,8 @@ from __future__ import annotations
 import re
 
 from smoldataenvs_tasks.scorers.reading import (
+    FUNCTION_MARK,
+    NAME_MARK,
     Crowd,
     Date,
     Expr,
@@ -285,6 +287,8 @@ def _expression_disagreement(
         return None
     if type(other) is Value:
         target = other.number
+        if other.percent and _close(expression.value, target / 100, rel, abs_):
+            return None  # 1/8 for 12.5%: a percentage's fraction, as `percent_bridge` allows
     elif type(other) is Expr and other.value is not None:
         target = other.value
     else:
@@ -301,7 +305,11 @@ def _values(
 ) -> str | None:
     if scaled:
         if gold.percent == cand.percent:
-            return "percent_bridge"
+            # 50 bps for 0.5%: two percentages of one value, one of them in basis points; the
+            # ×100 bridge only met the digits (issue 46).
+            if gold.magnitude == cand.magnitude or not _close(gold.number, cand.number, rel, abs_):
+                return "percent_bridge"
+            return _qualifiers(gold, cand)
         # The percentage side must be the fraction times 100, not the other way round.
         expected = cand.number * 100 if gold.percent else cand.number / 100
         if not _close(gold.number, expected, rel, abs_):
@@ -326,8 +334,25 @@ def _values(
         ):
             return "numeric_rung_only"
         return _DIFFERENT_VALUE
+    return _qualifiers(gold, cand)
+
+
+def _qualifiers(gold: Value, cand: Value) -> str | None:
+    """What two values of the same number say about it: comparisons, what is glued to them,
+    labels and units."""
     if gold.comparison != cand.comparison:
-        return "comparison"
+        marks = gold.comparison ^ cand.comparison
+        if marks.isdisjoint(_COMPARISON_OPS):
+            # Only what is glued to the number differs: a name ("CO2"), a decade ("1990s") or
+            # a function of it ("42!", "sqrt(42)"). "Class2" is "Class 2".
+            if marks == _NAME_ONLY and gold.label is not None and gold.label == cand.label:
+                pass
+            elif FUNCTION_MARK in marks:
+                return "one_expression"
+            else:
+                return "label_words"
+        else:
+            return "comparison"
     if gold.label is not None and gold.label != cand.label:
         return "label_words"
     if gold.label is not None and gold.unit is None and cand.unit is not None:
@@ -337,6 +362,10 @@ def _values(
     if gold.unit is not None and cand.unit is not None and gold.unit != cand.unit:
         return "label_words"
     return None
+
+
+_NAME_ONLY = frozenset([NAME_MARK])
+_COMPARISON_OPS = frozenset([">=", "<=", "!=", ">", "<", "±"])
 
 
 def _percent_agrees(gold: Value, cand: Value, rel: float, abs_: float) -> bool:
