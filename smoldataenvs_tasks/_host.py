@@ -1,7 +1,7 @@
 """Facts about this machine that the data layer and the sandboxes both need: where the package's
 cache lives, whether a process is alive, and whether a directory a process made is still in use
-(`claim_dir`: the stage dirs, created by the data layer and swept by `smoldataenvs sandbox
-cleanup`). Lowest layer: imports nothing of the package."""
+(`claim_dir`: the stage dirs, created by the data layer, and the bwrap session dirs, both swept by
+`smoldataenvs sandbox cleanup`). Lowest layer: imports nothing of the package."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import shutil
 import stat
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,8 +69,25 @@ _NAMED_OWNER = re.compile(r"^\d{8}T\d{6}-(?P<host>[A-Za-z0-9]+)-p(?P<pid>\d+)-[0
 # This host as a stage dir's name spells it.
 HOST_IN_NAMES = re.sub(r"[^A-Za-z0-9]", "", HOST)[:24] or "host"
 
-# claimed directory -> (the descriptor holding its owner lock, the pid that claimed it)
-_claims: dict[Path, tuple[int, int]] = {}
+
+def _remove_tree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+# How a claimed directory is removed: a stage dir's plain rmtree, or a bwrap session's (its
+# mounts detached first, sandboxes/disk.py).
+Remover = Callable[[Path], None]
+
+
+@dataclass(frozen=True)
+class _Claim:
+    fd: int  # the descriptor holding the owner lock
+    pid: int  # the process that claimed it
+    remove: Remover
+
+
+# claimed directory -> its claim
+_claims: dict[Path, _Claim] = {}
 _claims_lock = threading.Lock()
 
 
@@ -77,10 +95,10 @@ def _owner_file(path: Path) -> Path:
     return path.with_name(path.name + OWNER_SUFFIX)
 
 
-def claim_dir(path: Path, *, mode: int = 0o755) -> Path:
+def claim_dir(path: Path, *, mode: int = 0o755, remove: Remover = _remove_tree) -> Path:
     """Create directory `path` (it must not exist), in use by this process until `release_dir`
-    or the process's exit, which removes it: a normal run leaves none of its own behind, and one
-    that dies leaves it for `sweep_unowned`."""
+    or the process's exit, which removes it (with `remove`): a normal run leaves none of its own
+    behind, and one that dies leaves it for `sweep_unowned`."""
     path = Path(path)
     owner = _owner_file(path)
     while True:
@@ -108,7 +126,7 @@ def claim_dir(path: Path, *, mode: int = 0o755) -> Path:
         os.close(fd)
         raise
     with _claims_lock:
-        _claims[path] = (fd, os.getpid())
+        _claims[path] = _Claim(fd, os.getpid(), remove)
     return path
 
 
@@ -118,22 +136,46 @@ def release_dir(path: Path) -> None:
     path = Path(path)
     with _claims_lock:
         claim = _claims.pop(path, None)
-    shutil.rmtree(path, ignore_errors=True)
     if claim is None:
+        _remove_tree(path)
         return
-    _owner_file(path).unlink(missing_ok=True)
-    os.close(claim[0])
+    try:
+        claim.remove(path)
+    finally:
+        if not path.exists():
+            _owner_file(path).unlink(missing_ok=True)
+        # Else (a mount that would not go) the owner file stays, and with it the directory's
+        # record: once this lock is free, `sweep_unowned` tries again.
+        os.close(claim.fd)
 
 
 def _release_all_at_exit() -> None:
-    for path, (_fd, pid) in list(_claims.items()):
-        if pid != os.getpid():  # a forked child inherits the table, not its parent's claims
+    for path, claim in list(_claims.items()):
+        if claim.pid != os.getpid():  # a forked child inherits the table, not its claims
             continue
         with contextlib.suppress(OSError):
             release_dir(path)
 
 
 atexit.register(_release_all_at_exit)
+
+
+def owner_lock_held(path: Path) -> bool:
+    """Whether a live process holds the owner lock of claimed directory `path` (a directory
+    without one, or on a filesystem without flock, is not known to be in use)."""
+    try:
+        fd = os.open(_owner_file(Path(path)), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
 
 
 @dataclass
@@ -190,16 +232,30 @@ def _named_owner_gone(path: Path, foreign_max_age_s: float) -> bool:
     return _age_s(path) > foreign_max_age_s
 
 
-def sweep_unowned(parent: Path, *, foreign_max_age_s: float) -> Swept:
-    """Remove the directories under `parent` no live process uses: a claimed one whose owner
-    lock is free (any age), an older version's whose named pid on this host is gone, and one of
-    another host (or of no known owner) once older than `foreign_max_age_s`. Names starting with
-    a dot are not directories of this kind and are left alone."""
+def sweep_unowned(
+    parent: Path,
+    *,
+    foreign_max_age_s: float,
+    prefix: str = "",
+    remove: Remover = _remove_tree,
+    unclaimed_gone: Callable[[Path], bool] | None = None,
+) -> Swept:
+    """Remove the directories under `parent` (those named `prefix...`) no live process uses: a
+    claimed one whose owner lock is free (any age), an older version's whose named pid on this
+    host is gone, and one of another host (or of no known owner) once older than
+    `foreign_max_age_s`. `unclaimed_gone` judges a directory without an owner file instead (an
+    older version's of another kind). Names starting with a dot are not directories of this kind
+    and are left alone."""
     swept = Swept()
     try:
-        entries = sorted(Path(parent).iterdir())
+        entries = sorted(Path(parent).glob(f"{prefix}*") if prefix else Path(parent).iterdir())
     except FileNotFoundError:
         return swept
+    if unclaimed_gone is None:
+
+        def unclaimed_gone(path: Path) -> bool:
+            return _named_owner_gone(path, foreign_max_age_s)
+
     for path in entries:
         if path.name.startswith(".") or path.name.endswith(OWNER_SUFFIX):
             continue
@@ -209,8 +265,8 @@ def sweep_unowned(parent: Path, *, foreign_max_age_s: float) -> Swept:
         try:
             fd = os.open(owner, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
-            if _named_owner_gone(path, foreign_max_age_s):
-                _remove_into(path, swept)
+            if unclaimed_gone(path):
+                _remove_into(path, swept, remove)
             else:
                 swept.in_use += 1
             continue
@@ -230,26 +286,29 @@ def sweep_unowned(parent: Path, *, foreign_max_age_s: float) -> Swept:
             if not gone:
                 swept.in_use += 1
                 continue
-            _remove_into(path, swept)  # holding the lock: the owner file goes last
-            owner.unlink(missing_ok=True)
+            # Holding the lock: the owner file goes last, and only with its directory.
+            if _remove_into(path, swept, remove):
+                owner.unlink(missing_ok=True)
         finally:
             os.close(fd)
-    _remove_orphan_owner_files(Path(parent), foreign_max_age_s)
+    _remove_orphan_owner_files(Path(parent), foreign_max_age_s, prefix)
     return swept
 
 
-def _remove_into(path: Path, swept: Swept) -> None:
+def _remove_into(path: Path, swept: Swept, remove: Remover) -> bool:
     freed = _freed_bytes(path)
-    shutil.rmtree(path, ignore_errors=True)
-    if not path.exists():
-        swept.removed.append(path)
-        swept.freed_bytes += freed
+    remove(path)
+    if path.exists():
+        return False
+    swept.removed.append(path)
+    swept.freed_bytes += freed
+    return True
 
 
-def _remove_orphan_owner_files(parent: Path, foreign_max_age_s: float) -> None:
+def _remove_orphan_owner_files(parent: Path, foreign_max_age_s: float, prefix: str) -> None:
     """Owner files without their directory (a process killed between the two steps of a claim
     or a release)."""
-    for owner in parent.glob(f"*{OWNER_SUFFIX}"):
+    for owner in parent.glob(f"{prefix}*{OWNER_SUFFIX}"):
         path = owner.with_name(owner.name[: -len(OWNER_SUFFIX)])
         if path.exists() or path in _claims:
             continue

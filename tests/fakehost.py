@@ -164,6 +164,9 @@ class FakeHost:
     async def close(self) -> None:
         self.closed = True
 
+    def close_sync(self) -> None:
+        self.closed = True
+
 
 @dataclass
 class FakeSessions:

@@ -71,6 +71,12 @@ class SandboxSession(ProgramHost, Protocol):
 
     async def close(self) -> None: ...
 
+    def close_sync(self) -> None:
+        """What `close` does, synchronously: needs no event loop nor executor, so an `atexit`
+        hook or a finalizer may call it after the interpreter's executors have shut down.
+        Idempotent and thread-safe; a command still running raises SandboxLost."""
+        ...
+
 
 @runtime_checkable
 class SessionFactory(Protocol):

@@ -20,9 +20,16 @@ session's directories.
 
 The sandbox user is never host root (docs/threat-model.md, invariant 3). bwrap maps it to the uid
 that starts bwrap; a harness running as root therefore claims an unprivileged host uid per
-session (`hostuid.py`), does what needs root first (the cgroups, the tmpfs disk caps, bind mounts
-that let that uid reach the environment and the tables below /root), and starts bwrap under that
-uid. Files the harness writes for the sandbox belong to that uid, as the sandbox's own do.
+session (`hostuid.py`), does what needs root first (the cgroups, the tmpfs disk caps), and starts
+bwrap under that uid. Files the harness writes for the sandbox belong to that uid, as the
+sandbox's own do.
+
+The shared things a session reads, the locked environment and the stage dir (below /root, which
+that uid may not traverse), reach it through bind mounts in the session's directory that are
+read-only from the moment they appear (`disk.bind_read_only`): removing a session's directory by
+any means (a killed process's leftover, an `rm -rf`) can delete only the session's own files, never
+the environment every process shares (tests/security/test_session_leftovers.py). bwrap's
+`--ro-bind-fd` cannot replace them: bwrap resolves the descriptor's path by name, as that uid.
 
     python -m smoldataenvs_tasks.sandboxes.bwrap      # runs a smoke test in a throwaway session
 
@@ -45,6 +52,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -267,10 +275,12 @@ class BwrapSession:
         self._etc = root / "etc"
         self._harness = root / "harness"  # unreadable copies of _HARNESS_PROGRAMS
         # What bwrap binds: the environment and the tables themselves, or, under a claimed uid,
-        # host bind mounts of them inside the session root (which that uid may traverse).
+        # read-only host bind mounts of them inside the session root (which that uid may
+        # traverse; the module's docstring says why read-only).
         self._env_source = root / "env" if host_uid else env_dir
         self._tables_source = root / "tables" if host_uid else stage_dir
         self._closed = False
+        self._close_lock = threading.Lock()
         self.disk_capped = False
         self._running: set[int] = set()
         # sandbox mount point -> (host directory, writable)
@@ -308,9 +318,8 @@ class BwrapSession:
             env_dir = await asyncio.to_thread(ensure_env)
         enforcement = cgroups.detect_enforcement()
         leftovers.sweep_once()
-        # 0700: other users see nothing
-        root = Path(tempfile.mkdtemp(prefix=disk.SESSION_PREFIX))
-        disk.record_owner(root)
+        # 0700: other users see nothing. Ours under a lock while this process lives (disk.py).
+        root = disk.new_session_dir()
         cgroup = None
         claimed = None
         try:
@@ -318,7 +327,9 @@ class BwrapSession:
                 claimed = hostuid.claim()
             if enforcement is not cgroups.Enforcement.RLIMITS:
                 try:
-                    cgroup = cgroups.create_session_cgroup(limits, enforcement)
+                    cgroup = cgroups.create_session_cgroup(
+                        limits, enforcement, token=disk.session_token(root)
+                    )
                 except cgroups.CgroupUnavailable as error:
                     raise SandboxFailure(
                         f"cannot create the session's {enforcement.value} groups: {error}"
@@ -337,7 +348,7 @@ class BwrapSession:
         except BaseException:
             if cgroup is not None:
                 cgroup.remove()
-            _remove_root(root)
+            disk.remove_session_dir(root)
             if claimed is not None:
                 claimed.release()
             raise
@@ -358,7 +369,7 @@ class BwrapSession:
                 (self.stage_dir, self._tables_source),
             ):
                 target.mkdir()
-                disk.bind_mount(source, target)
+                disk.bind_read_only(source, target)
         for directory in (self.home, self.workdir, self.tmp):
             directory.mkdir(parents=True, exist_ok=True)
             self._give(directory)
@@ -425,20 +436,30 @@ class BwrapSession:
             else "no cap (mounting a tmpfs needs root); files are capped at max_file_bytes",
         }
 
-    async def close(self) -> None:
-        """Kill every process of the session and remove its directories (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
+    def close_sync(self) -> None:
+        """Kill every process of the session, remove its cgroups and its directory, release its
+        uid. Idempotent and thread-safe; needs no event loop or executor, so an `atexit` hook or
+        a finalizer may call it after the interpreter's executors have shut down."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
         for pid in list(self._running):
             kill_group(pid)
         try:
             if self.cgroup is not None:
-                await asyncio.to_thread(self.cgroup.remove)
+                self.cgroup.remove()
         finally:
-            await asyncio.to_thread(_remove_root, self.root)
-            if self.claimed_uid is not None:
-                self.claimed_uid.release()
+            try:
+                disk.remove_session_dir(self.root)
+            finally:
+                if self.claimed_uid is not None:
+                    self.claimed_uid.release()
+
+    async def close(self) -> None:
+        """`close_sync` off the event loop (idempotent)."""
+        if not self._closed:
+            await asyncio.to_thread(self.close_sync)
 
     async def __aenter__(self) -> BwrapSession:
         return self
@@ -798,28 +819,6 @@ def _kill_namespace_init(status: _Status, bwrap_pid: int) -> None:
             kill_group(bwrap_pid)
     finally:
         os.close(pidfd)
-
-
-def _remove_root(root: Path) -> None:
-    disk.unmount_all(root)
-    _rmtree(root)
-
-
-def _rmtree(root: Path) -> None:
-    """Remove a session root even where a program left unreadable or unwritable directories."""
-
-    def make_writable(function: Any, path: str, _: Any) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(path), 0o700)
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.chmod(path, 0o700)
-        with contextlib.suppress(OSError):
-            function(path)
-
-    if root.exists():
-        shutil.rmtree(root, onerror=make_writable)
-        if root.exists():
-            shutil.rmtree(root, ignore_errors=True)
 
 
 def _iter_status(text: str) -> Iterator[dict[str, Any]]:

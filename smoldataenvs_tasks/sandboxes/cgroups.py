@@ -28,6 +28,7 @@ import re
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -312,15 +313,20 @@ def _v2_create(name: str, limits: SandboxLimits) -> SessionCgroup:
     return SessionCgroup(Enforcement.CGROUP_V2, {"unified": group})
 
 
-# Session groups are named `smoldataenvs-p<owner pid>-<random>`, so the groups of an eval process
-# that died (a crash, a SIGKILL) can be told from live ones and removed (`reap_stale`).
+# Session groups are named `smoldataenvs-p<owner pid>-<session token>`, so the groups of an eval
+# process that died (a crash, a SIGKILL) can be told from live ones and removed (`reap_stale`):
+# the token names the session's directory, whose owner lock says whether it is in use wherever
+# its owner's pid is not (another pid namespace).
 _NAME_PREFIX = "smoldataenvs-"
 
 
-def create_session_cgroup(limits: SandboxLimits, mode: Enforcement | None = None) -> SessionCgroup:
-    """New, empty groups with the limits applied, in `mode` (default: what works here)."""
+def create_session_cgroup(
+    limits: SandboxLimits, mode: Enforcement | None = None, *, token: str | None = None
+) -> SessionCgroup:
+    """New, empty groups with the limits applied, in `mode` (default: what works here), named
+    after the session `token` (default: a random one)."""
     mode = mode or detect_enforcement()
-    name = f"p{os.getpid()}-{uuid.uuid4().hex[:16]}"
+    name = f"p{os.getpid()}-{token or uuid.uuid4().hex[:16]}"
     if mode is Enforcement.CGROUP_V1:
         return _v1_create(name, limits)
     if mode is Enforcement.CGROUP_V2:
@@ -358,9 +364,14 @@ def _owner_pid(name: str) -> int | None:
     return int(head[1:]) if head.startswith("p") and head[1:].isdigit() else None
 
 
-def reap_stale() -> list[str]:
+def _token(name: str) -> str:
+    return name.removeprefix(_NAME_PREFIX).partition("-")[2]
+
+
+def reap_stale(session_in_use: Callable[[str], bool] | None = None) -> list[str]:
     """Remove the session groups of eval processes that died (their processes killed first):
-    a crashed eval otherwise leaves them until reboot. Returns what was removed."""
+    a crashed eval otherwise leaves them until reboot. A group whose session `session_in_use`
+    says is in use (by its token) is kept whatever its pid says. Returns what was removed."""
     from smoldataenvs_tasks._host import pid_alive
 
     removed = []
@@ -369,6 +380,8 @@ def reap_stale() -> list[str]:
             for group in parent.glob(f"{_NAME_PREFIX}*"):
                 owner = _owner_pid(group.name)
                 if not group.is_dir() or (owner is not None and pid_alive(owner)):
+                    continue
+                if session_in_use is not None and session_in_use(_token(group.name)):
                     continue
                 if owner is None and (
                     not _OLD_NAME.fullmatch(group.name)

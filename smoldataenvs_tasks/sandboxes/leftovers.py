@@ -1,11 +1,13 @@
 """What a sandbox session leaves on the host when its eval process dies, and its one sweep.
 
 A session killed with its process (a crash, a SIGKILL, a machine out of memory) cannot clean up
-after itself. Each thing it leaves is named after its owner's pid, so a later process can tell a
-dead owner's from a live one's and remove it:
+after itself. Each thing it leaves is named after its owner, or beside a lock its owner holds, so
+a later process can tell a dead owner's from a live one's and remove it:
 
-- bwrap session directories with their tmpfs and bind mounts (`disk.reap_stale`);
-- bwrap session cgroups (`cgroups.reap_stale`);
+- bwrap session directories with their tmpfs and read-only bind mounts (`disk.reap_stale`), each
+  beside an owner lock its process holds while it lives, as stage dirs are (below);
+- bwrap session cgroups (`cgroups.reap_stale`), named after their owner's pid and their session:
+  kept while that session's lock is held, whatever the pid says;
 - the empty stage directories a provider makes for a sample that has none
   (`new_empty_stage_dir`, swept here);
 - stage directories under `<cache>/stage/` (data/staging.py), each beside an owner lock its
@@ -89,7 +91,10 @@ def sweep(base: Path | None = None, cache: Path | None = None) -> Sweep:
     base = Path(base or tempfile.gettempdir())
     done = Sweep(sessions=disk.reap_stale(base))
     with contextlib.suppress(OSError):
-        done.cgroups = [str(group) for group in cgroups.reap_stale()]
+        done.cgroups = [
+            str(group)
+            for group in cgroups.reap_stale(lambda token: disk.session_in_use(token, base))
+        ]
     for path in _stale_empty_stage_dirs(base):
         shutil.rmtree(path, ignore_errors=True)
         done.empty_stage_dirs.append(str(path))

@@ -194,13 +194,17 @@ class LocalSession:
             raise FileTooLarge(f"{path} is larger than {max_bytes} bytes")
         return await asyncio.to_thread(target.read_bytes)
 
-    async def close(self) -> None:
+    def close_sync(self) -> None:
         if self._closed:
             return
         self._closed = True
         for pid in list(self._running):
             kill_group(pid)
-        await asyncio.to_thread(shutil.rmtree, self.root, True)
+        shutil.rmtree(self.root, True)
+
+    async def close(self) -> None:
+        if not self._closed:
+            await asyncio.to_thread(self.close_sync)
 
     async def __aenter__(self) -> LocalSession:
         return self

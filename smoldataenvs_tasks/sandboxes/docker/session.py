@@ -60,6 +60,7 @@ from smoldataenvs_tasks.sandboxes.docker.container import (
 from smoldataenvs_tasks.sandboxes.docker.engine import (
     LABEL_SESSION,
     docker,
+    docker_sync,
     engine_error,
     owner_label,
 )
@@ -222,6 +223,22 @@ class DockerSession(ContainerCommands):
             return
         self._closed = True
         await self._remove()
+
+    def close_sync(self) -> None:
+        """`close` without an event loop (base.SandboxSession.close_sync): the container removed
+        by a blocking `docker rm`. Its command channels are the event loop's: removing the
+        container ends them from the other side."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            done = docker_sync("rm", "--force", "--volumes", self.container_id)
+            if done.returncode != 0 and "no such container" not in done.stderr.lower():
+                raise SandboxFailure(f"docker rm failed: {done.stderr.strip()}")
+            self.host_uid.release()  # as _remove: only once the container is gone
+        finally:
+            if self.slot_dir is not None:
+                shutil.rmtree(self.slot_dir, True)
 
     async def recycle(self) -> DockerSession | None:
         """End this session and hand its container, wiped of every trace of it (reset.py), to a
