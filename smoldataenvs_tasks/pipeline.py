@@ -37,13 +37,14 @@ from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.sandboxes.answer_file import AnswerState, read_answer_file
 from smoldataenvs_tasks.sandboxes.base import ProgramHost, SandboxFailure
 from smoldataenvs_tasks.sandboxes.runner import program_timeout, run_program
-from smoldataenvs_tasks.scorers.answers import extract_program
+from smoldataenvs_tasks.scorers.answers import extract_program, without_lone_surrogates
 from smoldataenvs_tasks.scorers.decide import (
     answer_too_large_verdict,
     no_answer_verdict,
     verdict_before_running,
     verdict_for_answer_file,
     verdict_for_program_outcome,
+    with_truncation,
 )
 from smoldataenvs_tasks.scorers.outcome import program_outcome
 from smoldataenvs_tasks.scorers.verdict import (
@@ -145,7 +146,7 @@ async def decide_program_reply(
     async with gate() if gate is not None else contextlib.nullcontext():
         outcome = await run_program_outcome(host, extracted.code or "", limits=limits)
     # The symbolic rung may wait seconds on a worker: keep the event loop free meanwhile.
-    return await asyncio.to_thread(
+    verdict = await asyncio.to_thread(
         verdict_for_program_outcome,
         outcome,
         gold=record.answer,
@@ -154,6 +155,7 @@ async def decide_program_reply(
         rtol=record.rtol,
         profile=profile,
     )
+    return with_truncation(verdict, extracted)
 
 
 async def decide_answer_file(
@@ -385,6 +387,36 @@ class ToolCall:
     text: str
 
 
+# A refused call's status: the shell's own for a command it cannot execute.
+REFUSED_STATUS = 126
+
+
+@dataclass(frozen=True)
+class ToolCommand:
+    """How one tool call reaches the sandbox: `argv` with `input` on stdin, or, when its text
+    cannot be sent at all, `refused`: the call's result, never run."""
+
+    argv: list[str]
+    input: str | None = None
+    refused: ExecResult | None = None
+
+
+def tool_command(tool: str, text: str) -> ToolCommand:
+    """The one way a `bash` or `python` tool call's text is sent to a sandbox, for the agentic
+    task and its re-execution alike. A lone surrogate reads as U+FFFD (no UTF-8 pipe or
+    argv can carry it); a NUL, which no command line can carry and Python source may not hold,
+    refuses the call with a message the model sees as its output. Either way the sandbox kind
+    never decides: every kind used to raise on its own encoder and error the sample (issue 44)."""
+    text = without_lone_surrogates(text)
+    python = tool == "python"
+    argv = ["python3", "-"] if python else ["bash", "-c", text]
+    if "\x00" in text:
+        what = "program" if python else "command"
+        message = f"{tool}: the {what} holds a NUL character, which it may not; it was not run\n"
+        return ToolCommand(argv, refused=ExecResult(REFUSED_STATUS, "", message))
+    return ToolCommand(argv, input=text if python else None)
+
+
 @dataclass(frozen=True)
 class ReplayedSession:
     """What replaying an agent's tool calls in a fresh session gave: the answer file's verdict
@@ -424,12 +456,14 @@ async def replay_tool_calls(
         try:
             results = []
             for call in calls:
-                python = call.tool == "python"
-                argv = ["python3", "-"] if python else ["bash", "-c", call.text]
+                command = tool_command(call.tool, call.text)
+                if command.refused is not None:
+                    results.append(command.refused)
+                    continue
                 results.append(
                     await session.exec(
-                        argv,
-                        input=call.text if python else None,
+                        command.argv,
+                        input=command.input,
                         cwd=WORKDIR,
                         timeout=limits.tool_timeout_s,
                     )

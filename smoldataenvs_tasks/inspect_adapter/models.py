@@ -24,6 +24,7 @@ from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageUser,
     GenerateConfig,
+    Model,
     ModelAPI,
     ModelOutput,
     ModelUsage,
@@ -33,6 +34,7 @@ from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
 
 from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError, sample_state
 from smoldataenvs_tasks.replay import ReplayBook, ReplayFormatError, ReplayRow
+from smoldataenvs_tasks.scorers.answers import without_lone_surrogates
 
 
 def _current_sample() -> tuple[str | None, int]:
@@ -146,3 +148,62 @@ class ReplayModel(ModelAPI):
 @modelapi(name="replay")
 def replay() -> type[ModelAPI]:
     return ReplayModel
+
+
+# --- what any provider's replies need before the task uses them ---------------------------------
+
+# Inspect's transformers provider (`hf/...`): it samples unless `-M do_sample=false`, and
+# transformers refuses a temperature of 0 when sampling.
+_HF_PROVIDER = ("inspect_ai.model._providers.hf", "HuggingFaceAPI")
+# Set on a provider instance whose sampling this module turned off, so it turns it back on.
+_GREEDY_MARK = "_smoldataenvs_made_greedy"
+
+
+def honour_greedy(model: Model, task_temperature: float | None) -> None:
+    """Make the `hf/` provider decode greedily when the run asks for temperature 0.
+
+    Every other provider reads temperature 0 as greedy; Inspect's `hf` provider samples by
+    default, so the program task's greedy request made transformers raise "`temperature` (=0.0)
+    has to be a strictly positive float" after the model loaded, and only `-M do_sample=false`
+    (which nothing said) ran it (issue 43). The temperature is the run's own (`--temperature`),
+    else the task's. Sampling is only ever turned off for a temperature of 0, and back on for a
+    later sampled run in the same process (`pass_k`), never against a `-M do_sample` the user
+    gave with a temperature that needs it."""
+    api = model.api
+    if (type(api).__module__, type(api).__name__) != _HF_PROVIDER:
+        return
+    temperature = model.config.temperature
+    if temperature is None:
+        temperature = task_temperature
+    greedy = temperature == 0
+    if greedy and getattr(api, "do_sample", False):
+        api.do_sample = False  # type: ignore[attr-defined]
+        setattr(api, _GREEDY_MARK, True)
+    elif not greedy and getattr(api, _GREEDY_MARK, False):
+        api.do_sample = True  # type: ignore[attr-defined]
+        setattr(api, _GREEDY_MARK, False)
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return without_lone_surrogates(value)
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _without_surrogates(item) for key, item in value.items()}
+    return value
+
+
+def writable_message(message: ChatMessageAssistant) -> ChatMessageAssistant:
+    """`message` with every lone surrogate (text, tool-call arguments) read as U+FFFD; the
+    message itself when it has none.
+
+    A provider can pass `"\\ud800"` through from its JSON. Inspect keeps it in the conversation,
+    and at the sample's end it cannot hash or write the message (a PydanticSerializationError
+    that ended the whole eval, issue 44). The tools read the same text (`pipeline.tool_command`),
+    so what ran is what the log shows."""
+    try:
+        message.model_dump_json()
+    except ValueError:  # pydantic's serialisation error is a ValueError
+        return ChatMessageAssistant.model_validate(_without_surrogates(message.model_dump()))
+    return message

@@ -24,6 +24,7 @@ never a 0. A mistake in a task option is one line naming the valid values.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -34,8 +35,9 @@ from typing import Any, Literal, cast
 from inspect_ai import Task, task
 from inspect_ai.agent import AgentPrompt, AgentSubmit, react
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import GenerateConfig
-from inspect_ai.solver import Solver, generate, system_message, use_tools
+from inspect_ai.log import transcript
+from inspect_ai.model import ChatMessageAssistant, GenerateConfig, get_model
+from inspect_ai.solver import Generate, Solver, TaskState, solver, system_message, use_tools
 
 from smoldataenvs_tasks._pins import reward_mode_label
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
@@ -54,6 +56,7 @@ from smoldataenvs_tasks.inspect_adapter._compat import (
     package_name,
     registry_find_sandboxenv,
 )
+from smoldataenvs_tasks.inspect_adapter.models import honour_greedy, writable_message
 from smoldataenvs_tasks.inspect_adapter.providers import sandbox_spec
 from smoldataenvs_tasks.inspect_adapter.scoring import (
     SOURCE_DATASET_KEY,
@@ -69,6 +72,8 @@ from smoldataenvs_tasks.sandboxes.kinds import CHOICES as SANDBOX_CHOICES
 from smoldataenvs_tasks.sandboxes.kinds import SandboxKind
 from smoldataenvs_tasks.scorers.verdict import VERDICT_GENERATIONS
 
+logger = logging.getLogger(__name__)
+
 # Follows the grader: N is the generation of verdict rules (scorers/verdict.py), A the interface.
 TASK_VERSION = f"{len(VERDICT_GENERATIONS)}-A"
 
@@ -77,6 +82,8 @@ Protocol = Literal["answer_file", "submit"]
 Grader = Literal["default", "strict"]
 
 HEADLINE_SPLIT = "test"
+# One agent turn's reply budget: what the program task's one reply may hold (a whole program).
+AGENT_MAX_TOKENS = 1024
 # pass@k samples k replies per task at this temperature, as the lm-eval `_pass4` tasks do
 # (their YAML states the same number; a test checks they agree).
 PASS_K_TEMPERATURE = 0.8
@@ -139,6 +146,65 @@ def _one_line_errors(
         return wrapper
 
     return decorate
+
+
+@solver(name=package_name("program_reply"))
+def program_reply(task_temperature: float) -> Solver:
+    """The program task's one reply, greedy on every provider (`models.honour_greedy`)."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        honour_greedy(get_model(), task_temperature)
+        return await generate(state)
+
+    return solve
+
+
+NO_TOOL_CALLS = "no_tool_calls"
+_NO_TOOLS_SAID: set[str] = set()
+
+
+def _say_no_tool_calls(model: str) -> None:
+    """A first turn without a tool call: the model was most likely never shown the tools (a
+    chat template that drops `tools=`, as SmolLM2's does) and the sample ends as `no_answer`.
+    Said once per model in the log, and on every such sample's transcript and store."""
+    message = (
+        f"smoldataenvs: {model} made no tool call on its first turn, so the sample ends without "
+        "running anything. A model whose chat template drops the tool definitions (tools=) never "
+        "sees `bash`; serve it with a template that has tools (docs/local-models.md)."
+    )
+    transcript().info(message)
+    if model not in _NO_TOOLS_SAID:
+        _NO_TOOLS_SAID.add(model)
+        logger.warning(message)
+
+
+@solver(name=package_name("agent_turns"))
+def agent_turns() -> Solver:
+    """Inspect's tool loop (`generate(tool_calls="loop")`), one turn at a time, so that each
+    reply is made writable before the next turn sends it back (`models.writable_message`: a
+    lone surrogate ended the whole eval) and a first turn with no tool call is said, not
+    silently graded `no_answer` (issue 43)."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        first = True
+        while True:
+            state = await generate(state, tool_calls="single")
+            replies = [
+                i for i, m in enumerate(state.messages) if isinstance(m, ChatMessageAssistant)
+            ]
+            if not replies:
+                return state
+            last = replies[-1]
+            reply = cast(ChatMessageAssistant, state.messages[last])
+            state.messages[last] = writable_message(reply)
+            if first and not reply.tool_calls:
+                state.store.set(NO_TOOL_CALLS, True)
+                _say_no_tool_calls(str(state.model))
+            first = False
+            if state.completed or not reply.tool_calls:
+                return state
+
+    return solve
 
 
 def _require_provider(sandbox: SandboxKind) -> None:
@@ -228,7 +294,10 @@ def _create_task(variant: Variant, **given: Any) -> Task:
     sampling: dict[str, Any] = {"temperature": PASS_K_TEMPERATURE} if pass_k > 1 else {}
     config = GenerateConfig(**sampling)
     if variant == "program":
-        solver = [system_message(PROGRAM_SYSTEM_PROMPT), generate()]
+        solver = [
+            system_message(PROGRAM_SYSTEM_PROMPT),
+            program_reply(sampling.get("temperature", 0.0)),
+        ]
         scorer = program_scorer(program_timeout=limits.program_timeout_s, grader=grader)
         config = GenerateConfig(**{"temperature": 0.0, **sampling}, max_tokens=1024)
         turn_limit = None
@@ -245,9 +314,12 @@ def _create_task(variant: Variant, **given: Any) -> Task:
             )
             scorer = submit_scorer(grader=grader)
         else:
-            solver = [system_message(system), use_tools(tool_objects), generate(tool_calls="loop")]
+            solver = [system_message(system), use_tools(tool_objects), agent_turns()]
             scorer = answer_file_scorer(grader=grader)
         turn_limit = options.max_turns
+        # Each turn bounded: without max_tokens many local servers generate up to their whole
+        # context window per turn (issue 43: a stopped run kept a server busy for 4 minutes).
+        config = GenerateConfig(**sampling, max_tokens=AGENT_MAX_TOKENS)
 
     return Task(
         dataset=dataset,

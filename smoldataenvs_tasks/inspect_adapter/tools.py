@@ -15,6 +15,7 @@ from inspect_ai.util import sandbox as current_sandbox
 from smoldataenvs_tasks.contract import WORKDIR
 from smoldataenvs_tasks.inspect_adapter.program_host import sandbox_death
 from smoldataenvs_tasks.inspect_adapter.program_slots import program_gate
+from smoldataenvs_tasks.pipeline import tool_command
 from smoldataenvs_tasks.sandboxes.tool_output import combined_output
 
 
@@ -37,10 +38,17 @@ async def _gated_exec(argv: list[str], **options: Any) -> Any:
             return InspectExecResult(success=False, returncode=137, stdout="", stderr=death)
 
 
+async def _run_tool(tool: str, text: str, timeout: float) -> str:
+    command = tool_command(tool, text)
+    result = command.refused or await _gated_exec(
+        command.argv, input=command.input, cwd=WORKDIR, timeout=timeout
+    )
+    return combined_output(result.stdout, result.stderr)
+
+
 def bash_tool(*, timeout: float) -> Tool:
     async def execute(command: str) -> str:
-        result = await _gated_exec(["bash", "-c", command], cwd=WORKDIR, timeout=timeout)
-        return combined_output(result.stdout, result.stderr)
+        return await _run_tool("bash", command, timeout)
 
     return ToolDef(
         execute,
@@ -57,8 +65,7 @@ def bash_tool(*, timeout: float) -> Tool:
 
 def python_tool(*, timeout: float) -> Tool:
     async def execute(code: str) -> str:
-        result = await _gated_exec(["python3", "-"], input=code, cwd=WORKDIR, timeout=timeout)
-        return combined_output(result.stdout, result.stderr)
+        return await _run_tool("python", code, timeout)
 
     return ToolDef(
         execute,

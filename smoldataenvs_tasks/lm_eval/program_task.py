@@ -7,6 +7,8 @@ then the question); without one, lm-eval 0.4.13 joins the system text and the qu
 nothing between them ("...what it prints.Which region..."). This class puts a blank line there,
 so both modes give the model the same two texts. Named in the YAMLs as `class:`.
 
+A reply's lone surrogates read as U+FFFD before the filters see it (`apply_filters`).
+
 `--predict_only` (lm-eval's "only model outputs, no metrics") turns the metrics into lm-eval's
 `bypass`, but lm-eval still applies the task's filters, and ours runs every reply's program:
 here the filter becomes a pass-through, so no program runs and no verdict is written; the
@@ -23,6 +25,7 @@ from lm_eval.api.filter import FilterEnsemble
 from lm_eval.api.task import ConfigurableTask
 
 from smoldataenvs_tasks.lm_eval.fewshot import FewShotRefused, fewshot_refusal
+from smoldataenvs_tasks.scorers.answers import without_lone_surrogates
 
 # What separates the system text from the question in a prompt without a chat template.
 PLAIN_SEPARATOR = "\n\n"
@@ -52,6 +55,17 @@ class ProgramTask(ConfigurableTask):
                 FilterEnsemble(name=e.name, filters=[f for f in e.filters if not _runs_programs(f)])
                 for e in ensembles
             ]
+
+    def apply_filters(self) -> Any:
+        # A lone surrogate in a reply (a provider passing "\ud800" through) is read as U+FFFD
+        # before anything uses it, as the program extraction reads it: lm-eval writes its
+        # samples file as UTF-8 and, failing on it, kept no samples at all (issue 44). The reply
+        # recorded is then the text every later reader (report, regrade, re-execution) grades.
+        for instance in getattr(self, "_instances", None) or []:
+            instance.resps = [
+                without_lone_surrogates(r) if isinstance(r, str) else r for r in instance.resps
+            ]
+        return super().apply_filters()
 
     def set_config(self, key: str, value: Any, update: bool = False) -> None:
         # lm-eval's evaluator sets a run's --num_fewshot through here (simple_evaluate too).

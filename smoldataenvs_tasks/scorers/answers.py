@@ -30,6 +30,7 @@ __all__ = [
     "is_command",
     "is_syntax_error",
     "last_nonempty_line",
+    "without_lone_surrogates",
 ]
 
 PYTHON_TAGS = frozenset({"", "python", "py", "python3"})
@@ -57,6 +58,18 @@ def last_nonempty_line(stdout: str | None) -> str | None:
 
 # --- code extraction ---------------------------------------------------------------------------
 
+# A UTF-16 surrogate with no partner: a provider can pass `"\ud800"` through its JSON, Python's
+# json keeps it, and no UTF-8 encoder (a sandbox's pipe, a log or samples file) can write it.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD, as a UTF-8 decoder with
+    errors="replace" reads the bytes a provider would have sent for it. Idempotent, so a reply
+    recorded after it (lm-eval's samples file) and one recorded before it (Inspect's log) reach
+    the sandbox as the same text (docs/design.md "Answer rules")."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
 
 @dataclass(frozen=True)
 class ExtractedProgram:
@@ -78,6 +91,8 @@ class ExtractedProgram:
 # more backticks later on its line is an inline code span (```x```), not a fence.
 _BACKTICK_RUN = re.compile(r"`{3,}")
 _OPENER_TAIL = re.compile(r"[ \t]*([A-Za-z0-9_+.#-]*)[^\n`]*(?:\n|\Z)")
+# A backtick run with a language tag on its line: only ever an opener.
+_TAGGED_OPENER = re.compile(r"`{3,}[ \t]*[A-Za-z0-9_+.#-]+[^\n`]*(?:\n|\Z)")
 
 
 def _fenced_blocks(text: str) -> list[tuple[str, str, bool]]:
@@ -105,6 +120,12 @@ def _fenced_blocks(text: str) -> list[tuple[str, str, bool]]:
         if close == -1:
             blocks.append((tag, text[start:], False))
             return blocks
+        if not text[start:close].strip() and _TAGGED_OPENER.match(text, close):
+            # "```\n```python\n...": a stray empty fence then the program's opener, not an
+            # empty block closed by "```" and followed by the word "python" (a closing fence
+            # carries no tag), which read as no program at all (issue 43).
+            pos = close
+            continue
         blocks.append((tag, text[start:close], True))
         closing_run = _BACKTICK_RUN.match(text, close)
         pos = closing_run.end() if closing_run is not None else close + 3
@@ -116,7 +137,7 @@ def _clean_code(content: str) -> str:
 
 def extract_program(completion: str | None) -> ExtractedProgram:
     """The program in a model's reply, by the code-extraction rule (docs/design.md "Answer rules")."""
-    text = completion or ""
+    text = without_lone_surrogates(completion or "")
     blocks = _fenced_blocks(text)
     if not blocks:
         return ExtractedProgram(code=_clean_code(text))
@@ -125,7 +146,8 @@ def extract_program(completion: str | None) -> ExtractedProgram:
     if last_tag in SHELL_TAGS:
         return ExtractedProgram(code=None, shell_tag=last_tag, truncated=truncated)
     for tag, content, _closed in reversed(blocks):
-        if tag in PYTHON_TAGS:
+        # An empty block (a stray fence pair) offers no program: an earlier one may.
+        if tag in PYTHON_TAGS and content.strip():
             return ExtractedProgram(code=_clean_code(content), truncated=truncated)
     return ExtractedProgram(code=None, truncated=truncated)
 

@@ -50,6 +50,7 @@ __all__ = [
     "verdict_for_answer",
     "verdict_for_answer_file",
     "verdict_for_program_outcome",
+    "with_truncation",
 ]
 
 _QUOTE_CHARS = 60
@@ -72,14 +73,55 @@ def verdict_before_running(
             profile=profile,
         )
     if extracted.code is None or not extracted.code.strip():
-        return Verdict(
-            reward=0.0,
-            method="no_answer",
-            category=Category.NO_ANSWER,
-            reason="no program in the reply",
-            profile=profile,
+        return with_truncation(
+            Verdict(
+                reward=0.0,
+                method="no_answer",
+                category=Category.NO_ANSWER,
+                reason="no program in the reply",
+                profile=profile,
+            ),
+            extracted,
+        )
+    if "\x00" in extracted.code:
+        # Python source may hold no NUL (3.12 refuses it; the sandbox's 3.11 silently drops the
+        # rest of the file), and no command line can carry one: decided here, the same in every
+        # sandbox, instead of erroring the sample (issue 44).
+        return with_truncation(
+            Verdict(
+                reward=0.0,
+                method="syntax_error",
+                category=Category.SYNTAX_ERROR,
+                reason="the program holds a NUL character, which Python source may not",
+                detail="SyntaxError",
+                profile=profile,
+            ),
+            extracted,
         )
     return None
+
+
+# What a cut reply's program failing like this means: the cut, not the model's Python.
+_CUT_SHOWS_AS = frozenset({Category.SYNTAX_ERROR, Category.NO_ANSWER})
+
+
+def with_truncation(verdict: Verdict, extracted: ExtractedProgram) -> Verdict:
+    """`verdict` of a program reply, marked `truncated` when the reply was cut inside its last
+    fence; a cut program that does not compile, or is empty, is `truncated` (reward still 0)
+    rather than syntax_error or no_answer, so a max_tokens cut is named (issue 43)."""
+    if not extracted.truncated:
+        return verdict
+    if verdict.category not in _CUT_SHOWS_AS:
+        return replace(verdict, truncated=True)
+    return replace(
+        verdict,
+        method=Category.TRUNCATED.value,
+        category=Category.TRUNCATED,
+        reason=_clip(
+            f"the reply was cut off inside its program (no closing ```); {verdict.reason}"
+        ),
+        truncated=True,
+    )
 
 
 def verdict_for_answer(
@@ -309,7 +351,8 @@ def regrade_verdict(
         if recorded.startswith(prefix) and "; " in recorded[len(prefix) :]:
             failure_reason = recorded[len(prefix) :].split("; ", 1)[1]
         failure = _Failure(verdict.category, verdict.detail, failure_reason)
-    return _graded_verdict(verdict.prediction, gold, result, failure, profile)
+    regraded = _graded_verdict(verdict.prediction, gold, result, failure, profile)
+    return replace(regraded, truncated=verdict.truncated)
 
 
 def _failure_reason(outcome: ProgramOutcome) -> str:

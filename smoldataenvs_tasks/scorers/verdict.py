@@ -20,11 +20,17 @@ from typing import Any
 #        of numbers are refused; answer tags, `Answer ->`, ` | ` lists are read. Default unchanged.
 # 1.3.1: strict only (issue 33): a `$` that delimits LaTeX math ("$\\boxed{12}$" in a sentence)
 #        is no dollar sign, so "12 kg" accepts it as default does. Default unchanged.
-GRADER_VERSION = "1.3.1"
+# 1.4.0: issues 43 and 44, the program variant: a reply cut inside its program (an unclosed last
+#        fence) whose program does not compile, or is empty, is `truncated` (it was syntax_error
+#        or no_answer), and every verdict records `truncated`; a stray empty fence no longer
+#        hides the python block after it (it read as no_answer); a program holding a NUL is
+#        syntax_error without running and a lone surrogate reads as U+FFFD (both errored the
+#        sample, or the run). Rewards change only where there was no verdict or no_answer.
+GRADER_VERSION = "1.4.0"
 # Every GRADER_VERSION whose verdicts differ from the one before, oldest first. The Inspect task
 # version's number is this tuple's length ("2-A"), so a log's task version names the verdict
 # rules it was scored by (versions before 1.1.0 all ran as task version 1).
-VERDICT_GENERATIONS = ("1.1.0", "1.2.0", "1.3.0", "1.3.1")
+VERDICT_GENERATIONS = ("1.1.0", "1.2.0", "1.3.0", "1.3.1", "1.4.0")
 # The profiles of the one ladder (docs/scoring.md): the published grader, and strict.
 GRADER_PROFILES = ("default", "strict")
 DEFAULT_PROFILE = "default"
@@ -56,6 +62,9 @@ class Category(enum.StrEnum):
     # answer file, finish a command): everything a model's code can bring about is its own 0
     # (docs/threat-model.md, invariant 2), never "ungraded".
     PROGRAM_BROKE_SANDBOX = "program_broke_sandbox"
+    # The reply was cut inside its program (the last fence never closed: a generation stopped
+    # at max_tokens) and what was left does not compile or is empty: named, not `syntax_error`.
+    TRUNCATED = "truncated"
     UNGRADED = "ungraded"
 
 
@@ -97,6 +106,10 @@ class Verdict:
     # `versioned(profile)` unless given (a verdict read back keeps the version it was decided by).
     grader_version: str | None = None
     profile: str = DEFAULT_PROFILE
+    # The reply's last fenced block was never closed: the generation was cut off (most often at
+    # max_tokens), whatever the category. Read from the reply's text, so every framework marks
+    # the same replies; False for the agentic variant and for verdicts recorded before 1.4.0.
+    truncated: bool = False
 
     def __post_init__(self) -> None:
         if self.profile not in GRADER_PROFILES:
@@ -129,6 +142,10 @@ class Verdict:
                 fields[name] is not None or name in _REQUIRED
             ):
                 raise TypeError(f"{name} must be text, not {type(fields[name]).__name__}")
+        if fields["truncated"] is None:
+            fields["truncated"] = False
+        elif not isinstance(fields["truncated"], bool):
+            raise TypeError(f"truncated must be true or false, not {fields['truncated']!r}")
         fields["category"] = Category(data["category"])
         # Verdicts recorded before profiles existed were all decided by the default one.
         fields["profile"] = fields.get("profile") or profile_of_version(fields["grader_version"])

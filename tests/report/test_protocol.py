@@ -11,6 +11,7 @@ import pytest
 from smoldataenvs_tasks._pins import SAMPLE_REVISION, SPLIT_SIZES, pinned_split_size
 from smoldataenvs_tasks.data.source import DataSource
 from smoldataenvs_tasks.results.model.protocol import (
+    AGENT_MAX_TOKENS,
     AGENT_MAX_TURNS,
     AGENT_TOOLS,
     GREEDY_TEMPERATURE,
@@ -45,6 +46,7 @@ INSPECT_AGENTIC = normal_settings(
         "variant": "agentic",
         "protocol": "answer_file",
         "num_fewshot": 0,
+        "max_tokens": 1024,
         "pass_k": 1,
         "max_turns": 17,
         "tools": ["bash"],
@@ -67,6 +69,7 @@ def test_the_defaults_are_the_ones_the_tasks_run_with():
     assert agentic["max_turns"].default == AGENT_MAX_TURNS
     assert agentic["tools"].default == ",".join(AGENT_TOOLS)
     assert "max_tokens=1024" in pyinspect.getsource(tasks._create_task)
+    assert tasks.AGENT_MAX_TOKENS == AGENT_MAX_TOKENS
 
 
 def test_the_sample_pins_are_the_bundled_sample():

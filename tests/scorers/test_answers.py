@@ -76,7 +76,15 @@ PY = "import pandas as pd\nprint(1)"
             "```python\nimport pandas as pd\nprint(",
             ExtractedProgram("import pandas as pd\nprint(", truncated=True),
         ),
-        ("```python", ExtractedProgram("", truncated=True)),
+        ("```python", ExtractedProgram(None, truncated=True)),
+        # an empty untagged fence, then the program's block (issue 43: read as no_answer)
+        (f"Sure.\n```\n```python\n{PY}\n```\n", ExtractedProgram(PY)),
+        (f"```\n\n```\n```python\n{PY}\n```", ExtractedProgram(PY)),
+        # an empty fence pair after the program offers none: the program before it stands
+        (f"```python\n{PY}\n```\n```\n```", ExtractedProgram(PY)),
+        ("```\n```", ExtractedProgram(None)),
+        # a lone surrogate (a provider passing "\ud800" through) reads as U+FFFD
+        ("```python\nprint('East\ud800')\n```", ExtractedProgram("print('East\ufffd')")),
         # no fence at all: the whole reply
         (PY, ExtractedProgram(PY)),
         ("  print(2)  \n", ExtractedProgram("print(2)")),

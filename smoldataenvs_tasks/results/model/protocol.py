@@ -8,7 +8,7 @@ eval config and task metadata; lm-eval's task config and results file) hold:
 |---|---|---|
 | `framework`, `variant`, `protocol` | (recorded, never a deviation) | what was run |
 | `num_fewshot` | 0 | lm-eval draws shots from the evaluated split, gold answers included |
-| `max_tokens` | 1024 / the model's own | a cut reply is an unclosed program |
+| `max_tokens` | 1024 / 1024 per turn (the model's own before issue 43) | a cut reply is an unclosed program |
 | `temperature` | 0.0 / the model's own (0.8 with pass_k > 1) | greedy or sampled |
 | `top_p`, `top_k`, `stop`, `do_sample` | unset (lm-eval: greedy, or sampled with pass_k > 1) | sampling |
 | `pass_k` | 1 | k sampled attempts per task |
@@ -49,6 +49,8 @@ PROGRAM_MAX_TOKENS = 1024
 GREEDY_TEMPERATURE = 0.0
 PASS_K_TEMPERATURE = 0.8
 AGENT_MAX_TURNS = 17
+# One agent turn's budget (inspect_adapter/tasks.py AGENT_MAX_TOKENS; unbounded before issue 43).
+AGENT_MAX_TOKENS = 1024
 AGENT_TOOLS = ("bash",)
 # Sandbox kinds that isolate and run the one locked library set (docs/design.md), as the kinds'
 # records say: a new kind is a default protocol once its record is written.
@@ -68,7 +70,7 @@ def task_defaults(settings: Mapping[str, object]) -> dict[str, object]:
         temperature = None if agentic else GREEDY_TEMPERATURE
     return {
         "num_fewshot": 0,
-        "max_tokens": None if agentic else PROGRAM_MAX_TOKENS,
+        "max_tokens": AGENT_MAX_TOKENS if agentic else PROGRAM_MAX_TOKENS,
         "temperature": temperature,
         "top_p": None,
         "top_k": None,
