@@ -26,6 +26,7 @@ from smoldataenvs_tasks.pipeline import (
     decide_program_reply,
     grade_program_reply,
     run_program_outcome,
+    tool_command,
 )
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxLost
 from smoldataenvs_tasks.sandboxes.runner import HOST_MARGIN_S, KILL_GRACE_S, write_and_run_argv
@@ -296,3 +297,80 @@ async def test_grade_of_an_invalid_row_is_ungraded_without_staging(east: TaskRec
     )
     assert graded.table_sha256 is None
     assert sessions.opened == []
+
+
+# --- truncation and bytes no sandbox carries (issues 43, 44) ------------------------------------
+
+SYNTAX_ERROR = ran(
+    stderr='  File "/tmp/solve.py", line 2\n    print(\n         ^\nSyntaxError: "(" was never closed\n',
+    returncode=1,
+)
+
+
+async def test_a_reply_cut_inside_its_program_that_does_not_compile_is_truncated(
+    east: TaskRecord,
+) -> None:
+    cut = f"Let me compute it.\n```python\n{PROGRAM}"  # the closing fence never came
+    verdict = await decide_program_reply(cut, east, FakeHost({PROGRAM: SYNTAX_ERROR}))
+    assert (verdict.reward, verdict.category, verdict.method) == (
+        0.0,
+        Category.TRUNCATED,
+        "truncated",
+    )
+    assert verdict.truncated and "cut off" in verdict.reason
+    # The same program in a closed block is the model's syntax error, and not marked.
+    whole = await decide_program_reply(reply(PROGRAM), east, FakeHost({PROGRAM: SYNTAX_ERROR}))
+    assert (whole.category, whole.truncated) == (Category.SYNTAX_ERROR, False)
+
+
+async def test_a_cut_reply_whose_program_still_answers_is_graded_and_marked(
+    east: TaskRecord,
+) -> None:
+    cut = f"```python\n{PROGRAM}"
+    verdict = await decide_program_reply(cut, east, FakeHost({PROGRAM: ran("East\n")}))
+    assert (verdict.category, verdict.truncated) == (Category.CORRECT, True)
+
+
+async def test_a_reply_cut_right_after_its_fence_is_truncated_without_running(
+    east: TaskRecord,
+) -> None:
+    host = FakeHost()
+    verdict = await decide_program_reply("Here it is:\n```python\n", east, host)
+    assert (verdict.category, verdict.truncated, host.calls) == (Category.TRUNCATED, True, [])
+    sessions = FakeSessions([])
+    graded = await grade_program_reply(ProgramReply(east, "```python\n"), sessions=sessions)
+    assert graded.verdict == verdict
+
+
+async def test_a_program_holding_a_nul_is_a_syntax_error_without_running(east: TaskRecord) -> None:
+    host = FakeHost()
+    verdict = await decide_program_reply(reply("print('East')\x00\n"), east, host)
+    assert (verdict.reward, verdict.category, host.calls) == (0.0, Category.SYNTAX_ERROR, [])
+    assert "NUL" in verdict.reason
+
+
+async def test_a_lone_surrogate_reaches_the_sandbox_as_u_fffd(east: TaskRecord) -> None:
+    host = FakeHost({"print('East\ufffd')": ran("East\ufffd\n")})
+    verdict = await decide_program_reply(reply("print('East\ud800')\n"), east, host)
+    assert (verdict.category, verdict.prediction) == (Category.WRONG_VALUE, "East\ufffd")
+    [call] = host.calls
+    call.input.encode("utf-8")  # what reached the sandbox can be written
+
+
+@pytest.mark.parametrize(
+    ("tool", "text", "argv", "sent"),
+    [
+        ("bash", "echo \ud800", ["bash", "-c", "echo \ufffd"], None),
+        ("python", "print('\udfff')", ["python3", "-"], "print('\ufffd')"),
+    ],
+)
+def test_tool_text_is_sent_with_surrogates_read_as_u_fffd(tool, text, argv, sent) -> None:
+    command = tool_command(tool, text)
+    assert (command.argv, command.input, command.refused) == (argv, sent, None)
+
+
+@pytest.mark.parametrize("tool", ["bash", "python"])
+def test_a_tool_call_holding_a_nul_is_refused_with_a_message(tool: str) -> None:
+    command = tool_command(tool, "echo 1\x00")
+    assert command.refused is not None and command.refused.returncode == 126
+    assert "NUL character" in command.refused.stderr and "not run" in command.refused.stderr

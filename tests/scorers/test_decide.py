@@ -352,3 +352,34 @@ def test_regrade_carries_over_verdicts_no_rung_decided(recorded: Verdict) -> Non
     assert same == {
         k: v for k, v in recorded.to_dict().items() if k not in ("profile", "grader_version")
     }
+
+
+# --- truncation (grader 1.4.0, issue 43) ---------------------------------------------------------
+
+
+def test_a_verdict_records_truncation_and_reads_it_back() -> None:
+    from smoldataenvs_tasks.scorers.answers import extract_program
+    from smoldataenvs_tasks.scorers.decide import verdict_before_running
+
+    verdict = verdict_before_running(extract_program("```python\n"))
+    assert verdict is not None and verdict.category is Category.TRUNCATED and verdict.truncated
+    assert Verdict.from_dict(verdict.to_dict()) == verdict
+    # A verdict recorded before 1.4.0 has no field: not truncated. A forged one is refused.
+    older = {k: v for k, v in verdict.to_dict().items() if k != "truncated"}
+    assert Verdict.from_dict({**older, "category": "syntax_error"}).truncated is False
+    with pytest.raises(TypeError, match="truncated"):
+        Verdict.from_dict({**verdict.to_dict(), "truncated": "yes"})
+
+
+def test_regrading_keeps_the_truncation_mark() -> None:
+    from dataclasses import replace
+
+    from smoldataenvs_tasks.scorers.decide import regrade_verdict
+
+    recorded = replace(verdict_for_answer("East", gold="East"), truncated=True)
+    regraded = regrade_verdict(recorded, gold="East", profile="strict")
+    assert (regraded.category, regraded.truncated, regraded.profile) == (
+        Category.CORRECT,
+        True,
+        "strict",
+    )

@@ -1,0 +1,48 @@
+"""The agentic task's turns (issue 43 items 4, 5): a first turn with no tool call is said, in the
+log and on the sample, never a silent `no_answer`; each turn's reply is bounded."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from inspect_ai import eval as inspect_eval
+
+from smoldataenvs_tasks.inspect_adapter.tasks import AGENT_MAX_TOKENS, NO_TOOL_CALLS, smoldataenvs
+from tests.replies import ORDERS_TASK, REVENUE_TASK, agentic_row, write_jsonl
+
+
+@pytest.mark.slow
+def test_a_model_that_never_calls_a_tool_is_said_and_each_turn_is_bounded(tmp_path, caplog):
+    # What SmolLM2 did through a chat template that drops tools=: one turn of prose.
+    replay = write_jsonl(
+        tmp_path / "prose.jsonl",
+        [
+            agentic_row(ORDERS_TASK, [], final_text="The region is probably East."),
+            agentic_row(REVENUE_TASK, ["echo -n 7438.11 > /workdir/answer.txt"]),
+        ],
+    )
+    with caplog.at_level(logging.WARNING):
+        [log] = inspect_eval(
+            smoldataenvs(split="sample", sandbox="bwrap"),
+            model="replay/prose",
+            model_args={"path": str(replay)},
+            log_dir=str(tmp_path / "logs"),
+            display="none",
+            sample_id=[ORDERS_TASK, REVENUE_TASK],
+        )
+    assert log.status == "success", log.error
+    samples = {str(s.id): s for s in log.samples or []}
+    prose = samples[ORDERS_TASK]
+    assert prose.store.get(NO_TOOL_CALLS) is True
+    # A long note is kept among the sample's attachments.
+    notes = [str(e.data) for e in prose.events if e.event == "info"]
+    notes = [prose.attachments.get(n.removeprefix("attachment://"), n) for n in notes]
+    assert any("made no tool call on its first turn" in str(note) for note in notes), notes
+    assert prose.scores["answer_file_scorer"].metadata["category"] == "no_answer"
+    assert NO_TOOL_CALLS not in samples[REVENUE_TASK].store
+    assert samples[REVENUE_TASK].scores["answer_file_scorer"].value == 1.0
+    assert "docs/local-models.md" in caplog.text
+    # Every model call of the run went with the turn's budget.
+    calls = [e for s in log.samples or [] for e in s.events if e.event == "model"]
+    assert calls and all(e.config.max_tokens == AGENT_MAX_TOKENS for e in calls)
