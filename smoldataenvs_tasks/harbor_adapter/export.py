@@ -9,10 +9,12 @@ Each task is the agentic Inspect task's sample in Harbor's shape:
     <task>/task.toml               the agentic task's limits, no network, [metadata] provenance
     <task>/environment/Dockerfile  FROM the grader image (image.py), the tables baked in
     <task>/environment/tables/     the staged tables, their sha256 in task.toml and task.json
-    <task>/tests/test.sh           this package's grader on /workdir/answer.txt (verifier.py)
-    <task>/tests/task.json         the row (with its gold), the profile, the table digests
+    <task>/tests/test.sh           this package's grader on /workdir/answer.txt (verifier.py), in
+                                   Harbor's separate verifier container
+    <task>/tests/task.json         the row (with its gold), the profile, the table digests; 0600
     <task>/solution/solve.sh       writes the gold answer (Harbor's `oracle` agent)
     metric.py                      pass@1 over graded tasks; ungraded ones left out and counted
+    harbor-job.yaml                a Harbor job config of this dataset with metric.py as its metric
     smoldataenvs-export.json       what was exported from where, and which tasks are ungraded
 
 The tables come through `pipeline.prepare_tables`, the one staging path, so a task whose tables
@@ -37,7 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks._pins import reward_mode_label
-from smoldataenvs_tasks.contract import DEFAULT_LIMITS, INPUT_DIR, TABLES_DIR, writable_dir_sizes
+from smoldataenvs_tasks.contract import (
+    ANSWER_FILE,
+    DEFAULT_LIMITS,
+    INPUT_DIR,
+    SANDBOX_HOME,
+    TABLES_DIR,
+    writable_dir_sizes,
+)
 from smoldataenvs_tasks.data.integrity import content_sha256
 from smoldataenvs_tasks.data.prompts import agent_user_prompt
 from smoldataenvs_tasks.data.rows import TaskRecord
@@ -46,6 +55,7 @@ from smoldataenvs_tasks.data.tables import resolve_tables, tables_manifest_diges
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.harbor_adapter import image
 from smoldataenvs_tasks.harbor_adapter.plan import plan_export
+from smoldataenvs_tasks.harbor_adapter.verifier import SANDBOX_UID as AGENT_UID
 from smoldataenvs_tasks.harbor_adapter.verifier import TASK_FILE_FORMAT
 from smoldataenvs_tasks.pipeline import prepare_tables
 from smoldataenvs_tasks.run_plan import PROVENANCE_KEY, RunPlan, RunProvenance
@@ -138,16 +148,25 @@ def task_toml(
     run = {key: value for key, value in provenance.items() if key != "filters"}
     filters = {key: value for key, value in (provenance["filters"] or {}).items() if value}
     sections = [
-        '# Written by `smoldataenvs harbor export` (docs/harbor.md).\nschema_version = "1.4"',
+        '# Written by `smoldataenvs harbor export` (docs/harbor.md).\nschema_version = "1.4"\n'
+        # The one thing the separate verifier is given of the agent's container.
+        f"artifacts = {_toml_value([ANSWER_FILE])}",
         _toml_table("metadata", metadata),
         # The run plan's provenance, under the key every framework stores it at.
         _toml_table(f"metadata.{PROVENANCE_KEY}", run),
         *([_toml_table(f"metadata.{PROVENANCE_KEY}.filters", filters)] if filters else []),
         _toml_table("metadata.table_sha256", dict(sorted(table_sha256.items()))),
-        # The grader runs as root so that it can end the agent's processes first and write
-        # /logs/verifier; it reads the answer as the agent's user (verifier.py).
-        _toml_table("verifier", {"timeout_sec": VERIFIER_TIMEOUT_S, "user": "root"}),
-        _toml_table("agent", {"timeout_sec": AGENT_TIMEOUT_S}),
+        # The grader runs in a container of its own, after the agent's was stopped: the gold is
+        # never where the agent is, and nothing of the agent's runs while it grades. As root, so
+        # that it can still end any process of the agent's uid and own /logs/verifier
+        # (verifier.py); it reads the answer as the agent's user.
+        _toml_table(
+            "verifier",
+            {"timeout_sec": VERIFIER_TIMEOUT_S, "user": "root", "environment_mode": "separate"},
+        ),
+        # The agent runs as uid 1000, as in every SmolDataEnvs sandbox; the container's
+        # keep-alive is root's (the Dockerfile), so ending the agent's processes keeps it.
+        _toml_table("agent", {"timeout_sec": AGENT_TIMEOUT_S, "user": AGENT_UID}),
         _toml_table(
             "environment",
             {
@@ -176,8 +195,18 @@ def dockerfile(task_id: str, grader_image: str, has_tables: bool) -> str:
     lines += [
         f"RUN set -eu; chown -R root:root {TABLES_DIR}; chmod -R a-w,a+rX {TABLES_DIR}; \\",
         f'    for f in {TABLES_DIR}/* {TABLES_DIR}/.[!.]*; do [ -e "$f" ] || continue; '
-        f'ln -sfn "$f" {INPUT_DIR}/"${{f##*/}}"; done',
-        "USER 1000:1000",
+        f'ln -sfn "$f" {INPUT_DIR}/"${{f##*/}}"; done; \\',
+        # What the sandbox image's entrypoint does at start, done here for uid 1000: the
+        # container starts as root (below), and a root entrypoint would make these root's.
+        f"    mkdir -p {SANDBOX_HOME}/.cache; "
+        f"cp -R /opt/smoldata/mplconfig {SANDBOX_HOME}/.cache/matplotlib; "
+        f"chown -R {AGENT_UID}:{AGENT_UID} {SANDBOX_HOME}/.cache",
+        "# The container's keep-alive (Harbor's `sleep infinity`) runs as root and the agent as",
+        f"# uid {AGENT_UID} (task.toml [agent] user): the verifier can end every process of the",
+        "# agent's without ending the container.",
+        "USER root",
+        "ENTRYPOINT []",
+        'CMD ["sleep", "infinity"]',
     ]
     return "\n".join(lines) + "\n"
 
@@ -194,10 +223,10 @@ def test_sh() -> str:
     return (
         "#!/bin/sh\n"
         "# SmolDataEnvs verifier: this package's grader, the Inspect answer-file scorer's own path,\n"
-        "# on /workdir/answer.txt. Writes /logs/verifier/reward.json ({reward, graded}),\n"
-        "# reward.txt and verdict.json (method, category, the answer read).\n"
+        "# on /workdir/answer.txt, as root. Ends the agent's processes, makes /logs/verifier its\n"
+        "# own, then writes reward.json ({reward}), reward.txt and verdict.json (graded, method,\n"
+        "# category, the answer read).\n"
         "set -eu\n"
-        "mkdir -p /logs/verifier\n"
         f"exec {image.GRADER_PYTHON} -I -c {shlex.quote(_launcher())} \\\n"
         "    /tests/task.json /logs/verifier\n"
     )
@@ -213,7 +242,7 @@ METRIC_PY = '''\
 # dependencies = []
 # ///
 """SmolDataEnvs pass@1 over a Harbor job's rewards (Harbor's metric.py protocol: -i rewards.jsonl,
--o metric.json). A task the data cannot grade ({"graded": 0}) is left out and counted, never
+-o metric.json). A task the data cannot grade (reward.json `{}`) is left out and counted, never
 averaged in as a 0; a trial with no reward at all (the trial failed) counts as a 0, as our reports
 count a run's failures."""
 
@@ -229,7 +258,8 @@ def main(input_path: Path, output_path: Path) -> None:
         if reward is None:
             no_reward += 1
             graded += 1
-        elif reward.get("graded", 1) == 0:
+        elif "reward" not in reward or reward.get("graded", 1) == 0:
+            # {}: the verifier's ungraded task (an export before it wrote {"graded": 0}).
             ungraded += 1
         else:
             graded += 1
@@ -344,7 +374,8 @@ def _export_task(
             },
         },
     }
-    _write(task_dir / "tests" / "task.json", _json(task_file))
+    # The gold: readable by the verifier's root only (Harbor copies modes into the container).
+    _write(task_dir / "tests" / "task.json", _json(task_file), 0o600)
     _write(task_dir / "tests" / "test.sh", test_sh(), 0o755)
     _write(task_dir / "solution" / "solve.sh", solve_sh(record.answer or None), 0o755)
     return ungraded["reason"] if ungraded else None

@@ -65,6 +65,8 @@ def test_every_row_is_a_task_with_harbors_files(exported: Path) -> None:
         for name in TASK_FILES:
             assert (task / name).is_file(), f"{task.name}: no {name}"
         assert (task / "tests/test.sh").stat().st_mode & 0o111
+        # The gold: Harbor copies the mode into the verifier's container, where only root reads it.
+        assert (task / "tests/task.json").stat().st_mode & 0o777 == 0o600
         assert (task / "solution/solve.sh").stat().st_mode & 0o111
         # The agent reads the words the Inspect agentic task would give it.
         expected = agent_user_prompt(record.instruction, record.question, record.files)
@@ -79,6 +81,14 @@ def test_task_toml_carries_the_agentic_limits_no_network_and_provenance(exported
     assert config["environment"]["memory_mb"] * 2**20 == DEFAULT_LIMITS.memory_bytes
     assert config["environment"]["cpus"] == DEFAULT_LIMITS.cpus
     assert config["agent"]["timeout_sec"] == 17 * DEFAULT_LIMITS.tool_timeout_s
+    # The verifier in a container of its own, given only the answer file; the agent as uid 1000
+    # in a container whose keep-alive is root's.
+    assert config["verifier"]["environment_mode"] == "separate"
+    assert config["verifier"]["user"] == "root"
+    assert config["artifacts"] == ["/workdir/answer.txt"]
+    assert config["agent"]["user"] == 1000
+    dockerfile = (task / "environment/Dockerfile").read_text().splitlines()
+    assert dockerfile[-3:] == ["USER root", "ENTRYPOINT []", 'CMD ["sleep", "infinity"]']
     meta = config["metadata"]
     assert meta["task_id"] == record.task_id
     assert meta["difficulty_tier"] == record.difficulty_tier
@@ -116,7 +126,8 @@ def test_a_task_without_tables_is_exported_as_ungraded_never_a_silent_zero(expor
 
 def test_metric_leaves_out_and_counts_ungraded_tasks(exported: Path, tmp_path: Path) -> None:
     rewards = tmp_path / "rewards.jsonl"
-    lines = [{"reward": 1.0, "graded": 1}, {"reward": 0.0, "graded": 1}, {"reward": 0, "graded": 0}]
+    # As the verifier writes them ({} for an ungraded task), then an older export's ungraded one.
+    lines = [{"reward": 1.0}, {"reward": 0.0}, {}, {"reward": 0, "graded": 0}]
     rewards.write_text("\n".join([*map(json.dumps, lines), "null"]) + "\n")
     out = tmp_path / "metric.json"
     subprocess.run(
@@ -127,7 +138,7 @@ def test_metric_leaves_out_and_counts_ungraded_tasks(exported: Path, tmp_path: P
     assert json.loads(out.read_text()) == {
         "pass@1": pytest.approx(1 / 3),
         "graded": 3,
-        "ungraded": 1,
+        "ungraded": 2,
         "no_reward": 1,
     }
 

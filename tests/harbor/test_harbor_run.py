@@ -97,6 +97,7 @@ def _inspect_verdicts(tmp_path: Path, replay: Path) -> dict[str, Outcome]:
     assert log.samples is not None
     found = {}
     for sample in log.samples:
+        assert sample.scores is not None
         meta = sample.scores["answer_file_scorer"].metadata or {}
         found[str(sample.id)] = (
             meta["category"],
@@ -115,10 +116,12 @@ def test_oracle_passes_every_gradable_task_and_counts_the_one_without_tables(ora
     ungraded = {tid for tid, t in run.tasks.items() if not t.graded}
     assert ungraded == {NO_TABLES_TASK}
     assert run.tasks[NO_TABLES_TASK].attempts[0].verdict.detail == "table_unavailable"
-    # Harbor's own reward for it is a 0 marked not graded; the exported metric leaves it out.
+    # Harbor's own reward for it is empty (its mean counts that 0); the exported metric leaves it
+    # out, and `graded: 0` is in verdict.json.
     trial = next(oracle_job.glob("sample__0009__returns*"))
     rewards = json.loads((trial / "result.json").read_text())["verifier_result"]["rewards"]
-    assert rewards == {"reward": 0.0, "graded": 0}
+    assert rewards == {}
+    assert json.loads((trial / "verifier" / "verdict.json").read_text())["graded"] == 0
 
 
 def test_nop_scores_zero(nop_job: Path):

@@ -12,6 +12,7 @@ import pytest
 from smoldataenvs_tasks.harbor_adapter.verifier import task_verdict, write_outputs
 from smoldataenvs_tasks.results.load.inputs import load_runs
 from smoldataenvs_tasks.results.load.load_harbor import is_harbor_job, load_harbor_job
+from smoldataenvs_tasks.results.model.errors import RunLoadError
 from smoldataenvs_tasks.scorers.decide import verdict_for_answer_file
 from smoldataenvs_tasks.scorers.verdict import Verdict
 
@@ -77,10 +78,29 @@ def test_an_ungraded_export_task_is_ungraded_in_the_run(tmp_path):
         {"grader": "default", "ungraded": {"reason": "table_unavailable", "detail": "no t.csv"}}
     )
     _trial(job, "a__1", ungraded, "a/1")
+    # reward.json holds what Harbor averages, nothing for an ungraded task (Harbor's mean counts
+    # it 0; metric.py and our reports leave it out); `graded` is in verdict.json.
     rewards = json.loads((job / "a__1" / "verifier" / "reward.json").read_text())
-    assert rewards == {"reward": 0.0, "graded": 0}
+    assert rewards == {}
+    assert json.loads((job / "a__1" / "verifier" / "verdict.json").read_text())["graded"] == 0
     run = load_harbor_job(job)
     assert run.tasks["a/1"].graded == [] and run.pass1() is None
+
+
+def test_a_job_of_an_older_export_still_loads_and_a_contradicting_graded_is_refused(tmp_path):
+    job = _job(tmp_path)
+    _trial(job, "a__1", verdict_for_answer_file("5", gold="5"), "a/1")
+    verdict_path = job / "a__1" / "verifier" / "verdict.json"
+    recorded = json.loads(verdict_path.read_text())
+    # Before `graded` moved into verdict.json: reward.json held it, verdict.json did not.
+    del recorded["graded"]
+    verdict_path.write_text(json.dumps(recorded))
+    (job / "a__1" / "verifier" / "reward.json").write_text('{"graded": 1, "reward": 1.0}')
+    assert load_harbor_job(job).pass1() == 1.0
+    recorded["graded"] = 0
+    verdict_path.write_text(json.dumps(recorded))
+    with pytest.raises(RunLoadError, match="graded 0 disagrees with its verdict"):
+        load_harbor_job(job)
 
 
 def test_a_job_of_this_export_reads_the_run_plans_provenance(tmp_path):
@@ -105,8 +125,6 @@ def test_a_job_of_this_export_reads_the_run_plans_provenance(tmp_path):
 
 
 def test_a_provenance_field_of_the_wrong_type_is_one_line(tmp_path):
-    from smoldataenvs_tasks.results.model.errors import RunLoadError
-
     job = _job(tmp_path)
     task = {"task_id": "a/1", "table_sha256": {}, "record": {},
             "provenance": {"run": {"split": "sample", "split_tasks": "ten"}}}  # fmt: skip

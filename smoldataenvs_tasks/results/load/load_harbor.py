@@ -3,13 +3,15 @@
 A job directory (`harbor run ... -o JOBS --job-name NAME` writes `JOBS/NAME/`) holds `config.json`
 and one folder per trial with Harbor's `result.json` (task name, agent and model, rewards, the
 exception if any) and `verifier/verdict.json`, which the exported task's grader wrote
-(`harbor_adapter/verifier.py`): the Verdict with the answer it read, the task id, the table
-digests and the export's provenance. Only this JSON is read: no Harbor import, so any machine
+(`harbor_adapter/verifier.py`): the Verdict with the answer it read, whether it was graded, the
+task id, the table digests and the export's provenance. Only this JSON is read: no Harbor import, so any machine
 can report a job.
 
 A trial with no verdict.json (its environment or verifier failed before grading) is ungraded
 `sandbox_failed`: the run's failure, which a headline counts as 0 (docs/reporting.md), never
-left out silently. Harbor's attempts (`-k N`) are the epochs.
+left out silently; it is the task another trial of the same Harbor task was graded as. A job with
+no verdict at all is refused in one line: nothing in it says which export or split it ran, so no
+submission of it could be verified. Harbor's attempts (`-k N`) are the epochs.
 
     python -c "from smoldataenvs_tasks.results.load.load_harbor import load_harbor_job; \
         print(load_harbor_job('jobs/my-job').pass1())"
@@ -23,6 +25,7 @@ from typing import Any
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID
 from smoldataenvs_tasks.results.load.provenance import nested_provenance, read_provenance
+from smoldataenvs_tasks.results.model.coverage import normal_filters
 from smoldataenvs_tasks.results.model.errors import RunLoadError
 from smoldataenvs_tasks.results.model.protocol import normal_settings
 from smoldataenvs_tasks.results.model.runs import Attempt, Run, TaskAttempts
@@ -72,6 +75,17 @@ def harbor_provenance(exported: dict[str, Any], where: str) -> RunProvenance:
     return nested_provenance(exported, where, "provenance")
 
 
+def _task_ids_of_graded_trials(results: dict[Path, dict[str, Any]]) -> dict[str, str]:
+    """Harbor's task name -> the task id its verdict.json gives, over the trials graded."""
+    found: dict[str, str] = {}
+    for trial, result in results.items():
+        verdict_path = trial / VERDICT_FILE
+        if verdict_path.is_file():
+            task_id = _json(verdict_path).get("task_id")
+            found[str(result.get("task_name") or trial.name)] = str(task_id)
+    return found
+
+
 def load_harbor_job(job_dir: str | Path) -> Run:
     job = Path(job_dir)
     config = _json(job / "config.json")
@@ -86,8 +100,18 @@ def load_harbor_job(job_dir: str | Path) -> Run:
     agent_versions: set[str] = set()
     created: str | None = None
     environment = (config.get("environment") or {}).get("type") or "docker"
+    results = {trial: _json(trial / "result.json") for trial in trials}
+    graded_ids = _task_ids_of_graded_trials(results)
+    if not graded_ids:
+        # Nothing says which export, split or tasks the job ran: no run to report or verify.
+        first = next(iter(results.values())).get("exception_info") or {}
+        raise RunLoadError(
+            f"{job}: no trial of this Harbor job has a verdict (verifier/verdict.json; the first "
+            f"failed with {first.get('exception_type') or 'no exception recorded'}), so nothing "
+            "says what it ran: re-run the job"
+        )
     for trial in trials:
-        result = _json(trial / "result.json")
+        result = results[trial]
         agent_info = result.get("agent_info") or {}
         models.add(_model(agent_info))
         agent_versions.add(str(agent_info.get("version") or ""))
@@ -103,26 +127,36 @@ def load_harbor_job(job_dir: str | Path) -> Run:
                 )
             task_id = str(recorded["task_id"])
             verdict = Verdict.from_dict(recorded["verdict"])
+            # `graded` beside the verdict (reward.json holds the reward alone); a job of an
+            # export before it has none, and its verdict says the same.
+            if "graded" in recorded and recorded["graded"] != (1 if verdict.graded else 0):
+                raise RunLoadError(
+                    f"{verdict_path}: graded {recorded['graded']!r} disagrees with its verdict"
+                )
             digests = recorded.get("table_sha256") or None
             trial_provenance = recorded.get("provenance") or {}
             if provenance is None:
                 exported = dict(trial_provenance)
                 provenance = harbor_provenance(exported, str(verdict_path))
-            tier = str(trial_provenance.get("difficulty_tier") or "")
+            tier = str(trial_provenance.get("difficulty_tier") or "unknown")
             mode = str(trial_provenance.get("reward_mode") or "")
             tables = recorded.get("tables")
         else:
             exception = result.get("exception_info") or {}
             what = exception.get("exception_type") or "no verdict.json"
-            task_id = str(result.get("task_name") or trial.name)
+            # The task's id where another trial of the same Harbor task was graded; else its
+            # Harbor name (the export's directory) is all there is.
+            task_name = str(result.get("task_name") or trial.name)
+            task_id = graded_ids.get(task_name, task_name)
             verdict = Verdict.ungraded(
                 UngradedReason.SANDBOX_FAILED,
                 f"the Harbor trial {trial.name} was not graded: {what}",
             )
-            digests, tier, mode, tables = None, "", "", None
+            # "unknown" as every loader says for a task whose tier nothing recorded.
+            digests, tier, mode, tables = None, "unknown", "", None
         grader_versions.add(str(verdict.grader_version))
         entry = tasks.setdefault(task_id, TaskAttempts(task_id, tier, mode, tables=tables))
-        if tier and not entry.difficulty_tier:
+        if tier != "unknown" and entry.difficulty_tier == "unknown":
             entry.difficulty_tier, entry.reward_mode, entry.tables = tier, mode, tables
         entry.attempts.append(Attempt(len(entry.attempts) + 1, verdict, table_sha256=digests))
     if len(models) > 1:
@@ -177,5 +211,7 @@ def load_harbor_job(job_dir: str | Path) -> Run:
         split_tasks=provenance["split_tasks"],
         n_selected=len(tasks),
         split_sha256=provenance["split_sha256"],
+        # An export of some tasks (`--task-id`) is a filtered run, as Inspect's would be.
+        filters=normal_filters(provenance["filters"]),
         settings=settings,
     )
