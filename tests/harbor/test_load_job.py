@@ -131,3 +131,29 @@ def test_a_provenance_field_of_the_wrong_type_is_one_line(tmp_path):
     _trial(job, "a__1", verdict_for_answer_file("5", gold="5"), "a/1", task)
     with pytest.raises(RunLoadError, match=r"run\.split_tasks: 'ten' is not a whole number"):
         load_harbor_job(job)
+
+
+def test_a_job_with_no_verdict_at_all_is_refused_in_one_line(tmp_path):
+    """Nothing in it says which export or split it ran: `report --allow-partial` wrote a
+    submission its own `verify` failed (split unknown, tiers differing)."""
+    job = _job(tmp_path)
+    _trial(job, "a__1", None, "a/1")
+    _trial(job, "b__1", None, "b/1")
+    with pytest.raises(RunLoadError, match="no trial of this Harbor job has a verdict") as error:
+        load_harbor_job(job)
+    assert "EnvironmentStartTimeoutError" in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_a_failed_trial_is_the_task_another_trial_of_it_was_graded_as(tmp_path):
+    job = _job(tmp_path)
+    _trial(job, "a__1", verdict_for_answer_file("5", gold="5"), "a/1")
+    _trial(job, "a__2", None, "a/1")
+    for trial in ("a__1", "a__2"):  # two attempts of one Harbor task
+        result = json.loads((job / trial / "result.json").read_text())
+        result["task_name"] = "a"
+        (job / trial / "result.json").write_text(json.dumps(result))
+    run = load_harbor_job(job)
+    assert list(run.tasks) == ["a/1"]
+    assert [a.verdict.category.value for a in run.tasks["a/1"].attempts] == ["correct", "ungraded"]
+    assert run.tasks["a/1"].difficulty_tier == "easy"
