@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import fcntl
 import functools
 import json
 import os
@@ -138,6 +139,9 @@ _SYNTHETIC_ETC = {
 }
 
 
+# The descriptor bwrap reads its options from (`--args`), the same in every process that starts a
+# session: it shows in the sandbox's /proc/1/cmdline (BwrapSession.exec).
+_OPTIONS_FD = 9
 _FALLBACK_BWRAP = "/usr/bin/bwrap"  # where distributions put it, for a PATH without /usr/bin
 
 # The harness's own programs that run beside model code in one command: `timeout`, which the
@@ -549,19 +553,24 @@ class BwrapSession:
         status = _Status(status_read)
         # bwrap reads the filter from the descriptor's offset: one memfd per command.
         filter_fd = seccomp.filter_fd()
+        status_write, filter_fd = _off_options_fd(status_write), _off_options_fd(filter_fd)
         options += ["--chdir", workdir, "--remount-ro", "/", "--json-status-fd", str(status_write)]
         options += ["--seccomp", str(filter_fd)]
         # The options go through a memfd (`--args`), not argv: the sandbox's pid 1 is a fork of
-        # bwrap, and its /proc/1/cmdline would otherwise show the host paths of every mount.
+        # bwrap, and its /proc/1/cmdline would otherwise show the host paths of every mount. It
+        # does show `--args N`: the launcher opens the memfd at `_OPTIONS_FD`, so N is the same
+        # whatever this process has open (an eval and its re-execution looked different from
+        # inside, `--args 18` against `--args 12`: issue 44); the memfd itself stays ours.
         options_fd = os.memfd_create("bwrap-options", os.MFD_CLOEXEC)
         try:
             os.write(options_fd, b"".join(option.encode() + b"\0" for option in options))
             os.lseek(options_fd, 0, os.SEEK_SET)
             command = launcher_argv(
-                [self.bwrap, "--args", str(options_fd), "--", *self._inner_prefix(), *argv],
+                [self.bwrap, "--args", str(_OPTIONS_FD), "--", *self._inner_prefix(), *argv],
                 procs_files=self.cgroup.procs_files if self.cgroup else (),
                 rlimits=self._rlimits(),
                 user=self.host_uid if self.claimed_uid is not None else None,
+                open_at={_OPTIONS_FD: f"/proc/{os.getpid()}/fd/{options_fd}"},
             )
             stdin = input.encode() if isinstance(input, str) else input
             before = self.cgroup.events() if self.cgroup else None
@@ -571,7 +580,7 @@ class BwrapSession:
                     input=stdin,
                     timeout=timeout,
                     max_output_bytes=self.limits.max_output_bytes,
-                    pass_fds=[status_write, options_fd, filter_fd],
+                    pass_fds=[status_write, filter_fd],
                     track=self._running,
                     stop=functools.partial(_kill_namespace_init, status),
                 )
@@ -800,6 +809,16 @@ class _Status:
             while chunk := os.read(self.fd, 65536):
                 self.data += chunk
         return list(_iter_status(self.data.decode(errors="replace")))
+
+
+def _off_options_fd(fd: int) -> int:
+    """`fd`, moved off `_OPTIONS_FD` (above 9) when it sits there: the launcher opens the
+    options at that number in the child, over whatever was inherited there."""
+    if fd != _OPTIONS_FD:
+        return fd
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
 
 
 def _kill_namespace_init(status: _Status, bwrap_pid: int) -> None:

@@ -22,7 +22,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,12 @@ _PY_LAUNCHER = r"""
 import json, os, resource, sys
 spec = json.loads(sys.argv[1])
 try:
+    for number, path in spec["open"]:
+        opened = os.open(path, os.O_RDONLY)
+        if opened != number:
+            os.dup2(opened, number)
+            os.close(opened)
+        os.set_inheritable(number, True)
     for path in spec["procs"]:
         with open(path, "w") as handle:
             handle.write(str(os.getpid()))
@@ -47,8 +53,13 @@ except OSError as error:
     sys.exit(125)
 """
 
-# $1 = how many cgroup.procs files follow; then the files; then the command (prlimit ...).
+# $1 = how many (descriptor, path) pairs follow, each opened read-only at that descriptor; then
+# the pairs; then how many cgroup.procs files follow; then the files; then the command (prlimit
+# ...). Descriptors are one digit (what a POSIX shell's redirection takes).
 _SH_LAUNCHER = (
+    'n=$1; shift; while [ "$n" -gt 0 ]; do '
+    'eval "exec $1<\\"\\$2\\"" || { echo "smoldataenvs launcher: cannot open $2" >&2; exit 125; }; '
+    "shift 2; n=$((n - 1)); done; "
     'n=$1; shift; while [ "$n" -gt 0 ]; do '
     'echo $$ > "$1" || { echo "smoldataenvs launcher: cannot join $1" >&2; exit 125; }; '
     'shift; n=$((n - 1)); done; exec "$@"'
@@ -80,11 +91,21 @@ def launcher_argv(
     rlimits: dict[str, int] | None = None,
     user: int | None = None,
     python: bool = False,
+    open_at: Mapping[int, str] | None = None,
 ) -> list[str]:
-    """argv that joins the cgroups, applies the rlimits (names like "RLIMIT_FSIZE"), drops to
-    host uid and gid `user` with no supplementary groups when given (the launcher runs as root
-    for the cgroups; the command must not), then execs `command` under the same pid.
-    `python=True` forces the Python launcher."""
+    """argv that opens each path of `open_at` read-only at its descriptor (one digit), joins the
+    cgroups, applies the rlimits (names like "RLIMIT_FSIZE"), drops to host uid and gid `user`
+    with no supplementary groups when given (the launcher runs as root for the cgroups; the
+    command must not), then execs `command` under the same pid. `python=True` forces the
+    Python launcher.
+
+    `open_at` gives the command a descriptor whose number does not depend on what the harness
+    process has open (e.g. `/proc/<harness pid>/fd/<n>` at 3): a number the command shows, as
+    bwrap's `--args N` shows in its sandbox's /proc/1/cmdline, is then the same in every
+    process that starts it."""
+    opens = sorted((open_at or {}).items())
+    if any(not 0 <= number <= 9 for number, _ in opens):
+        raise ValueError(f"open_at takes one-digit descriptors, not {opens}")
     limits = dict(rlimits or {})
     for name in limits:
         getattr(resource, name)  # fail here, not in the child, on a typo
@@ -98,11 +119,17 @@ def launcher_argv(
             if user is None
             else [str(setpriv), f"--reuid={user}", f"--regid={user}", "--clear-groups", "--"]
         )
+        pairs = [word for number, path in opens for word in (str(number), path)]
         return [
-            "/bin/sh", "-c", _SH_LAUNCHER, "launcher", str(len(files)), *files,
-            *drop, prlimit, *options, "--", *command,
+            "/bin/sh", "-c", _SH_LAUNCHER, "launcher", str(len(opens)), *pairs,
+            str(len(files)), *files, *drop, prlimit, *options, "--", *command,
         ]  # fmt: skip
-    spec = {"procs": [str(p) for p in procs_files], "rlimits": limits, "user": user}
+    spec = {
+        "open": opens,
+        "procs": [str(p) for p in procs_files],
+        "rlimits": limits,
+        "user": user,
+    }
     return [sys.executable, "-I", "-S", "-c", _PY_LAUNCHER, json.dumps(spec), *command]
 
 
