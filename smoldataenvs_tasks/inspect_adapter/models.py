@@ -10,6 +10,10 @@ assistant messages already in the conversation, tool calls included. When no too
 single-shot program variant) it returns the row's last assistant message. Past the last recorded
 turn it returns an empty reply, which ends an agent loop. Token usage is a character estimate
 (Inspect's default counter downloads a tokenizer, which fails offline).
+
+What the tasks need of any provider lives here too: `honour_greedy` (the `hf/` provider decodes
+greedily when the run asks for temperature 0) and `writable_message` (a reply's lone surrogates
+read as U+FFFD, so Inspect can hash and write the conversation).
 """
 
 from __future__ import annotations
