@@ -8,6 +8,7 @@ from the sample split's rows.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,14 @@ from click.testing import CliRunner
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.data.source import load_tasks
 from smoldataenvs_tasks.results.load.inputs import load_runs
-from smoldataenvs_tasks.results.model.coverage import coverage_of
+from smoldataenvs_tasks.results.load.retries import attempt_of_samples, changes
+from smoldataenvs_tasks.results.model.coverage import attempt_shortfalls, coverage_of
+from smoldataenvs_tasks.results.model.errors import RunLoadError
+from smoldataenvs_tasks.results.model.runs import Retried, dedupe_runs
+from smoldataenvs_tasks.scorers.verdict import Category, UngradedReason, Verdict
 from smoldataenvs_tasks.validate import BUNDLED_GOLD
 from tests.report.conftest import run_inspect, run_lm_eval
+from tests.report.synthetic import synthetic_run, task_id
 
 RECORDS = load_tasks("sample")
 HARD = [r.task_id for r in RECORDS if r.difficulty_tier == "hard"]
@@ -58,6 +64,95 @@ def test_partial_coverage_says_why(kwargs, reason):
 
 def test_a_limit_larger_than_the_split_does_not_make_a_run_partial():
     assert coverage_of(split_tasks=10, n_tasks=10, limit=100)["complete"] is True
+
+
+# --- every planned attempt (issue 44) --------------------------------------------------------
+
+
+def test_every_task_holding_the_planned_attempts_is_complete():
+    attempts = {"a": [1, 2], "b": [2, 1]}
+    assert attempt_shortfalls(2, attempts) == []
+    coverage = coverage_of(split_tasks=2, n_tasks=2, planned_attempts=2, attempts=attempts)
+    assert coverage["complete"] is True
+
+
+@pytest.mark.parametrize(
+    ("held", "words"),
+    [
+        ([2], "task b holds attempt(s) 2 of the run's 2: lacks 1"),
+        ([], "task b holds attempt(s) none of the run's 2: lacks 1,2"),
+        ([1, 2, 3], "1,2,3 of the run's 2: has 3 beyond the plan or twice"),
+        ([1, 1], "1,1 of the run's 2: lacks 2 and has 1 beyond the plan or twice"),
+    ],
+)
+def test_a_task_without_its_planned_attempts_makes_the_run_partial(held, words):
+    coverage = coverage_of(
+        split_tasks=2, n_tasks=2, planned_attempts=2, attempts={"a": [1, 2], "b": held}
+    )
+    assert coverage["complete"] is False
+    [reason] = [r for r in coverage["reasons"] if r.startswith("task b ")]
+    assert words in reason
+
+
+def test_many_short_tasks_are_listed_five_and_counted():
+    lines = attempt_shortfalls(4, {f"t{i}": [1] for i in range(8)})
+    assert len(lines) == 6 and lines[-1] == "and 3 more task(s) like them"
+
+
+def _verdict(reward: float | None) -> Verdict:
+    if reward is None:
+        return Verdict.ungraded(UngradedReason.SANDBOX_FAILED, "the container died")
+    category = Category.CORRECT if reward else Category.WRONG_VALUE
+    return Verdict(reward, "exact", category, "")
+
+
+def test_a_retry_with_no_earlier_verdict_counts_by_its_own_outcome():
+    items = [
+        Retried("a", 1, [None], _verdict(1.0)),  # up
+        Retried("b", 1, [_verdict(None)], _verdict(0.0)),  # down
+        Retried("c", 1, [], _verdict(1.0), recorded=False),  # up
+        Retried("d", 1, [_verdict(0.0)], _verdict(0.0)),  # no change
+        Retried("e", 1, [None], _verdict(None)),  # still ungraded: not counted
+    ]
+    assert changes(items) == (2, 1)
+
+
+def _at(seconds: float) -> datetime:
+    return datetime(2026, 12, 7, 12, 0, tzinfo=UTC) + timedelta(seconds=seconds)
+
+
+def test_samples_that_ended_before_the_log_began_are_the_earlier_attempts():
+    spans = [("s1", _at(-60), _at(-50)), ("s2", _at(1), _at(5)), ("s3", None, None)]
+    assert attempt_of_samples("x.eval", _at(0).isoformat(), _at(10).isoformat(), spans) == {"s1"}
+    # a log without times is judged by what it has
+    assert attempt_of_samples("x.eval", "", "", spans) == set()
+
+
+@pytest.mark.parametrize(
+    ("span", "words"),
+    [((_at(5), _at(30)), "after the run ended"), ((_at(-30), _at(5)), "ended inside it")],
+)
+def test_a_sample_outside_its_logs_run_is_refused_as_stitched(span, words):
+    with pytest.raises(RunLoadError, match=words):
+        attempt_of_samples("x.eval", _at(0).isoformat(), _at(10).isoformat(), [("s", *span)])
+
+
+def test_an_earlier_attempt_that_never_ran_a_sample_leaves_no_retry_to_count():
+    """An interrupted run's eval-retry ran the samples the first attempt never started: given
+    that attempt's log, they are not retries; the ones it ran are read back from it."""
+    first = synthetic_run("m", [[0.0]])
+    first.attempt_id, first.finished, first.created = "first", False, "2026-12-07T10:00"
+    retry = synthetic_run("m", [[1.0], [1.0]], created="2026-12-07T11:00")
+    retry.attempt_id = "second"
+    retry.retried = [
+        Retried(task_id(0), 1, [], _verdict(1.0), recorded=False),
+        Retried(task_id(1), 1, [], _verdict(1.0), recorded=False),
+    ]
+    [kept], _ = dedupe_runs([first, retry])
+    assert kept is retry
+    [item] = kept.retried
+    assert item.task_id == task_id(0) and item.recorded
+    assert [v.category for v in item.earlier if v is not None] == ["wrong_value"]
 
 
 # --- Inspect --------------------------------------------------------------------------------

@@ -17,8 +17,9 @@ from typing import Any
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID
 from smoldataenvs_tasks.results.load.calls import CALL_KEYS, CallSettings, header_values
-from smoldataenvs_tasks.results.load.fingerprint import output_digest
+from smoldataenvs_tasks.results.load.fingerprint import trajectory_digest
 from smoldataenvs_tasks.results.load.provenance import inspect_provenance
+from smoldataenvs_tasks.results.load.retries import attempt_of_samples, moment
 from smoldataenvs_tasks.results.load.usage import inspect_usage, span_seconds
 from smoldataenvs_tasks.results.model.coverage import FILTER_NAMES, normal_filters
 from smoldataenvs_tasks.results.model.errors import RunLoadError
@@ -214,6 +215,9 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
     tasks: dict[str, TaskAttempts] = {}
     calls = CallSettings()
     retried: list[Retried] = []
+    # label -> (task id, epoch, verdict, whether it holds error_retries), and each one's times
+    ran: dict[str, tuple[str, int, Verdict, bool]] = {}
+    spans: list[tuple[str, Any, Any]] = []
     samples: Iterable[Any] = (
         whole.samples or []
         if whole is not None
@@ -265,7 +269,10 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         earlier = [_earlier_verdict(retry, where) for retry in sample.error_retries or []]
         if earlier:
             retried.append(Retried(task_id, int(sample.epoch), earlier, verdict))
-        reply = output_digest(getattr(getattr(sample, "output", None), "completion", None))
+        label = f"sample {task_id} epoch {sample.epoch}"
+        ran[label] = (task_id, int(sample.epoch), verdict, bool(earlier))
+        spans.append((label, *_span(sample)))
+        reply = trajectory_digest(sample)
         entry.attempts.append(
             Attempt(
                 int(sample.epoch),
@@ -279,9 +286,21 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         )
     for entry in tasks.values():
         entry.attempts.sort(key=lambda a: a.epoch)
+    stats = header.stats
+    reused = attempt_of_samples(
+        name, getattr(stats, "started_at", None), getattr(stats, "completed_at", None), spans
+    )
+    if reused:
+        # An eval-retry: each sample it ran again without a record of its earlier attempt
+        # (results/load/retries.py).
+        retried += [
+            Retried(task_id, epoch, [], verdict, recorded=False)
+            for label, (task_id, epoch, verdict, recorded) in ran.items()
+            if label not in reused and not recorded
+        ]
 
     packages = {str(k): str(v) for k, v in (spec.packages or {}).items()}
-    epochs = spec.config.epochs or 1
+    epochs = _planned_epochs(header, name)
     task_args = spec.task_args if isinstance(spec.task_args, dict) else {}
     # Logs made before coverage was recorded still name their filters in the task arguments.
     filters = provenance["filters"] or normal_filters(
@@ -333,6 +352,35 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
             getattr(header.stats, "started_at", None), getattr(header.stats, "completed_at", None)
         ),
     )
+
+
+def _span(sample: Any) -> tuple[Any, Any]:
+    """The first and last time a sample recorded: its start and end and its events' times."""
+    times = [
+        moment(getattr(sample, "started_at", None)),
+        moment(getattr(sample, "completed_at", None)),
+    ]
+    times += [
+        moment(getattr(event, "timestamp", None)) for event in getattr(sample, "events", None) or []
+    ]
+    known = [t for t in times if t is not None]
+    return (min(known), max(known)) if known else (None, None)
+
+
+def _planned_epochs(header: Any, name: str) -> int:
+    """The epochs the run planned per sample: the eval config's, which the header's own count of
+    planned samples (results: sample ids x epochs) must agree with, else the header was edited
+    (a forger who drops a pass@k run's wrong epochs and sets epochs to 1, issue 44). A header
+    without the count (an older log, a run that never finished) is judged by its config."""
+    epochs = header.eval.config.epochs or 1
+    total = getattr(header.results, "total_samples", None) if header.results else None
+    ids = getattr(header.eval.dataset, "sample_ids", None)
+    if isinstance(total, int) and isinstance(ids, list) and ids and total != len(ids) * epochs:
+        raise RunLoadError(
+            f"{name}: the header plans {epochs} epoch(s) of {len(ids)} sample(s) but counts "
+            f"{total} samples: it was edited after the run"
+        )
+    return int(epochs)
 
 
 def _earlier_verdict(retry: Any, where: str) -> Verdict | None:

@@ -324,7 +324,7 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 "--log_samples and --output_path (smoldataenvs-lm-eval implies --log_samples)"
             )
         where = f"{name} configs.{task_name}"
-        repeats = _count(config.get("repeats"), f"{where}.repeats") or 1
+        repeats = _planned_repeats(task_name, config, where)
         # Provenance the loader stamped on every doc (and, before, the console script on every
         # verdict row).
         provenance = lm_eval_provenance(
@@ -378,6 +378,21 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
             )
         )
     return runs
+
+
+def _planned_repeats(task_name: str, config: dict[str, Any], where: str) -> int:
+    """The replies the run planned per doc (results/model/coverage.py holds every task to them):
+    the task config's `repeats`, which a `_pass<K>` task's own name must agree with, else the
+    results file was edited (a forger who shortens a pass@k run's replies to its right ones and
+    sets repeats to 1, issue 44)."""
+    repeats = _count(config.get("repeats"), f"{where}.repeats") or 1
+    suffix = task_name.rpartition("_pass")[2]
+    if "_pass" in task_name and suffix.isdigit() and int(suffix) != repeats:
+        raise RunLoadError(
+            f"{where}.repeats: {repeats}, but the task {task_name} plans {suffix} replies per "
+            "doc: the results file was edited after the run"
+        )
+    return repeats
 
 
 def _settings(

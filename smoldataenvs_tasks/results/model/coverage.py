@@ -1,5 +1,12 @@
-"""How much of its split a run covered: the split's full size, the filters, the limit, and whether
-every task of the split has a result (`complete`).
+"""How much of its split a run covered: the split's full size, the filters, the limit, whether
+every task of the split has a result, and whether each holds every attempt the run planned
+(`complete`).
+
+The plan's attempts per task are the run's `epochs` (results/model/runs.py: Inspect's eval config
+epochs, lm-eval's `repeats`, Harbor's attempts), the one declaration every loader fills. A task
+holding fewer (or other) attempts than that lost some after the run: deleting a pass@k run's
+wrong attempts would otherwise turn its pass@1 into best-of-k while it still read complete
+(issue 44). `attempt_shortfalls` names each such task and what it lacks.
 
 A split whose size is not the pinned one (`_pins.SPLIT_SIZES`) is `nonstandard`, and a task the
 run left ungraded for any reason but a dataset defect (a model error, an interrupt, a broken
@@ -13,6 +20,7 @@ is counted apart, it was not left out by a filter.
     from smoldataenvs_tasks.results.model.coverage import coverage_of
     coverage_of(split_tasks=250, n_tasks=3, limit=3)["complete"]   # False
     coverage_of(split_tasks=16, n_tasks=16, split="eval", revision=DATASET_REVISION)["nonstandard"]
+    attempt_shortfalls(2, {"t1": [1, 2], "t2": [2]})   # ['task t2 holds attempt(s) 2 of 2: ...']
 """
 
 from __future__ import annotations
@@ -89,6 +97,32 @@ def _size_problem(split: str | None, revision: str | None, split_tasks: int | No
     return None
 
 
+def attempt_shortfalls(planned: int, attempts: Mapping[str, Sequence[int]]) -> list[str]:
+    """Why the tasks' attempts are not the plan's: each task must hold attempts 1..`planned`
+    (epochs or repeats, 1-based), each once. One line per task that does not, at most
+    `_SHOWN_IDS` of them and a count of the rest."""
+    wanted = set(range(1, planned + 1))
+    lines = []
+    for task_id, epochs in sorted(attempts.items()):
+        held = sorted(epochs)
+        if held == sorted(wanted):
+            continue
+        missing = sorted(wanted - set(held))
+        extra = sorted({e for e in held if e not in wanted or held.count(e) > 1})
+        what = []
+        if missing:
+            what.append(f"lacks {_listing(missing)}")
+        if extra:
+            what.append(f"has {_listing(extra)} beyond the plan or twice")
+        lines.append(
+            f"task {task_id} holds attempt(s) {_listing(held) or 'none'} of the run's {planned}: "
+            + " and ".join(what)
+        )
+    if len(lines) > _SHOWN_IDS:
+        lines = [*lines[:_SHOWN_IDS], f"and {len(lines) - _SHOWN_IDS} more task(s) like them"]
+    return lines
+
+
 def coverage_of(
     *,
     split_tasks: int | None,
@@ -103,19 +137,28 @@ def coverage_of(
     framework: str | None = None,
     split: str | None = None,
     revision: str | None = None,
+    planned_attempts: int | None = None,
+    attempts: Mapping[str, Sequence[int]] | None = None,
 ) -> RunCoverage:
     """One run's coverage. Complete means: the split's size is known and is the pinned one
-    (when `split` is given), the run finished, every task of the split has a result, and none
-    was left ungraded by the run (only a dataset defect may leave a task ungraded). `reasons`
-    says in words why a run is partial."""
+    (when `split` is given), the run finished, every task of the split has a result, every
+    task holds the `planned_attempts` the run planned (given `attempts`, each task's attempt
+    numbers), and none was left ungraded by the run (only a dataset defect may leave a task
+    ungraded). `reasons` says in words why a run is partial."""
     chosen = normal_filters(filters)
     nonstandard = _size_problem(split, revision, split_tasks)
+    shortfalls = (
+        attempt_shortfalls(planned_attempts, attempts)
+        if planned_attempts is not None and attempts is not None
+        else []
+    )
     complete = (
         split_tasks is not None
         and finished
         and n_tasks == split_tasks
         and nonstandard is None
         and n_left_ungraded == 0
+        and not shortfalls
     )
     reasons: list[str] = []
     if not complete:
@@ -128,6 +171,7 @@ def coverage_of(
             reasons.append(f"{n_tasks} of the split's {split_tasks} tasks have a result")
         if nonstandard is not None:
             reasons.append(nonstandard)
+        reasons += shortfalls
         if n_left_ungraded:
             why = ", ".join(f"{k} {v}" for k, v in sorted((left_ungraded_by_reason or {}).items()))
             retry = _RETRY.get(str(framework), "run them again")

@@ -24,12 +24,15 @@ from smoldataenvs_tasks.scorers.verdict import Verdict
 @dataclass(frozen=True)
 class Retried:
     """A sample the framework ran again after an error (results/load/retries.py): the verdict of
-    each earlier attempt, None where that attempt recorded none, and the one that counts."""
+    each earlier attempt, None where that attempt recorded none, and the one that counts.
+    `recorded` False: the sample ran in an `eval-retry` whose log keeps no record of its
+    earlier attempt (`earlier` is empty)."""
 
     task_id: str
     epoch: int
     earlier: list[Verdict | None]
     final: Verdict
+    recorded: bool = True
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,9 @@ class Run:
     tables_manifest_digest: str | None
     grader_version: str | None
     sandbox: str | None
+    # The attempts the run planned per task (Inspect's eval config epochs, lm-eval's repeats,
+    # Harbor's attempts): the one declaration coverage holds every task to
+    # (results/model/coverage.py `attempt_shortfalls`).
     epochs: int
     tasks: dict[str, TaskAttempts]
     run_id: str | None = None
@@ -242,6 +248,9 @@ def dedupe_runs(runs: Sequence[Run]) -> tuple[list[Run], list[str]]:
                     f"latest attempt of run id {run_id}; counted once"
                 )
         best = max(same_attempt, key=lambda r: (len(_profiles(r)), r.source))
+        earlier_attempts = [r for r in group if r.attempt_id != latest_attempt.attempt_id]
+        for run in same_attempt:
+            run.retried = _accounted(run.retried, earlier_attempts)
         for other in same_attempt:
             if other is best:
                 continue
@@ -255,6 +264,29 @@ def dedupe_runs(runs: Sequence[Run]) -> tuple[list[Run], list[str]]:
         chosen[id(best)] = best
     out = [run for run in runs if id(run) in chosen or run.run_id is None]
     return out, notes
+
+
+def _accounted(retried: list[Retried], earlier_attempts: Sequence[Run]) -> list[Retried]:
+    """A retry's samples whose earlier attempt its log does not record, read in the earlier
+    attempts' own logs: the verdicts they hold, or nothing to retry when none of them ran the
+    sample (it never started there: an interrupted run)."""
+    if not earlier_attempts:
+        return retried
+    out = []
+    for item in retried:
+        if item.recorded:
+            out.append(item)
+            continue
+        found = [
+            attempt.verdict
+            for run in earlier_attempts
+            if (task := run.tasks.get(item.task_id)) is not None
+            for attempt in task.attempts
+            if attempt.epoch == item.epoch
+        ]
+        if found:
+            out.append(Retried(item.task_id, item.epoch, list(found), item.final))
+    return out
 
 
 def _profiles(run: Run) -> set[str]:

@@ -287,6 +287,9 @@ def _run_entry(
             limit=inputs["limit"],
             sample_ids=inputs["sample_ids"],
             finished=inputs["finished"],
+            # every task holds the run's epochs (results/model/coverage.py, issue 44)
+            planned_attempts=record["epochs"],
+            attempts={t.task_id: [a.epoch for a in t.attempts if a.run == index] for t in present},
         ),
     }
 
