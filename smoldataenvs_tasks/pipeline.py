@@ -136,8 +136,9 @@ async def decide_program_reply(
 
     Raises SandboxFailure when the sandbox failed: the runner settles that before the program
     starts (and SandboxLost means the sandbox went away), so it is never the program's doing and
-    never its 0. The caller re-runs the sample (Inspect: a sample error, for `--retry-on-error`
-    and `eval-retry`; `grade_program_reply`: once more in a fresh sandbox).
+    never its 0. The caller grades the reply again in a fresh sandbox
+    (`decide_in_fresh_sandboxes`: `grade_program_reply` and the Inspect program scorer), and
+    Inspect errors the sample when that fails too, for `--retry-on-error` and `eval-retry`.
     """
     extracted = extract_program(completion)
     verdict = verdict_before_running(extracted, profile=profile)
@@ -277,25 +278,49 @@ async def grade_program_reply(
         early = verdict_before_running(extract_program(reply.completion), profile=profile)
         if early is not None:
             return GradedReply(early, digests)
-        failure: SandboxFailure | None = None
         # A sandbox that failed is never the program's doing (decide_program_reply): the reply
         # gets a fresh one, and is ungraded only when that fails too (the run is then not
         # complete, and its report says to re-run it).
-        for _ in range(SANDBOX_ATTEMPTS):
-            try:
-                verdict = await _decide_in_new_session(
-                    reply, stage_dir, sandbox=sandbox, limits=limits, profile=profile,
-                    sessions=sessions,
-                )  # fmt: skip
-            except SandboxFailure as exc:
-                failure = exc
-            else:
-                return GradedReply(verdict, digests)
-        return GradedReply(
-            Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(failure), profile), digests
-        )
+        try:
+            verdict = await decide_in_fresh_sandboxes(
+                reply, stage_dir, sandbox=sandbox, limits=limits, profile=profile,
+                sessions=sessions,
+            )  # fmt: skip
+        except SandboxFailure as failure:
+            return GradedReply(
+                Verdict.ungraded(UngradedReason.SANDBOX_FAILED, str(failure), profile), digests
+            )
+        return GradedReply(verdict, digests)
     finally:
         await asyncio.to_thread(remove_stage_dir, stage_dir)
+
+
+async def decide_in_fresh_sandboxes(
+    reply: ProgramReply,
+    stage_dir: Path,
+    *,
+    sandbox: str,
+    limits: SandboxLimits,
+    profile: str,
+    sessions: SessionSource | None = None,
+    attempts: int = SANDBOX_ATTEMPTS,
+) -> Verdict:
+    """The reply's verdict in a new session over `stage_dir` (its tables staged), a new one
+    again each time the sandbox fails, up to `attempts` sessions; the last SandboxFailure when
+    every one failed. The one retry of a broken sandbox: lm-eval's and validate's
+    (`grade_program_reply`), and the Inspect program scorer's after the sample's own sandbox
+    failed (inspect_adapter/scoring.py)."""
+    failure: SandboxFailure | None = None
+    for _ in range(attempts):
+        try:
+            return await _decide_in_new_session(
+                reply, stage_dir, sandbox=sandbox, limits=limits, profile=profile,
+                sessions=sessions,
+            )  # fmt: skip
+        except SandboxFailure as exc:
+            failure = exc
+    assert failure is not None, "attempts must be at least 1"
+    raise failure
 
 
 async def _decide_in_new_session(

@@ -6,8 +6,12 @@ fetches what the sample produced (the reply, the program's output, the answer fi
 Verdict onto Inspect: value 1/0, `Score.unscored` for samples the dataset leaves ungradable (an
 invalid row, a table missing or corrupt: excluded from metrics and reducers, reason kept), and the
 Verdict in `Score.metadata`. A sandbox that failed (never the model's doing: docs/threat-model.md)
-raises out of the scorer, so Inspect errors the sample and `--retry-on-error` or `inspect
-eval-retry` run it again.
+under the program scorer gets the reply graded again in a fresh session of the same kind over the
+sample's staged tables, as lm-eval and validate retry (`pipeline.decide_in_fresh_sandboxes`): the
+scorer needs nothing of the broken session but the reply it already holds, so one lost session
+(issue 43: a bwrap session directory that vanished) costs neither the sample nor the run. When
+the fresh session fails too, or the sandbox is not one of ours, the failure raises out of the
+scorer, so Inspect errors the sample and `--retry-on-error` or `inspect eval-retry` run it again.
 
 Metrics: `pass_at_1`, the report's headline pass@1 by its rule (each task's mean reward over its
 attempts, averaged over the tasks; a task the data leaves ungradable left out), then accuracy
@@ -36,6 +40,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -68,18 +73,23 @@ from smoldataenvs_tasks.data.layout import source_dataset
 from smoldataenvs_tasks.inspect_adapter._compat import package_name
 from smoldataenvs_tasks.inspect_adapter.program_host import InspectSandboxHost
 from smoldataenvs_tasks.inspect_adapter.program_slots import program_gate
+from smoldataenvs_tasks.inspect_adapter.providers import session_of
 from smoldataenvs_tasks.inspect_adapter.setup import (
+    STAGED_KEY,
     TABLE_CORRUPT_KEY,
     TABLE_DIGESTS_KEY,
     TABLE_ERROR_KEY,
     record_of,
 )
 from smoldataenvs_tasks.pipeline import (
+    ProgramReply,
     decide_answer_file,
+    decide_in_fresh_sandboxes,
     decide_program_reply,
     table_verdict,
     unscorable_verdict,
 )
+from smoldataenvs_tasks.sandboxes.base import SandboxFailure
 from smoldataenvs_tasks.scorers.decide import regrade_verdict, verdict_for_answer_file
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict
 
@@ -329,15 +339,41 @@ def program_scorer(
             return await regrade_recorded(state, grader)
         verdict = _table_verdict(state, grader)
         if verdict is None:
-            verdict = await decide_program_reply(
-                state.output.completion if state.output else "",
-                record_of(state),
-                InspectSandboxHost(environment),
-                limits=limits,
-                gate=program_gate(max_programs),
-                profile=grader,
-            )
+            reply = ProgramReply(record_of(state), state.output.completion if state.output else "")
+            try:
+                verdict = await decide_program_reply(
+                    reply.completion,
+                    reply.record,
+                    InspectSandboxHost(environment),
+                    limits=limits,
+                    gate=program_gate(max_programs),
+                    profile=grader,
+                )
+            except SandboxFailure as failure:
+                verdict = await _in_a_fresh_sandbox(state, environment, reply, failure)
         return verdict_to_score(verdict, _extras(state))
+
+    async def _in_a_fresh_sandbox(
+        state: TaskState, environment: SandboxEnvironment, reply: ProgramReply, failure: Exception
+    ) -> Verdict:
+        """The reply graded once more in a new session of the sample's kind over its staged
+        tables; `failure` raised again where there is none to open (a sandbox not ours, or
+        tables staged inside it)."""
+        session = session_of(environment)
+        stage_dir = state.metadata.get("stage_dir")
+        if session is None or not stage_dir or not state.metadata.get(STAGED_KEY):
+            raise failure
+        transcript().info(
+            f"the sample's sandbox failed ({failure}); its reply is graded in a fresh one"
+        )
+        return await decide_in_fresh_sandboxes(
+            reply,
+            Path(stage_dir),
+            sandbox=session.kind,
+            limits=limits,
+            profile=grader,
+            attempts=1,
+        )
 
     return score
 

@@ -394,13 +394,15 @@ def test_the_chmod_trick_is_scored_zero_by_lm_evals_and_validates_path():
 
 
 @pytest.mark.docker
-def test_a_container_removed_mid_sample_is_an_error_that_retry_on_error_reruns(tmp_path):
-    """The infrastructure's failure, which no sample can cause: Inspect errors the sample (never
-    a 0, never a silent "ungraded") and `--retry-on-error` runs it again."""
+def test_a_container_removed_mid_sample_is_graded_again_in_a_fresh_one(tmp_path):
+    """The infrastructure's failure, which no sample can cause: never a 0, never a silent
+    "ungraded". The program scorer grades the reply it holds again in a fresh container
+    (issue 43: lm-eval's retry), so the sample neither errors nor needs `--retry-on-error`."""
     import threading
     import time
 
     from inspect_ai import eval as inspect_eval
+    from inspect_ai.log import resolve_sample_attachments
 
     from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
     from smoldataenvs_tasks.sandboxes.docker import LABEL_OWNER
@@ -445,6 +447,7 @@ def test_a_container_removed_mid_sample_is_an_error_that_retry_on_error_reruns(t
     assert removed, "no container was removed: the test proves nothing"
     assert log.status == "success", log.error
     [sample] = log.samples
-    assert sample.error is None and sample.error_retries, sample.error_retries
-    assert "SandboxLost" in sample.error_retries[0].traceback
-    assert sample.scores["program_scorer"].value == 1.0  # the rerun, in a sandbox of its own
+    assert sample.error is None and not sample.error_retries, sample.error_retries
+    events = resolve_sample_attachments(sample).events
+    assert any("graded in a fresh one" in str(getattr(e, "data", "")) for e in events)
+    assert sample.scores["program_scorer"].value == 1.0  # graded again, in a sandbox of its own

@@ -176,3 +176,55 @@ def test_a_live_session_whose_pid_this_namespace_cannot_see_is_never_swept(tmp_p
         time.sleep(0.1)
     swept = leftovers.sweep()
     assert not root.exists() and not any(group.exists() for group in groups), swept
+
+
+def test_a_session_folder_removed_under_a_live_eval_costs_neither_the_sample_nor_the_run(
+    tmp_path,
+):
+    """Issue 43: a bwrap session folder vanished under its live owner, and the first
+    SandboxFailure cancelled every sample in flight. The program scorer now grades the reply it
+    holds again in a fresh session (`pipeline.decide_in_fresh_sandboxes`, lm-eval's retry)."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.solver import Generate, TaskState, chain, solver
+    from inspect_ai.util import sandbox as current_sandbox
+
+    from smoldataenvs_tasks.inspect_adapter.providers import session_of
+    from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
+    from tests.replies import ORDERS_TASK, fenced, program_row, write_jsonl
+
+    require_kind("bwrap")
+    removed: list[Path] = []
+
+    @solver
+    def remove_the_session_folder():
+        async def solve(state: TaskState, generate: Generate) -> TaskState:
+            session = session_of(current_sandbox())
+            assert session is not None
+            root = Path(session.info["root"])
+            # What the pid-judged sweep did to a live owner's session: its mounts detached, its
+            # folder removed.
+            disk.unmount_all(root)
+            shutil.rmtree(root)
+            removed.append(root)
+            return state
+
+        return solve
+
+    task = smoldataenvs_program(split="sample", task_ids=ORDERS_TASK, sandbox="bwrap")
+    task.solver = chain(task.solver, remove_the_session_folder())
+    replay = write_jsonl(
+        tmp_path / "gold.jsonl", [program_row(ORDERS_TASK, fenced("print('East')"))]
+    )
+    [log] = inspect_eval(
+        task,
+        model="replay/gold",
+        model_args={"path": str(replay)},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    assert removed, "no session folder was removed: the test proves nothing"
+    assert log.status == "success", log.error
+    [sample] = log.samples
+    assert sample.error is None and not sample.error_retries
+    score = sample.scores["program_scorer"]
+    assert (score.value, score.metadata["category"]) == (1.0, "correct"), score
