@@ -1,13 +1,17 @@
-"""Runs told apart by what the model wrote, not by their ids (issue 35).
+"""Runs told apart by what the model wrote, not by their ids (issues 35 and 44).
 
 A run copied under a new eval id, run id, task id and sample uuids, or an lm-eval folder renamed,
 is still the same model outputs. Each attempt carries `output_sha256`, a digest of the model's
 reply with case and whitespace taken out (re-indenting or re-spacing a copy does not make it
-new); two runs, or two submissions, whose attempts on the (task, epoch) pairs both hold have
-the same digest for at least `NEAR_IDENTICAL` of them are one run, whatever their names.
+new); an agent's attempt digests every tool call it made, in order, with its closing message
+(`trajectory_digest`: two agents that both end "Done." are not one run). Two runs, or two
+submissions, are one run when, task by task, their attempts' digests match for at least
+`NEAR_IDENTICAL` of the attempts both hold, whatever epoch each attempt was numbered (a copy
+with its epochs swapped is still a copy).
 
 Honest runs of one model at temperature 0 are often identical too: they are one measurement,
-never a second run (two greedy runs are not a pass@2).
+never a second run (two greedy runs are not a pass@2). Which of two such runs is kept never
+depends on a date the runs state about themselves (`created`): that is the submitter's to write.
 
     from smoldataenvs_tasks.results.load.fingerprint import output_digest, content_duplicates
 """
@@ -15,6 +19,8 @@ never a second run (two greedy runs are not a pass@2).
 from __future__ import annotations
 
 import hashlib
+import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -39,6 +45,32 @@ def output_digest(text: Any) -> str | None:
     return hashlib.sha256(folded.encode("utf-8", "backslashreplace")).hexdigest()
 
 
+def trajectory_digest(sample: Any) -> str | None:
+    """An Inspect attempt's digest: its closing reply's (`output_digest`), and for an agent
+    every tool call it made, in order, with that reply. A program attempt (no tool call) keeps
+    the reply's own digest. The calls are read as the log stores them (Inspect keeps a text
+    over 100 characters as a reference named by its content's hash)."""
+    completion = getattr(getattr(sample, "output", None), "completion", None)
+    calls = [
+        _call_text(event)
+        for event in getattr(sample, "events", None) or []
+        if getattr(event, "event", None) == "tool"
+    ]
+    if not calls:
+        return output_digest(completion)
+    parts = [output_digest(text) or "-" for text in (*calls, completion)]
+    return hashlib.sha256("\n".join(parts).encode("ascii")).hexdigest()
+
+
+def _call_text(event: Any) -> str:
+    arguments = event.arguments if isinstance(event.arguments, dict) else {}
+    values = [
+        f"{key}={value if isinstance(value, str) else json.dumps(value, sort_keys=True)}"
+        for key, value in sorted(arguments.items(), key=lambda item: str(item[0]))
+    ]
+    return "\n".join([str(getattr(event, "function", "")), *values])
+
+
 def tasks_digests(tasks: Mapping[str, TaskAttempts]) -> dict[Key, str]:
     return {
         (task_id, a.epoch): a.output_sha256
@@ -53,22 +85,21 @@ def run_digests(run: Run) -> dict[Key, str]:
 
 
 def overlap(a: Mapping[Key, str], b: Mapping[Key, str]) -> tuple[int, int]:
-    """(replies both hold, replies that are the same). Keys match by task and epoch; when the
-    epochs differ (a run's epoch 2 copied as another's epoch 1), by task over every epoch."""
-    shared = a.keys() & b.keys()
-    same = sum(a[k] == b[k] for k in shared)
-    if shared:
-        return len(shared), same
+    """(attempts both hold, of those the same), task by task whatever the epoch numbers: a
+    task's attempts pair up as far as the smaller side has them, and as many are the same as
+    their digests have in common (counted with repeats)."""
     by_task_a = _by_task(a)
     by_task_b = _by_task(b)
     tasks = by_task_a.keys() & by_task_b.keys()
-    return len(tasks), sum(bool(by_task_a[t] & by_task_b[t]) for t in tasks)
+    shared = sum(min(by_task_a[t].total(), by_task_b[t].total()) for t in tasks)
+    same = sum((by_task_a[t] & by_task_b[t]).total() for t in tasks)
+    return shared, same
 
 
-def _by_task(digests: Mapping[Key, str]) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
+def _by_task(digests: Mapping[Key, str]) -> dict[str, Counter[str]]:
+    out: dict[str, Counter[str]] = {}
     for (task_id, _), digest in digests.items():
-        out.setdefault(task_id, set()).add(digest)
+        out.setdefault(task_id, Counter())[digest] += 1
     return out
 
 
@@ -104,9 +135,10 @@ def content_duplicates(
 
 
 def dedupe_by_content(runs: Iterable[Run]) -> tuple[list[Run], list[str]]:
-    """Runs in a stable order (framework, then created, then file name), one per content."""
+    """Runs in a stable order (framework, then file name: never the `created` date a run
+    states of itself), one per content."""
     runs = list(runs)
-    ordered = sorted(runs, key=lambda r: (r.framework, str(r.created or ""), r.source))
+    ordered = sorted(runs, key=lambda r: (r.framework, r.source))
     kept, notes, _ = content_duplicates(ordered, run_digests, lambda r: r.source)
     kept_ids = {id(run) for run in kept}
     return [run for run in runs if id(run) in kept_ids], notes
