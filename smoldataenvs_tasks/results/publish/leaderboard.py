@@ -11,6 +11,8 @@ maintainer's own data is ranked. Tables come in sections, never interleaved:
 - `other settings`: verified, but a setting differs from the task's defaults (results/
   protocol.py), the split is nonstandard, or it was measured with other pins; ranked only
   within its own table;
+- `not reproduced`: verified, but `--reexecute` could not replay some of its attempts (their
+  records neither reproduced nor refuted); listed by pass@1, never ranked;
 - `unverified`: no logs came with it; listed by pass@1, never ranked (or refused, with
   `--verified-only`).
 
@@ -110,6 +112,9 @@ _EntryFields = TypedDict(
         "metadata": NotRequired[SubmissionMetadata],
         # Where tasks were attempted more than once (results/figures/leaderboard_floor.py).
         "noise_floor": NotRequired[EntryFloor],
+        # Submissions left out as holding this one's model replies (`duplicates`): which of
+        # them is the original no submission can prove, so the kept row says so too.
+        "same_replies_as": NotRequired[list[str]],
     },
 )
 
@@ -216,9 +221,13 @@ REEXECUTED = "re-executed"
 # Verified runs that do not cover their split (filters, --limit, retried failures left out):
 # listed apart, never ranked, since a run of the tasks a model solves would top a complete one.
 PARTIAL = "partial"
+# Verified, but `--reexecute` could not replay some attempts (two fresh runs disagree, or the
+# verifier's limits are shorter than the run's): their records are neither reproduced nor
+# refuted, so the entry is listed apart, never ranked (issue 44).
+NOT_REPRODUCED = "not reproduced"
 NOT_SEPARATED = "not separated"  # a pair whose paired CI contains 0
-SECTIONS = (REEXECUTED, RANKED, OTHER, PARTIAL, UNVERIFIED)
-UNRANKED = (PARTIAL, UNVERIFIED)
+SECTIONS = (REEXECUTED, RANKED, OTHER, PARTIAL, NOT_REPRODUCED, UNVERIFIED)
+UNRANKED = (PARTIAL, NOT_REPRODUCED, UNVERIFIED)
 
 
 @dataclass(frozen=True)
@@ -230,6 +239,7 @@ class Standing:
     flags: list[str] = field(default_factory=list)  # "protocol: ...", "split_size: ..."
     complete: bool = True  # the submission covers its whole split (coverage.complete)
     reexecuted: bool = False  # verified with --reexecute, every recorded reward reproduced
+    unreplayable: bool = False  # with --reexecute, some attempt could not be replayed
 
     @property
     def section(self) -> str:
@@ -237,6 +247,8 @@ class Standing:
             return UNVERIFIED
         if not self.complete:
             return PARTIAL
+        if self.unreplayable:
+            return NOT_REPRODUCED
         if self.pin_failures or self.flags:
             return OTHER
         return REEXECUTED if self.reexecuted else RANKED
@@ -508,6 +520,8 @@ def _section_title(key: TableKey) -> str:
         return f"UNVERIFIED (no logs: not ranked) · {title}"
     if section == PARTIAL:
         return f"PARTIAL (not the whole split: not ranked) · {title}"
+    if section == NOT_REPRODUCED:
+        return f"NOT REPRODUCED (some attempts could not be replayed: not ranked) · {title}"
     if section == OTHER:
         return f"other settings (ranked only here) · {title}"
     if section == REEXECUTED:
@@ -547,6 +561,9 @@ def build_leaderboard(
         unique.setdefault(str(sub["sha256"]), (name, sub, standing))
     ordered = [unique[sha] for sha in sorted(unique)]
     ordered, duplicates = _one_per_content(ordered)
+    copies: dict[str, list[str]] = {}
+    for duplicate in duplicates:
+        copies.setdefault(duplicate["same_as"], []).append(duplicate["file"])
     groups: dict[TableKey, list[tuple[str, Submission, Standing]]] = {}
     for name, sub, standing in ordered:
         groups.setdefault(table_key(sub, standing), []).append((name, sub, standing))
@@ -556,6 +573,9 @@ def build_leaderboard(
         members = groups[key]
         section = SECTIONS[key.section]
         entries = [_entry(name, sub, standing) for name, sub, standing in members]
+        for entry in entries:
+            if entry["file"] in copies:
+                entry["same_replies_as"] = copies[entry["file"]]
         labels = [e["model"] for e in entries]
         for entry in entries:  # one model twice in a table: tell the rows apart
             if labels.count(entry["model"]) > 1:
@@ -613,8 +633,8 @@ def build_leaderboard(
         "resamples": BOOTSTRAP_RESAMPLES,
         "seed": BOOTSTRAP_SEED,
         "tables": (
-            "sections re-executed, ranked, other settings, partial and unverified, never "
-            "interleaved; within "
+            "sections re-executed, ranked, other settings, partial, not reproduced and "
+            "unverified, never interleaved; within "
             "one, tables separated by split, dataset revision, grader, variant, protocol "
             "and split size"
         ),
@@ -652,15 +672,16 @@ def _one_per_content(
 ) -> tuple[list[tuple[str, Submission, Standing]], list[DuplicateSubmission]]:
     """One submission per set of model replies: a copy under new ids, another file name or
     another framework is listed as a duplicate, never ranked beside its original. The one kept
-    is the best verified (ranked, other settings, partial, unverified), then Inspect's (as in
-    `report`), then the earliest run, then the first by hash, so the choice does not depend on
-    the arguments' order."""
+    is the best verified (re-executed, ranked, other settings, ...), then Inspect's (as in
+    `report`), then the first by hash, so the choice does not depend on the arguments' order.
+    Never by the runs' `created` dates: a copy can state any date, and an earlier one took its
+    original's place (issue 44). Nothing in two such files proves which came first, so the kept
+    entry is marked with the ones left out (`same_replies_as`) as they are with it."""
     by_preference = sorted(
         ordered,
         key=lambda item: (
             SECTIONS.index(item[2].section),
             _text(item[1]["framework"]),
-            _date(item[1]) or "9999",
             str(item[1]["sha256"]),
         ),
     )

@@ -81,6 +81,9 @@ def _model_note(entry: LeaderboardEntry) -> list[str]:
         notes.append("PARTIAL")
     if entry["nonstandard"]:
         notes.append("NONSTANDARD")
+    if entry.get("same_replies_as"):
+        # Which of the copies is the original no file proves ("Counted as one" names them).
+        notes.append(f"SAME REPLIES AS {len(entry.get('same_replies_as', []))} LEFT OUT")
     if entry["pins"] != "ok":
         notes.append(f"pins {entry['pins']}")
     return notes
@@ -102,6 +105,10 @@ _SECTION_WORDS = {
     "own table.",
     "partial": "PARTIAL: verified, but the run does not cover its whole split (filters, "
     "--limit, or samples it left ungraded); listed by pass@1, never ranked with complete runs.",
+    "not reproduced": "NOT REPRODUCED: verified, but re-execution could not replay some of "
+    "their attempts (two fresh runs disagree, or the maintainer's time limits are shorter than "
+    "the run's), so those records were neither reproduced nor refuted; listed by pass@1, not "
+    "ranked.",
     "unverified": "UNVERIFIED: no logs came with these submissions, so no answer was "
     "re-graded; listed by pass@1, not ranked.",
 }
