@@ -281,11 +281,23 @@ _SANDBOX = click.option(
 
 def _reexecute_kind(reexecute: bool, sandbox: str, logs: tuple[str, ...]) -> str | None:
     """The sandbox kind `--reexecute` uses here, or None without it."""
+    from smoldataenvs_tasks.sandboxes.kinds import kind
+
+    # Submitted programs are hostile: a kind that runs them unconfined on the verifier's own
+    # machine (`local`) is refused outright, never a warning (issue 44).
+    if sandbox != AUTO and not kind(sandbox).isolates:
+        raise BadInput(
+            f"--sandbox {sandbox} runs submitted programs unconfined on this machine; "
+            "re-execute in bwrap or docker"
+        )
     if not reexecute:
         return None
     if not logs:
         raise BadInput("--reexecute needs the logs the submission was made from (--logs)")
-    return resolve_kind(sandbox)
+    resolved = resolve_kind(sandbox)
+    if not kind(resolved).isolates:
+        raise BadInput(f"no isolating sandbox here to re-execute in (auto gave {resolved})")
+    return resolved
 
 
 @click.command("verify")
@@ -435,6 +447,7 @@ def leaderboard_command(
         standing = Standing(
             verified=result.verified,
             reexecuted=result.reexecuted,
+            unreplayable=result.unreplayable,
             pin_failures=[c.name for c in result.failures()],
             flags=[f"{c.name}: {c.detail}" for c in result.flags],
             complete=complete,

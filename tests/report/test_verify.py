@@ -57,6 +57,7 @@ def test_a_fresh_submission_verifies_against_its_log(mixed_submission, inspect_m
         "protocol": "ok",
         "data": "ok",
         "logs": "ok",
+        "transcript": "ok",
         "calls": "ok",
         "retries": "ok",
         "regrade": "ok",

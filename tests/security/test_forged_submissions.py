@@ -1255,6 +1255,10 @@ def test_an_agentic_tool_output_edited_in_the_record_is_named_not_replayable(
     [sample] = log.samples
     [first] = [e for e in sample.events if e.event == "tool"][:1]
     first.result = "orders_2023.csv\n"
+    # The model's own copy too (the replay reads the messages; an event alone edited fails the
+    # `transcript` check, tests/security/test_reexecution_attacks.py).
+    [message] = [m for m in sample.messages if m.role == "tool"][:1]
+    message.content = first.result
     logs = tmp_path / "logs"
     write_eval_log(log, str(logs / agentic_wrong_log.name))
     report(tmp_path / "r", logs, extra=("--allow-partial",))

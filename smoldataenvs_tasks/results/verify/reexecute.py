@@ -1,16 +1,18 @@
 """`smoldataenvs verify --reexecute`: every recorded answer produced again, not only re-graded.
 
 `regrade` trusts the answer a log records. Here the answer is made again from what the model
-wrote, on the verifier's machine, in the sandbox kind the verifier picks, with the verifier's
-tables (staged by `pipeline`, the one staging path) and the verifier's gold:
+wrote (its own messages, never a field derived from them: results/verify/transcript.py), on the
+verifier's machine, in the sandbox kind the verifier picks, with the verifier's tables (staged
+by `pipeline`, the one staging path), the verifier's gold, and the run's time limits capped by
+the verifier's own (`VERIFIER_LIMITS`: a log's 1e6 s must not hold the verifier):
 
 - the program task (Inspect `smoldataenvs_program`, lm-eval `smoldataenvs_program*`): each
   attempt's reply goes through `pipeline.grade_program_replies_with_tables`, the runner every
   framework uses (extract the program, run it, classify, grade);
-- the agentic task (Inspect `smoldataenvs`, answer-file protocol): each attempt's recorded
-  `bash`/`python` tool calls run in order in a fresh session (`pipeline.replay_tool_calls`),
-  each fresh output compared with the one the model was shown, then /workdir/answer.txt is
-  graded with the scorer's reader.
+- the agentic task (Inspect `smoldataenvs`, answer-file protocol): each attempt's `bash`/
+  `python` tool calls, as its assistant messages hold them, run in order in a fresh session
+  (`pipeline.replay_tool_calls`), each fresh output compared with the one the model was shown,
+  then /workdir/answer.txt is graded with the scorer's reader.
 
 Each graded attempt ends as one of (`Reexecuted.status`):
 
@@ -20,27 +22,34 @@ Each graded attempt ends as one of (`Reexecuted.status`):
 - `nondeterministic`: the fresh reward differed, and a second fresh run gave the recorded one
   (the program's result varies from run to run: counted and named);
 - `not replayable`: the fresh reward differs and cannot be pinned on the record: two fresh runs
-  of the program disagree with each other and with the record, or the agent's replay showed a
-  tool output the transcript does not hold before the answer was written (its later commands
-  were written after outputs this machine does not reproduce);
-- `differs`: the fresh reward differs, the program gives that reward every time (or the replay
-  reproduced every tool output): the log records a verdict its own program or commands do not
-  produce. The check fails, and lists both answers.
+  (or replays) disagree with each other and with the record, or a fresh timeout came from the
+  verifier's limit being shorter than the run's;
+- `differs`: the fresh reward differs, and two fresh runs (or replays) agree on their answer, or
+  the one replay reproduced every tool output: the log records a verdict its own program or
+  commands do not produce. A replay that parted from the transcript (an edited tool output, an
+  `ls -l` whose times never replay) does not excuse the answer: two replays that agree on it
+  hold the record to it (issue 44). The check fails, and lists both answers.
 
-The check `reexecute` is `fail` on any `differs`, `note` on any `not replayable` (the entry
-stays in the regrade-verified tier), `ok` otherwise, with the counts of every status and the
+The check `reexecute` is `fail` on any `differs` and when what the logs hold cannot be
+re-executed at all (that submission fails, the others of a leaderboard are still verified),
+`note` on any `not replayable` (the entry is verified, not re-executed, and a leaderboard
+with `--reexecute` does not rank it), `ok` otherwise, with the counts of every status and the
 seconds per attempt. The submit protocol's answer is the text of the model's own submit call,
 which `regrade` already re-grades: its runs are `skip`.
+
+One module (over 500 lines): the statuses are decided beside both re-runs, the program's and
+the agent's, so the two cannot come to mean different things.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
@@ -49,9 +58,10 @@ from smoldataenvs_tasks.pipeline import ToolCall
 from smoldataenvs_tasks.results.model.errors import RunLoadError
 from smoldataenvs_tasks.results.model.runs import Run
 from smoldataenvs_tasks.results.verify.checks import FAIL, NOTE, OK, SKIP, Check
+from smoldataenvs_tasks.results.verify.transcript import Recorded, recorded_attempts
 from smoldataenvs_tasks.results.verify.verifier_data import VerifierData
 from smoldataenvs_tasks.sandboxes.tool_output import combined_output, shown_to_model
-from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
+from smoldataenvs_tasks.scorers.verdict import Category, UngradedReason, Verdict
 
 EXACT, INEXACT, NONDETERMINISTIC, NOT_REPLAYABLE, DIFFERS = (
     "exact",
@@ -100,95 +110,6 @@ def replay_hints(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-# -- what the logs recorded --------------------------------------------------------------------
-@dataclass(frozen=True)
-class RecordedCall:
-    call: ToolCall
-    output: str | None  # what the model was shown; None when the call errored
-    error: str | None  # the error's type (timeout, output_limit, ...) when it errored
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """One attempt as its log recorded it: the program task's reply, the agent's tool calls."""
-
-    reply: str | None
-    calls: tuple[RecordedCall, ...] = ()
-
-
-def recorded_attempts(run: Run) -> dict[tuple[str, int], Recorded]:
-    """(task id, epoch) -> what the model wrote, read from the file the run was loaded from."""
-    if run.location is None:
-        raise RunLoadError(
-            f"{run.source}: no samples file on this machine to read the replies from"
-        )
-    if run.framework == "inspect_ai":
-        return _inspect_attempts(run.location, run.source)
-    if run.framework == "lm_eval":
-        return _lm_eval_attempts(run.location)
-    raise RunLoadError(f"{run.source}: {run.framework} runs cannot be re-executed here")
-
-
-def _inspect_attempts(location: str, name: str) -> dict[tuple[str, int], Recorded]:
-    from inspect_ai.log import read_eval_log_samples
-
-    found: dict[tuple[str, int], Recorded] = {}
-    try:
-        samples = read_eval_log_samples(
-            location,
-            all_samples_required=False,
-            resolve_attachments=True,
-            exclude_fields={"store", "timelines"},
-        )
-        for sample in samples:
-            output = getattr(sample, "output", None)
-            reply = getattr(output, "completion", None)
-            calls = tuple(
-                _recorded_call(event)
-                for event in sample.events or []
-                if getattr(event, "event", None) == "tool"
-                and getattr(event, "function", None) in ("bash", "python")
-            )
-            found[(str(sample.id), int(sample.epoch))] = Recorded(
-                reply if isinstance(reply, str) else None, calls
-            )
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise RunLoadError(f"{name}: the samples cannot be read again: {exc}"[:300]) from None
-    return found
-
-
-def _recorded_call(event: Any) -> RecordedCall:
-    arguments = event.arguments if isinstance(event.arguments, dict) else {}
-    key = "code" if event.function == "python" else "command"
-    text = arguments.get(key)
-    error = getattr(event, "error", None)
-    result = event.result if isinstance(event.result, str) else None
-    return RecordedCall(
-        ToolCall(str(event.function), text if isinstance(text, str) else ""),
-        None if error is not None else result,
-        str(getattr(error, "type", "error")) if error is not None else None,
-    )
-
-
-def _lm_eval_attempts(location: str) -> dict[tuple[str, int], Recorded]:
-    from pathlib import Path
-
-    from smoldataenvs_tasks.lm_eval_samples import holds_verdicts, samples_line_replies
-    from smoldataenvs_tasks.results.load.load_lm_eval import read_jsonl
-
-    found: dict[tuple[str, int], Recorded] = {}
-    for row in read_jsonl(Path(location)):
-        if not holds_verdicts(row):
-            continue
-        doc = row.get("doc")
-        task_id = doc.get("task_id") if isinstance(doc, dict) else None
-        if not isinstance(task_id, str):
-            continue
-        for repeat, reply in enumerate(samples_line_replies(row)):
-            found[(task_id, repeat + 1)] = Recorded(reply if isinstance(reply, str) else None)
-    return found
-
-
 # -- re-execution ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Reexecuted:
@@ -220,15 +141,52 @@ def _answer(verdict: Verdict) -> str:
     return f"{shown!r} ({verdict.category.value})"
 
 
-def _limits(run: Run) -> SandboxLimits:
-    settings = run.settings
-    limits = DEFAULT_LIMITS.with_program_timeout(settings.get("program_timeout_s"))
-    tool_timeout = settings.get("tool_timeout_s")
-    if tool_timeout is not None:
-        from dataclasses import replace
+# The verifier's own bound on a program or a tool call: the contract's. A log states the limits
+# its run used, and a log is the submitter's: 1e6 seconds there must not hold the verifier's
+# machine for days (issue 44). A run that allowed more is re-executed within these, and an
+# attempt that then times out is not replayable here, never `differs`.
+VERIFIER_LIMITS = DEFAULT_LIMITS
 
-        limits = replace(limits, tool_timeout_s=float(tool_timeout))
-    return limits
+
+def _capped(value: Any, cap: float) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return cap
+    return seconds if math.isfinite(seconds) and 0 < seconds <= cap else cap
+
+
+def _limits(run: Run) -> SandboxLimits:
+    """The run's own time limits (its protocol), each capped by the verifier's."""
+    settings = run.settings
+    program = settings.get("program_timeout_s")
+    tool = settings.get("tool_timeout_s")
+    return replace(
+        VERIFIER_LIMITS,
+        program_timeout_s=_capped(
+            VERIFIER_LIMITS.program_timeout_s if program is None else program,
+            VERIFIER_LIMITS.program_timeout_s,
+        ),
+        tool_timeout_s=_capped(
+            VERIFIER_LIMITS.tool_timeout_s if tool is None else tool,
+            VERIFIER_LIMITS.tool_timeout_s,
+        ),
+    )
+
+
+def _cut_short(run: Run, limits: SandboxLimits, fresh: Verdict) -> str | None:
+    """Why a fresh timeout says nothing of the record: the run allowed longer than the
+    verifier does (`_limits`); None when the limits were the run's own."""
+    if fresh.category is not Category.TIMEOUT:
+        return None
+    for name, used in (
+        ("program_timeout_s", limits.program_timeout_s),
+        ("tool_timeout_s", limits.tool_timeout_s),
+    ):
+        stated = run.settings.get(name)
+        if stated is not None and _capped(stated, math.inf) > used:
+            return f"the run allowed {name} {stated}, the verifier {used:g}"
+    return None
 
 
 def _to_grade(
@@ -253,6 +211,10 @@ def _to_grade(
     return items
 
 
+def _joined(*parts: str) -> str:
+    return "; ".join(part for part in parts if part)
+
+
 def _same(a: Verdict, b: Verdict) -> bool:
     return a.reward == b.reward
 
@@ -272,11 +234,12 @@ def _program_runs(
     from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies_with_tables
 
     profile = items[0][2].profile
+    limits = _limits(run)
     options: dict[str, Any] = {
         "sandbox": sandbox,
         "mirror": mirror,
         "revision": data.revision,
-        "limits": _limits(run),
+        "limits": limits,
         "profile": profile,
     }
 
@@ -323,6 +286,8 @@ def _program_runs(
                 why = (why + "; " if why else "") + (
                     f"two fresh runs disagree ({_answer(fresh)}, {_answer(other)})"
                 )
+            elif (short := _cut_short(run, limits, fresh)) is not None:
+                status, why = NOT_REPLAYABLE, _joined(why, short)
             else:
                 status = DIFFERS
         out.append(Reexecuted(run.source, task_id, epoch, recorded, fresh, status, why))
@@ -363,6 +328,39 @@ def _head(text: str) -> str:
     return repr(line if len(line) <= 50 else line[:47] + "...")
 
 
+async def _replay_once(
+    task_id: str,
+    recorded: Verdict,
+    rec: Recorded,
+    data: VerifierData,
+    *,
+    sandbox: str,
+    mirror: str | None,
+    limits: SandboxLimits,
+) -> tuple[Verdict, list[Any]]:
+    """One fresh replay of the attempt's calls (`pipeline.replay_tool_calls`, which sends each
+    as the agentic task's tools do): the verdict, and each call's fresh result."""
+    from smoldataenvs_tasks.pipeline import replay_tool_calls
+    from smoldataenvs_tasks.sandboxes.base import SandboxFailure
+
+    try:
+        replayed = await replay_tool_calls(
+            data.records[task_id],
+            [c.call for c in rec.calls],
+            sandbox=sandbox,
+            mirror=mirror,
+            revision=data.revision,
+            limits=limits,
+            profile=recorded.profile,
+        )
+    except SandboxFailure as exc:
+        raise ReexecutionError(
+            f"task {task_id}: the verifier's {sandbox} sandbox failed while "
+            f"replaying its commands ({exc}); fix it and verify again"
+        ) from None
+    return replayed.verdict, list(replayed.results)
+
+
 def _agent_replays(
     run: Run,
     items: Sequence[tuple[str, int, Verdict, Recorded]],
@@ -371,50 +369,72 @@ def _agent_replays(
     sandbox: str,
     mirror: str | None,
 ) -> list[Reexecuted]:
-    from smoldataenvs_tasks.pipeline import default_concurrency, replay_tool_calls
-    from smoldataenvs_tasks.sandboxes.base import SandboxFailure
+    from smoldataenvs_tasks.pipeline import default_concurrency
 
     limits = _limits(run)
 
-    async def replay_all() -> list[Any]:
-        gate = asyncio.Semaphore(default_concurrency())
+    def replay_all(
+        batch: Sequence[tuple[str, int, Verdict, Recorded]],
+    ) -> list[tuple[Verdict, list[Any]]]:
+        async def every() -> list[tuple[Verdict, list[Any]]]:
+            gate = asyncio.Semaphore(default_concurrency())
 
-        async def one(task_id: str, recorded: Verdict, rec: Recorded) -> Any:
-            async with gate:
-                try:
-                    return await replay_tool_calls(
-                        data.records[task_id],
-                        [c.call for c in rec.calls],
-                        sandbox=sandbox,
-                        mirror=mirror,
-                        revision=data.revision,
-                        limits=limits,
-                        profile=recorded.profile,
+            async def one(task_id: str, recorded: Verdict, rec: Recorded) -> Any:
+                async with gate:
+                    return await _replay_once(
+                        task_id, recorded, rec, data, sandbox=sandbox, mirror=mirror, limits=limits
                     )
-                except SandboxFailure as exc:
-                    raise ReexecutionError(
-                        f"task {task_id}: the verifier's {sandbox} sandbox failed while "
-                        f"replaying its commands ({exc}); fix it and verify again"
-                    ) from None
 
-        return list(await asyncio.gather(*(one(t, v, r) for t, _, v, r in items)))
+            return list(await asyncio.gather(*(one(t, v, r) for t, _, v, r in batch)))
 
+        return asyncio.run(every()) if batch else []
+
+    first = replay_all(items)
+    diverged = [
+        _divergence(rec, results) for (_, _, _, rec), (_, results) in zip(items, first, strict=True)
+    ]
+    # A replay that parted from the transcript and reached another reward is replayed once
+    # more: two fresh replays that agree on their answer hold the record to it (a forged answer
+    # stays forged when a tool output was edited or never replays, issue 44); two that disagree
+    # show a trajectory this machine cannot pin down.
+    again_for = [
+        i
+        for i, ((_, _, recorded, _), (fresh, _)) in enumerate(zip(items, first, strict=True))
+        if not _same(fresh, recorded) and diverged[i] is not None
+    ]
+    second = dict(zip(again_for, replay_all([items[i] for i in again_for]), strict=True))
     out = []
-    for (task_id, epoch, recorded, rec), replayed in zip(
-        items, asyncio.run(replay_all()), strict=True
+    for index, ((task_id, epoch, recorded, rec), (fresh, _)) in enumerate(
+        zip(items, first, strict=True)
     ):
-        fresh = replayed.verdict
-        diverged = _divergence(rec, replayed.results)
         hints = replay_hints("\n".join(c.call.text for c in rec.calls))
         why = "; ".join(
-            part for part in (diverged, ("they use " + ", ".join(hints)) if hints else "") if part
+            part
+            for part in (diverged[index], ("they use " + ", ".join(hints)) if hints else "")
+            if part
         )
         if _same(fresh, recorded):
-            status = EXACT if fresh.prediction == recorded.prediction and not diverged else INEXACT
-        elif diverged is not None:
-            status = NOT_REPLAYABLE
-        else:
+            exact = fresh.prediction == recorded.prediction and diverged[index] is None
+            status = EXACT if exact else INEXACT
+        elif index not in second:
             status = DIFFERS
+        else:
+            other = second[index][0]
+            if _same(other, recorded):
+                status, fresh = NONDETERMINISTIC, other
+                why = _joined(
+                    why, "a second replay reproduced the recorded reward, the first did not"
+                )
+            elif other.prediction != fresh.prediction or other.category != fresh.category:
+                status = NOT_REPLAYABLE
+                why = _joined(
+                    why, f"two fresh replays disagree ({_answer(fresh)}, {_answer(other)})"
+                )
+            elif (short := _cut_short(run, limits, fresh)) is not None:
+                status, why = NOT_REPLAYABLE, _joined(why, short)
+            else:
+                status = DIFFERS
+                why = _joined(why, "two fresh replays agree on their answer")
         out.append(Reexecuted(run.source, task_id, epoch, recorded, fresh, status, why))
     return out
 
@@ -464,7 +484,14 @@ def check_reexecute(
     runs: Sequence[Run], data: VerifierData, *, sandbox: str = "auto", mirror: str | None = None
 ) -> Check:
     """The `reexecute` check of `verify --reexecute` (module docstring)."""
-    done = reexecute_runs(runs, data, sandbox=sandbox, mirror=mirror)
+    try:
+        done = reexecute_runs(runs, data, sandbox=sandbox, mirror=mirror)
+    except (RunLoadError, ValueError) as exc:
+        # What the logs hold cannot be re-executed (unreadable samples, a byte no sandbox
+        # takes): this submission fails, the others of a leaderboard are still verified. The
+        # verifier's own sandbox failing (ReexecutionError) is not the submission's doing, and
+        # stops the command.
+        return Check("reexecute", FAIL, f"cannot be re-executed: {exc}"[:400])
     if not done.attempts:
         reason = " | ".join(done.skipped) or "no graded attempt to re-execute"
         return Check("reexecute", SKIP, reason)

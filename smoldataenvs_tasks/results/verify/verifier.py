@@ -18,8 +18,12 @@ a reader must know it: settings other than the task's, a split of another size) 
   ones the verifier's data cannot grade;
 - `logs` (given `--logs`): every run the submission names is found there, and the runs' header,
   coverage and per-task outcomes equal the submission's;
+- `transcript` (given `--logs`): the fields a log derives from the model's messages (Inspect's
+  `output.completion`, each tool event's call and result) are what the messages hold
+  (results/verify/transcript.py); re-execution runs the messages;
 - `calls` (given `--logs`): the settings every recorded model call was sent (temperature,
-  top_p, max tokens, seed) are the ones the run's header states (results/load/calls.py);
+  top_p, max tokens, seed) are the ones the run's header states (results/load/calls.py). An
+  advisory check: a submitter who edits every model event along with the header passes it;
 - `retries` (given `--logs`): retried samples are named with their earlier verdicts (a note);
   retries that turned scored failures into passes more than a fair coin allows fail;
 - `regrade` (given `--logs`): every recorded answer in the logs is graded again with this
@@ -93,6 +97,7 @@ INTEGRITY_CHECKS = (
     "runs",
     "data",
     "logs",
+    "transcript",
     "calls",
     "retries",
     "regrade",
@@ -158,6 +163,12 @@ class Verification:
         """Verified, and every graded answer produced again here (`--reexecute`) with no
         attempt that could not be replayed."""
         return self.verified and any(c.name == "reexecute" and c.status == OK for c in self.checks)
+
+    @property
+    def unreplayable(self) -> bool:
+        """Re-executed (`--reexecute`), and some attempt could not be replayed: its record is
+        neither reproduced nor refuted, so a leaderboard does not rank it."""
+        return any(c.name == "reexecute" and c.status == NOTE for c in self.checks)
 
     @property
     def flags(self) -> list[Check]:
@@ -490,6 +501,9 @@ class Verifier:
             check, matched = _check_logs(sub, self.runs, where, required=self.require_logs)
             result.checks.append(check)
             if check.status == OK:
+                from smoldataenvs_tasks.results.verify.transcript import check_transcript
+
+                result.checks.append(check_transcript(matched))
                 result.checks.append(_check_calls(matched))
                 result.checks.append(_check_retries(matched))
             if check.status == OK and found is not None:
