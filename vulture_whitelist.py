@@ -125,6 +125,10 @@ DataAnalysisEnv.reset
 DataAnalysisEnv.bash
 DataAnalysisEnv.get_reward
 DataAnalysisEnv.last_verdict
+# transformers' TrainerCallback hooks, called by the Trainer (rl/provenance.py ProvenanceCallback).
+_.on_step_end
+_.on_train_end
+_.control
 
 # The sandbox kinds' records name code as "module:attribute" strings (sandboxes/kinds.py), loaded
 # on use.

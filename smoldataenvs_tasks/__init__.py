@@ -38,4 +38,11 @@ def __getattr__(name: str) -> Any:
         from smoldataenvs_tasks.inspect_adapter import tasks
 
         return getattr(tasks, name)
+    if name == "load_environment":
+        # verifiers finds an environment by importing the name its users type
+        # (`vf.load_environment("smoldataenvs_tasks")`, `vf-eval smoldataenvs-tasks`) and calling
+        # that module's load_environment: the RL room's, loaded only when asked for.
+        from smoldataenvs_tasks.rl.verifiers_env import load_environment
+
+        return load_environment
     raise AttributeError(f"module 'smoldataenvs_tasks' has no attribute {name!r}")

@@ -4,8 +4,9 @@
     train = rl_dataset("train")            # 5,000 rows: prompt, task_id, split, tier, mode
     rl_dataset("test")                     # HeldOutSplitError: the held-out splits stay unseen
 
-The reward looks the gold answer up by `task_id` (and `split`) in the same data, so a trainer's
-logs and a model's context never hold it.
+The reward looks the gold answer up by `task_id` in the data the row names (its `split`, and the
+`mirror` directory or dataset `revision` it was read from, None for the defaults), so a trainer's
+logs and a model's context never hold it, and a row is graded against the data it came from.
 """
 
 from __future__ import annotations
@@ -81,31 +82,41 @@ def rl_dataset(
     task_ids: str | Sequence[str] | None = None,
 ) -> Any:
     """A `datasets.Dataset` of the split's tasks (`plan_run`'s, with the filters Inspect and
-    lm-eval take): `prompt` (conversational), `task_id`, `split`, `difficulty_tier`,
-    `reward_mode`. `variant="agentic"` gives the prompt `DataAnalysisEnv` completes. No column
-    holds the gold answer."""
+    lm-eval take): `prompt` (conversational), `task_id`, `split`, `mirror` (the mirror directory
+    the rows were read from, given or $SMOLDATAENVS_MIRROR; None for the Hub cache and the
+    sample), `revision` (the one given, else None), `difficulty_tier`, `reward_mode`.
+    `variant="agentic"` gives the prompt `DataAnalysisEnv` completes. No column holds the gold
+    answer."""
     check_split(split, allow_heldout=allow_heldout)
     if variant not in ("program", "agentic"):
         RL.choice("variant", variant, ("program", "agentic"))
     from datasets import Dataset
 
-    records = plan_split(
+    plan = plan_split(
         split,
         mirror=mirror,
         revision=revision,
         tiers=tiers,
         reward_modes=reward_modes,
         task_ids=task_ids,
-    ).records
+    )
+    # Where the rows came from, so the reward grades against the same data whatever it was
+    # made with (a mirror named by the environment variable is named here too).
+    mirror_dir = getattr(plan.source, "root", None) if plan.source.kind == "mirror" else None
+    source = {
+        "split": split,
+        "mirror": None if mirror_dir is None else str(mirror_dir),
+        "revision": revision,
+    }
     return Dataset.from_list(
         [
             {
                 "prompt": program_messages(r) if variant == "program" else agent_messages(),
                 "task_id": r.task_id,
-                "split": split,
+                **source,
                 "difficulty_tier": r.difficulty_tier,
                 "reward_mode": reward_mode_label(r.reward_mode),
             }
-            for r in records
+            for r in plan.records
         ]
     )

@@ -15,6 +15,15 @@ instance's session is closed and its stage dir removed when the next episode sta
 instance is used as a context manager and left, or when it is garbage-collected
 (`weakref.finalize`, which also runs at interpreter exit).
 
+Closing is synchronous (`session.close_sync()`): it needs no event loop and no executor, so it
+works at interpreter exit, after `concurrent.futures` has shut its executors down (closing
+through the loop thread there raised "cannot schedule new futures after shutdown" and left the
+session folder, its cgroups and mounts behind).
+
+Each row is graded against the data it names (`rl_dataset`'s split, mirror and revision
+columns); `split=` is only for rows that name none. `provenance` is the `RunProvenance` an
+evaluation of the same data records; `ProvenanceCallback` logs it into TRL's log history.
+
 Sessions live on one event loop in a thread of this module's (`_LOOP`), whichever thread TRL
 calls from: a session's processes and pipes belong to the loop that started them.
 """
@@ -22,6 +31,7 @@ calls from: a session's processes and pipes belong to the loop that started them
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import weakref
 from collections.abc import Coroutine
@@ -35,7 +45,8 @@ from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.pipeline import decide_answer_file, prepare_tables
 from smoldataenvs_tasks.rl.dataset import agent_task_text
 from smoldataenvs_tasks.rl.plan import configured_sandbox
-from smoldataenvs_tasks.rl.reward import TaskLookup, reward_of
+from smoldataenvs_tasks.rl.reward import TaskLookup, note_ungradable, reward_of
+from smoldataenvs_tasks.run_plan import RunProvenance
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxSession
 from smoldataenvs_tasks.sandboxes.tool_output import (
     TIMEOUT_MESSAGE,
@@ -89,10 +100,45 @@ class _Episode:
         self.record = self.early = None
         try:
             if session is not None:
-                _LOOP.run(session.close())
+                # Synchronous: also at interpreter exit, when no executor is left to run on.
+                session.close_sync()
         finally:
             if stage_dir is not None:
                 remove_stage_dir(stage_dir)
+
+
+class _ToolUse:
+    """Episodes graded and bash calls made in this process: a model that never calls its tool
+    in many episodes is most often one whose chat template TRL parses no tool call from (TRL
+    then runs no tool and says nothing)."""
+
+    EPISODES_BEFORE_WARNING = 64
+
+    def __init__(self) -> None:
+        self.episodes = 0
+        self.calls = 0
+        self.warned = False
+        self._lock = threading.Lock()
+
+    def called(self) -> None:
+        with self._lock:
+            self.calls += 1
+
+    def episode_ended(self) -> None:
+        with self._lock:
+            self.episodes += 1
+            if self.warned or self.calls or self.episodes < self.EPISODES_BEFORE_WARNING:
+                return
+            self.warned = True
+        logging.getLogger("smoldataenvs_tasks.rl").warning(
+            "%d DataAnalysisEnv episodes and not one bash call: TRL parses no tool call from a "
+            "reply whose chat template it has no tool-call parser for, and runs none; check the "
+            "model's template with smoldataenvs_tasks.rl.check_tool_calling(tokenizer)",
+            self.episodes,
+        )
+
+
+_TOOL_USE = _ToolUse()
 
 
 class DataAnalysisEnv:
@@ -105,39 +151,48 @@ class DataAnalysisEnv:
         profile: str = "default",
         mirror: str | None = None,
         revision: str | None = None,
-        split: str = "train",
+        split: str | None = None,
         tool_timeout: float = DEFAULT_LIMITS.tool_timeout_s,
         limits: SandboxLimits = DEFAULT_LIMITS,
     ) -> None:
         self._sandbox = sandbox
         self._profile = profile
-        self._split = split
         self._tool_timeout = tool_timeout
         self._limits = limits
-        self._tasks = TaskLookup(mirror=mirror, revision=revision)
+        self._tasks = TaskLookup(
+            owner="DataAnalysisEnv", mirror=mirror, revision=revision, split=split, profile=profile
+        )
         self._episode = _Episode()
-        # Holds the episode, not this object: the episode ends when this object is collected.
+        # Holds the episode, not this object: the episode ends when this object is collected,
+        # and at interpreter exit (finalize's own atexit hook; the close is synchronous).
         weakref.finalize(self, self._episode.end)
 
+    @property
+    def provenance(self) -> RunProvenance | None:
+        """The `RunProvenance` an evaluation of the data of the last episode records (None
+        before the first `reset`)."""
+        return self._tasks.provenance
+
     def reset(self, **row: Any) -> str:
-        """Start the episode of `row` (a dataset row: its task_id, and split when it has one)
-        and return the task text."""
+        """Start the episode of `row` (a dataset row: its task_id, and the split, mirror and
+        revision it names) and return the task text."""
         self._episode.end()
         task_id = row.get("task_id")
         if not task_id:
             raise SmolDataEnvsError("DataAnalysisEnv.reset needs the row's task_id column")
-        record = self._tasks.record(str(task_id), str(row.get("split") or self._split))
+        kind = configured_sandbox(self._sandbox)
+        source = self._tasks.source(str(task_id), row)
+        record = self._tasks.record(str(task_id), source, kind)
         episode = self._episode
         episode.record = record
         episode.stage_dir = _new_stage_dir()
         prepared = prepare_tables(
-            record, episode.stage_dir, mirror=self._tasks.mirror, revision=self._tasks.revision
+            record, episode.stage_dir, mirror=source.mirror, revision=source.revision
         )
         episode.early = prepared.verdict(self._profile)
         if episode.early is None:
             from smoldataenvs_tasks.sandboxes.opening import open_session
 
-            kind = configured_sandbox(self._sandbox)
             episode.session = _LOOP.run(open_session(kind, episode.stage_dir, limits=self._limits))
         return agent_task_text(record)
 
@@ -154,6 +209,7 @@ class DataAnalysisEnv:
         Returns:
             The command's combined stdout and stderr.
         """
+        _TOOL_USE.called()
         session = self._episode.session
         if session is None:
             return "Error: this task's data could not be staged; there is nothing to run."
@@ -188,7 +244,11 @@ class DataAnalysisEnv:
                 decide_answer_file(episode.record, episode.session, profile=self._profile)
             )
         episode.verdicts.append(verdict)
-        return reward_of(verdict)
+        _TOOL_USE.episode_ended()
+        reward = reward_of(verdict)
+        if reward is None:
+            note_ungradable(episode.record.task_id, verdict)
+        return reward
 
     @property
     def last_verdict(self) -> Verdict | None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.run_plan import Framework, RunOptions, RunPlan, plan_run
 from smoldataenvs_tasks.sandboxes.kinds import SESSION_KINDS
+from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE
 
 # It runs the kinds with a session of ours, as lm-eval does.
 RL = Framework("rl", "rl", sandboxes=SESSION_KINDS)
@@ -34,17 +36,45 @@ def plan_split(
     tiers: str | Sequence[str] | None = None,
     reward_modes: str | Sequence[str] | None = None,
     task_ids: str | Sequence[str] | None = None,
+    grader: str = DEFAULT_PROFILE,
 ) -> RunPlan:
     """`plan_run` over `split` with this room's options: its rows, filtered, and provenance."""
-    return plan_run(
-        RunOptions.parse(
-            RL,
-            split=split,
-            sandbox=configured_sandbox(sandbox),
-            mirror=os.fspath(mirror) if mirror is not None else None,
-            revision=revision,
-            tiers=tiers,
-            reward_modes=reward_modes,
-            task_ids=task_ids,
-        )
+    options = RunOptions.parse(
+        RL,
+        split=split,
+        sandbox=configured_sandbox(sandbox),
+        mirror=os.fspath(mirror) if mirror is not None else None,
+        revision=revision,
+        tiers=tiers,
+        reward_modes=reward_modes,
+        task_ids=task_ids,
+        grader=grader,
     )
+    try:
+        return plan_run(options)
+    except SmolDataEnvsError as error:
+        spelled = _for_python(error)
+        if spelled is error:
+            raise
+        raise spelled from None
+
+
+# How the data layer tells Inspect's and lm-eval's users to name a mirror; a Python caller of this
+# room passes it as an argument instead.
+_FRAMEWORK_MIRROR_HINT = (
+    "`-T mirror=DIR` (lm-eval: `--metadata mirror=DIR`; or SMOLDATAENVS_MIRROR=DIR)"
+)
+_PYTHON_MIRROR_HINT = (
+    "`mirror=DIR` to rl_dataset and to the reward or DataAnalysisEnv (or SMOLDATAENVS_MIRROR=DIR)"
+)
+
+
+def _for_python(error: SmolDataEnvsError) -> SmolDataEnvsError:
+    """The same error, its advice spelled for this room's callers (`mirror=DIR`, not `-T`)."""
+    text = str(error)
+    if _FRAMEWORK_MIRROR_HINT not in text:
+        return error
+    try:
+        return type(error)(text.replace(_FRAMEWORK_MIRROR_HINT, _PYTHON_MIRROR_HINT))
+    except TypeError:  # an error class that is not built from its message alone
+        return error

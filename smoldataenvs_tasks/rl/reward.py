@@ -12,22 +12,34 @@ better earns 0.0 (crash, timeout, no program, a shell block...); None (which TRL
 the group's mean) only for a task whose data cannot be graded (its row invalid, its tables
 missing or altered). A sandbox that fails twice is not the model's doing and no reward: it
 raises, as any infrastructure failure of a run does.
+
+Each row is graded against the data it names (`rl_dataset`'s `split`, `mirror` and `revision`
+columns); a reward made with another mirror or revision than a row names refuses it in one line
+saying what to pass. The reward's `provenance` is the `RunProvenance` an evaluation of the same
+data records (`rl/provenance.py`), logged once into TRL's log history.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
+import os
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.pipeline import GradedReply, ProgramReply, grade_program_replies_async
+from smoldataenvs_tasks.rl import provenance as provenance_log
 from smoldataenvs_tasks.rl.plan import RL, configured_sandbox, plan_split
+from smoldataenvs_tasks.run_plan import RunPlan, RunProvenance
 from smoldataenvs_tasks.scorers.verdict import DATASET_DEFECTS, GRADER_PROFILES, Category, Verdict
 
 # log_metric names: one fraction of the batch per verdict category.
@@ -75,27 +87,164 @@ def reward_of(verdict: Verdict) -> float | None:
     )
 
 
+@dataclass(frozen=True)
+class RowSource:
+    """The data a row's task is graded against: its split, and the mirror directory or dataset
+    revision its rows were read from (None: the default precedence, $SMOLDATAENVS_MIRROR else
+    the pinned Hub revision's cache). `rl_dataset` writes all three into every row."""
+
+    split: str
+    mirror: str | None = None
+    revision: str | None = None
+
+
+# Row columns (rl_dataset's) naming a row's data source.
+SOURCE_COLUMNS = ("split", "mirror", "revision")
+
+
+class SourceMismatchError(SmolDataEnvsError, ValueError):
+    """A row names another data source than the reward or environment was made with."""
+
+
 class TaskLookup:
-    """Task records by split and task id, read once per split from the source the precedence
-    picks (`mirror=`, else $SMOLDATAENVS_MIRROR, else the pinned Hub revision's cache)."""
+    """Task records by data source and task id, each source planned once (`plan_run`, as an
+    evaluation plans it), for `owner` (the reward's or environment's name in messages) made with
+    `mirror`/`revision` (None: follow the rows) and `split` (the split of rows naming none)."""
 
-    def __init__(self, *, mirror: str | None = None, revision: str | None = None) -> None:
-        self.mirror = mirror
+    def __init__(
+        self,
+        *,
+        owner: str,
+        mirror: str | os.PathLike[str] | None = None,
+        revision: str | None = None,
+        split: str | None = None,
+        profile: str = "default",
+    ) -> None:
+        self.owner = owner
+        self.mirror = os.fspath(mirror) if mirror is not None else None
         self.revision = revision
-        self._splits: dict[str, dict[str, TaskRecord]] = {}
+        self.split = split
+        self.profile = profile
+        self._plans: dict[RowSource, RunPlan] = {}
+        self._by_id: dict[RowSource, dict[str, TaskRecord]] = {}
+        self._lock = threading.Lock()
+        self.last_source: RowSource | None = None
 
-    def record(self, task_id: str, split: str) -> TaskRecord:
-        if split not in self._splits:
-            # The rows do not depend on the sandbox: the cheapest kind to name.
-            plan = plan_split(split, sandbox="local", mirror=self.mirror, revision=self.revision)
-            self._splits[split] = {r.task_id: r for r in plan.records}
+    def source(self, task_id: str, row: dict[str, Any]) -> RowSource:
+        """The source `row` (a dataset row, or the columns of one) names, checked against what
+        this owner was made with; one line saying what to pass when they disagree."""
+        split = row.get("split") or self.split
+        if not split:
+            raise SourceMismatchError(
+                f"the row of task {task_id!r} names no split: train on rl_dataset's rows (they "
+                f"carry split, mirror and revision columns), or pass {self.owner}(split=...)"
+            )
+        mirror = self._agree(task_id, "mirror", row.get("mirror"), self.mirror, _same_dir)
+        revision = self._agree(
+            task_id, "revision", row.get("revision"), self.revision, lambda a, b: a == b
+        )
+        return RowSource(str(split), mirror, revision)
+
+    def _agree(
+        self,
+        task_id: str,
+        name: str,
+        named: object,
+        given: str | None,
+        same: Callable[[str, str], bool],
+    ) -> str | None:
+        if not named:
+            return given
+        if given and not same(str(named), given):
+            raise SourceMismatchError(
+                f"the row of task {task_id!r} comes from {name}={str(named)!r}, but this "
+                f"{self.owner} was made with {name}={given!r}: pass {name}={str(named)!r}, or "
+                f"no {name} (the rows name theirs)"
+            )
+        return str(named)
+
+    def plan(self, source: RowSource, sandbox: str = "local") -> RunPlan:
+        """The source's plan: its rows and the provenance an evaluation of it records (with the
+        sandbox kind and grader profile this owner grades with)."""
+        with self._lock:
+            if source not in self._plans:
+                plan = plan_split(
+                    source.split,
+                    sandbox=sandbox,
+                    mirror=source.mirror,
+                    revision=source.revision,
+                    grader=self.profile,
+                )
+                self._plans[source] = plan
+                self._by_id[source] = {r.task_id: r for r in plan.records}
+                provenance_log.record(plan.provenance)
+            self.last_source = source
+            return self._plans[source]
+
+    def record(self, task_id: str, source: RowSource, sandbox: str = "local") -> TaskRecord:
+        self.plan(source, sandbox)
         try:
-            return self._splits[split][task_id]
+            return self._by_id[source][task_id]
         except KeyError:
             raise UnknownTaskError(
-                f"task {task_id!r} is not in split {split!r} of the data this reward reads; "
-                "give make_program_reward the mirror/revision the dataset came from"
+                f"task {task_id!r} is not in split {source.split!r} of the data this "
+                f"{self.owner} reads; give it the mirror/revision the dataset came from"
             ) from None
+
+    @property
+    def provenance(self) -> RunProvenance | None:
+        """The RunProvenance of the data last graded against (None before the first row)."""
+        source = self.last_source
+        return None if source is None else self._plans[source].provenance
+
+    @property
+    def provenances(self) -> list[RunProvenance]:
+        """The RunProvenance of every source planned, in the order they were first used."""
+        with self._lock:
+            return [plan.provenance for plan in self._plans.values()]
+
+
+def _same_dir(a: str, b: str) -> bool:
+    return Path(a).expanduser().absolute() == Path(b).expanduser().absolute()
+
+
+# TRL warns about a row none of whose rewards is a number by printing the whole row (~1,000
+# characters, the prompt and completion with it), every time that row is drawn. A task the data
+# cannot grade is such a row by design: say so once, in one line, and drop TRL's warning for it.
+_TRL_LOGGER = "trl.trainer.grpo_trainer"
+_TRL_NONE_WARNING = "All reward functions returned None"
+_log = logging.getLogger("smoldataenvs_tasks.rl")
+_ungradable: set[str] = set()
+_ungradable_lock = threading.Lock()
+
+
+class _UngradableRowFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not message.startswith(_TRL_NONE_WARNING):
+            return True
+        with _ungradable_lock:
+            return not any(f"'task_id': {task_id!r}" in message for task_id in _ungradable)
+
+
+_FILTER = _UngradableRowFilter()
+
+
+def note_ungradable(task_id: str, verdict: Verdict) -> None:
+    """One line the first time a task the data cannot grade gets a None reward."""
+    with _ungradable_lock:
+        if task_id in _ungradable:
+            return
+        _ungradable.add(task_id)
+    logger = logging.getLogger(_TRL_LOGGER)
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+    _log.warning(
+        "task %s cannot be graded by its data (%s): its rewards are None, left out of its "
+        "group's statistics",
+        task_id,
+        verdict.detail,
+    )
 
 
 @dataclass(frozen=True)
@@ -126,9 +275,9 @@ class ProgramReward:
         profile: str = "default",
         sandbox: str | None = None,
         concurrency: int | None = None,
-        mirror: str | None = None,
+        mirror: str | os.PathLike[str] | None = None,
         revision: str | None = None,
-        split: str = "train",
+        split: str | None = None,
         limits: SandboxLimits = DEFAULT_LIMITS,
         name: str = "program_reward",
     ) -> None:
@@ -138,45 +287,87 @@ class ProgramReward:
         self.profile = profile
         self._sandbox = sandbox
         self.concurrency = concurrency
-        self.split = split
         self.limits = limits
-        self.tasks = TaskLookup(mirror=mirror, revision=revision)
+        self.tasks = TaskLookup(
+            owner="make_program_reward", mirror=mirror, revision=revision, split=split,
+            profile=profile,
+        )  # fmt: skip
         # TRL names a reward function's logged columns after its __name__.
         self.__name__ = name
+
+    @property
+    def split(self) -> str | None:
+        """The split of rows that name none (None: such a row is refused)."""
+        return self.tasks.split
 
     @property
     def sandbox(self) -> str:
         """Read when a batch runs, so $SMOLDATAENVS_SANDBOX set after import still counts."""
         return configured_sandbox(self._sandbox)
 
+    @property
+    def provenance(self) -> RunProvenance | None:
+        """The `RunProvenance` an evaluation of the data last graded against records (dataset
+        and revision, data source, split and its sha256, tables digest, grader version, sandbox);
+        None before the first batch."""
+        return self.tasks.provenance
+
+    def reply(
+        self, completion: Any, task_id: str, row: dict[str, Any]
+    ) -> tuple[ProgramReply, RowSource]:
+        """A completion of `row`'s task, with the data source the row names."""
+        source = self.tasks.source(task_id, row)
+        record = self.tasks.record(task_id, source, self.sandbox)
+        return ProgramReply(record, completion_text(completion)), source
+
     def grade(
         self,
         completions: Sequence[Any],
         task_ids: Sequence[str],
-        splits: Sequence[str] | None = None,
+        columns: dict[str, Sequence[Any] | None] | None = None,
     ) -> GradedBatch:
+        """Each completion graded against the data its row names (`columns`: the rows' split,
+        mirror and revision columns, any of them absent)."""
         if len(task_ids) != len(completions):
             raise SmolDataEnvsError(
                 f"{len(completions)} completions but {len(task_ids)} task ids: the dataset "
                 "needs a task_id column (rl_dataset has one)"
             )
-        splits = list(splits) if splits is not None else [self.split] * len(task_ids)
-        replies = [
-            ProgramReply(self.tasks.record(task_id, split), completion_text(completion))
-            for completion, task_id, split in zip(completions, task_ids, splits, strict=True)
+        columns = columns or {}
+        rows = [
+            {name: values[i] for name, values in columns.items() if values is not None}
+            for i in range(len(task_ids))
         ]
-        graded = run_coroutine(lambda: self.grade_replies_async(replies))
-        verdicts = [g.verdict for g in graded]
-        return GradedBatch([reward_of(v) for v in verdicts], verdicts)
+        made = [
+            self.reply(completion, task_id, row)
+            for completion, task_id, row in zip(completions, task_ids, rows, strict=True)
+        ]
+        by_source: dict[RowSource, list[int]] = {}
+        for index, (_, source) in enumerate(made):
+            by_source.setdefault(source, []).append(index)
+        verdicts: list[Verdict | None] = [None] * len(made)
+        for source, indexes in by_source.items():
+            batch = [made[n][0] for n in indexes]
+            graded = run_coroutine(partial(self.grade_replies_async, batch, source))
+            for index, one in zip(indexes, graded, strict=True):
+                verdicts[index] = one.verdict
+        done = [v for v in verdicts if v is not None]
+        rewards = [reward_of(v) for v in done]
+        for task_id, verdict, reward in zip(task_ids, done, rewards, strict=True):
+            if reward is None:
+                note_ungradable(task_id, verdict)
+        return GradedBatch(rewards, done)
 
-    async def grade_replies_async(self, replies: list[ProgramReply]) -> list[GradedReply]:
-        """`replies` graded with this reward's sandbox, data source, limits and profile, on the
-        caller's event loop (verifiers runs its own)."""
+    async def grade_replies_async(
+        self, replies: list[ProgramReply], source: RowSource
+    ) -> list[GradedReply]:
+        """`replies` (all of `source`'s tasks) graded with this reward's sandbox, limits and
+        profile, on the caller's event loop (verifiers runs its own)."""
         return await grade_program_replies_async(
             replies,
             sandbox=self.sandbox,
-            mirror=self.tasks.mirror,
-            revision=self.tasks.revision,
+            mirror=source.mirror,
+            revision=source.revision,
             limits=self.limits,
             concurrency=self.concurrency,
             profile=self.profile,
@@ -189,6 +380,9 @@ class ProgramReward:
         *,
         task_id: Sequence[str] | None = None,
         split: Sequence[str] | None = None,
+        mirror: Sequence[str | None] | None = None,
+        revision: Sequence[str | None] | None = None,
+        trainer_state: Any = None,
         log_metric: Callable[[str, float], None] | None = None,
         log_extra: Callable[[str, list[Any]], None] | None = None,
         **_columns: Any,
@@ -198,7 +392,11 @@ class ProgramReward:
             raise SmolDataEnvsError(
                 "program_reward needs the dataset's task_id column (rl_dataset has one)"
             )
-        batch = self.grade(completions, list(task_id), split)
+        batch = self.grade(
+            completions, list(task_id), {"split": split, "mirror": mirror, "revision": revision}
+        )
+        if trainer_state is not None:
+            provenance_log.log_to(trainer_state, self.tasks.provenances)
         if log_metric is not None:
             counts = Counter(v.category for v in batch.verdicts)
             for category in Category:
@@ -213,14 +411,16 @@ def make_program_reward(
     *,
     sandbox: str | None = None,
     concurrency: int | None = None,
-    mirror: str | None = None,
+    mirror: str | os.PathLike[str] | None = None,
     revision: str | None = None,
-    split: str = "train",
+    split: str | None = None,
     limits: SandboxLimits = DEFAULT_LIMITS,
 ) -> ProgramReward:
     """A program reward with its grader `profile` ("default" or "strict"), sandbox kind,
-    programs at once (default: one per usable CPU, or $SMOLDATAENVS_MAX_PROGRAMS), data source,
-    and the split rows without a `split` column belong to."""
+    programs at once (default: one per usable CPU, or $SMOLDATAENVS_MAX_PROGRAMS), and the data
+    source: each row is graded against the split, mirror and revision it names (rl_dataset's
+    rows name all three); `mirror`/`revision` given here must agree with the rows', and `split`
+    is the split of rows that name none."""
     return ProgramReward(
         profile=profile,
         sandbox=sandbox,

@@ -1,38 +1,91 @@
 """`load_environment`: a verifiers environment on the program reward.
 
-    import smoldataenvs_tasks.rl as rl
-    env = rl.load_environment("train")        # vf.SingleTurnEnv(dataset, rubric=vf.Rubric(...))
+    import verifiers as vf
+    env = vf.load_environment("smoldataenvs_tasks", split="train")   # or "smoldataenvs-tasks"
+    # vf.SingleTurnEnv(dataset, rubric=ProgramRubric(...)); also smoldataenvs_tasks.rl.load_environment
+    vf-eval smoldataenvs-tasks -a '{"split": "sample"}' -b http://localhost:8000/v1 -m MODEL
 
 The rows are `rl_dataset`'s (the program task's messages, no gold); each row's `info` holds its
-task id and split, which the rubric's one function hands to the same `ProgramReward` TRL uses.
-verifiers has no "no reward": a task whose data cannot be graded gets 0.0 on every rollout, so
-its group's advantages are all 0 and it teaches nothing, as TRL's None does.
+task id, split, mirror and revision, which the rubric's one function hands to the same
+`ProgramReward` TRL uses. verifiers has no "no reward": a task whose data cannot be graded gets
+0.0 on every rollout, so its group's advantages are all 0 and it teaches nothing, as TRL's None
+does.
 
-verifiers 0.4 replaced `SingleTurnEnv`/`Rubric` with its v1 Taskset/Harness API; the `rl` extra
-pins the 0.3 line, whose top level still answers with them.
+An infrastructure failure (a sandbox that failed twice, the grader failing) raises
+`RewardInfrastructureError` out of scoring, as TRL's reward does. verifiers' `Rubric` turns any
+exception of a reward function into a logged 0.0, which would train on a failure of the run's as
+if it were the model's; so the function marks the rollout, and `ProgramRubric`'s scoring raises
+once verifiers' own has run.
+
+verifiers 0.4 keeps only its v1 Taskset/Harness API (`SingleTurnEnv`, `Rubric` and the `vf-eval`
+this module serves are gone, and it requires openai < 3); the `rl` extra keeps the 0.3 line.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from smoldataenvs_tasks.pipeline import ProgramReply
 from smoldataenvs_tasks.rl.dataset import rl_dataset
-from smoldataenvs_tasks.rl.reward import ProgramReward, completion_text, make_program_reward
+from smoldataenvs_tasks.rl.reward import (
+    SOURCE_COLUMNS,
+    ProgramReward,
+    RewardInfrastructureError,
+    make_program_reward,
+    note_ungradable,
+    reward_of,
+)
+
+# Where the rubric's function leaves an infrastructure failure for ProgramRubric to raise.
+_FAILURE_KEY = "smoldataenvs_infrastructure_error"
 
 
 def rubric_function(reward: ProgramReward) -> Any:
     """The rubric's reward function: one rollout's completion graded by `reward`'s settings,
     on verifiers' own event loop."""
 
-    async def smoldataenvs_program(completion: Any, info: dict[str, Any]) -> float:
-        record = reward.tasks.record(str(info["task_id"]), str(info.get("split") or reward.split))
-        [graded] = await reward.grade_replies_async(
-            [ProgramReply(record, completion_text(completion))]
-        )
-        return float(graded.verdict.reward or 0.0)
+    async def smoldataenvs_program(
+        completion: Any, info: dict[str, Any], state: dict[str, Any] | None = None
+    ) -> float:
+        task_id = str(info["task_id"])
+        reply, source = reward.reply(completion, task_id, info)
+        [graded] = await reward.grade_replies_async([reply], source)
+        try:
+            value = reward_of(graded.verdict)
+        except RewardInfrastructureError as error:
+            if state is not None:
+                state[_FAILURE_KEY] = str(error)
+            raise
+        if value is None:
+            note_ungradable(task_id, graded.verdict)
+            return 0.0
+        return value
 
     return smoldataenvs_program
+
+
+def _rubric_class() -> Any:
+    import verifiers as vf
+
+    class ProgramRubric(vf.Rubric):
+        """verifiers' Rubric, except that a rollout its function could not grade for a reason
+        of the run's raises `RewardInfrastructureError` instead of scoring 0.0."""
+
+        async def score_rollout(self, state: Any) -> None:
+            await super().score_rollout(state)
+            _raise_failures([state])
+
+        async def score_group(self, states: list[Any]) -> None:
+            await super().score_group(states)
+            _raise_failures(states)
+
+    return ProgramRubric
+
+
+def _raise_failures(states: list[Any]) -> None:
+    for state in states:
+        failure = state.get(_FAILURE_KEY) if isinstance(state, dict) else None
+        if failure:
+            raise RewardInfrastructureError(failure)
 
 
 def load_environment(
@@ -52,10 +105,10 @@ def load_environment(
     import verifiers as vf
 
     dataset = dataset.map(
-        lambda row: {"info": {"task_id": row["task_id"], "split": row["split"]}},
+        lambda row: {"info": {name: row[name] for name in ("task_id", *SOURCE_COLUMNS)}},
     )
     reward = make_program_reward(
         profile, sandbox=sandbox, concurrency=concurrency, mirror=mirror, revision=revision
     )
-    rubric = vf.Rubric(funcs=[rubric_function(reward)], weights=[1.0])
+    rubric = _rubric_class()(funcs=[rubric_function(reward)], weights=[1.0])
     return vf.SingleTurnEnv(dataset=dataset, rubric=rubric, **env_options)

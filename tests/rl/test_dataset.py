@@ -30,11 +30,20 @@ def test_an_unknown_split_is_named():
 def test_rows_carry_the_task_and_never_its_gold():
     dataset = rl_dataset("sample")
     records = {r.task_id: r for r in load_tasks("sample")}
-    assert dataset.column_names == ["prompt", "task_id", "split", "difficulty_tier", "reward_mode"]
+    assert dataset.column_names == [
+        "prompt",
+        "task_id",
+        "split",
+        "mirror",
+        "revision",
+        "difficulty_tier",
+        "reward_mode",
+    ]
     assert sorted(dataset["task_id"]) == sorted(records)
     for row in dataset:
         record = records[row["task_id"]]
-        assert row["split"] == "sample"
+        # The row names its data: the bundled sample has no mirror or revision to name.
+        assert (row["split"], row["mirror"], row["revision"]) == ("sample", None, None)
         assert row["difficulty_tier"] == record.difficulty_tier
         # No column is the gold, and the prompt does not state it (golds like "East" are words
         # a question may use, so only the long ones are looked for in the text).

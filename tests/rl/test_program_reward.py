@@ -137,3 +137,40 @@ def test_bad_settings_and_rows_are_one_line_errors():
     with pytest.raises(UnknownTaskError, match="sample/9999"):
         program_reward(prompts=[[]], completions=["print(1)"], task_id=["sample/9999"],
                        split=["sample"])  # fmt: skip
+
+
+@pytest.mark.unit
+def test_trls_row_warning_for_the_ungradable_task_becomes_one_line_of_ours(caplog, monkeypatch):
+    import logging
+
+    from smoldataenvs_tasks.rl import reward as reward_module
+
+    # Said once per process: start from a process that has not said it yet.
+    monkeypatch.setattr(reward_module, "_ungradable", set())
+
+    # TRL 1.16 logs this (grpo_trainer._calculate_rewards) each time a row every reward function
+    # returned None for is drawn: the whole row, ~1,000 characters for a sample task.
+    def trl_warns(task_id: str) -> None:
+        row = {
+            "task_id": task_id,
+            "split": "sample",
+            "prompt": [{"role": "user", "content": "x" * 900}],
+        }
+        logging.getLogger("trl.trainer.grpo_trainer").warning(
+            f"All reward functions returned None for the following kwargs:\n{row}\n"
+            "Please ensure that at least one reward function returns a valid reward."
+        )
+
+    with caplog.at_level(logging.WARNING):
+        rewards = program_reward(
+            completions=["print(1)"], task_id=[MISSING_TABLE_TASK], split=["sample"]
+        )
+        assert rewards == [None]
+        for _ in range(3):
+            trl_warns(MISSING_TABLE_TASK)
+        trl_warns("sample/0001/orders.ipynb_qa_1")  # a row of another cause still warns
+    messages = [record.getMessage() for record in caplog.records]
+    ours = [m for m in messages if MISSING_TABLE_TASK in m and "cannot be graded" in m]
+    assert len(ours) == 1 and len(ours[0]) < 200 and "\n" not in ours[0]
+    trl = [m for m in messages if m.startswith("All reward functions returned None")]
+    assert len(trl) == 1 and "orders.ipynb_qa_1" in trl[0]

@@ -1,13 +1,28 @@
-"""`load_environment`: a verifiers SingleTurnEnv whose rubric is the program reward."""
+"""`load_environment`: a verifiers SingleTurnEnv whose rubric is the program reward, found under
+the names verifiers users type, raising (never a silent 0.0) when the sandbox fails, and run by
+`vf-eval` against an OpenAI-compatible server (a local stand-in replaying the gold programs)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from smoldataenvs_tasks.rl import HeldOutSplitError, load_environment, rl_dataset
+from smoldataenvs_tasks.rl import (
+    HeldOutSplitError,
+    RewardInfrastructureError,
+    load_environment,
+    rl_dataset,
+)
 from tests.report.replays import MISSING_TABLE_TASK, MIXED, gold_completions
+from tests.rl.openai_stub import serving_gold
+
+VF_EVAL = Path(sys.executable).with_name("vf-eval")
 
 
 def _score(env, row: dict, completion: str) -> float:
@@ -49,3 +64,66 @@ def test_the_environment_grades_with_the_program_reward():
     assert _score(env, rows[wrong_task], MIXED[wrong_task].text) == 0.0
     # No reward is "none" in verifiers: every rollout of a task without tables gets 0.
     assert _score(env, rows[MISSING_TABLE_TASK], gold[MISSING_TABLE_TASK]) == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["smoldataenvs_tasks", "smoldataenvs-tasks"])
+def test_verifiers_finds_the_environment_under_the_package_name(name):
+    import verifiers as vf
+
+    env = vf.load_environment(name, split="sample", sandbox="bwrap")
+    assert isinstance(env, vf.SingleTurnEnv)
+    assert sorted(env.dataset["task_id"]) == sorted(rl_dataset("sample")["task_id"])
+
+
+@pytest.mark.slow
+def test_a_broken_sandbox_raises_instead_of_scoring_zero(monkeypatch):
+    # An engine that is not there: the Docker sandbox cannot start, twice, which is the run's
+    # failure. verifiers' Rubric turned the reward's exception into a logged 0.0.
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/smoldataenvs-test.sock")
+    env = load_environment("sample", sandbox="docker")
+    rows = {row["task_id"]: row for row in env.dataset}
+    task = "sample/0001/orders.ipynb_qa_1"
+    with pytest.raises(RewardInfrastructureError, match="sandbox_failed"):
+        _score(env, rows[task], gold_completions()[task])
+
+
+@pytest.mark.slow
+def test_vf_eval_against_an_openai_compatible_server(tmp_path):
+    # As a user runs it against vLLM or an API: here a local server replaying the gold programs.
+    with serving_gold() as (base_url, requests):
+        run = subprocess.run(
+            [
+                str(VF_EVAL),
+                "smoldataenvs-tasks",
+                "-a",
+                json.dumps({"split": "sample", "sandbox": "bwrap"}),
+                "-b",
+                base_url,
+                "-k",
+                "STUB_API_KEY",
+                "-m",
+                "gold",
+                "-n",
+                "10",
+                "-r",
+                "1",
+                "--disable-tui",
+                "-s",
+                "--output-dir",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "STUB_API_KEY": "none"},
+            timeout=900,
+        )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert len(requests) == 10
+    [results] = tmp_path.glob("evals/*/*/results.jsonl")
+    rewards = {
+        json.loads(line)["info"]["task_id"]: json.loads(line)["reward"]
+        for line in results.read_text().splitlines()
+    }
+    assert rewards.pop(MISSING_TABLE_TASK) == 0.0  # no reward is "none" in verifiers
+    assert set(rewards.values()) == {1.0} and len(rewards) == 9
