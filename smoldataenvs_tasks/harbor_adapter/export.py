@@ -64,6 +64,7 @@ EXPORT_MANIFEST = "smoldataenvs-export.json"
 # 2: the dataset's facts under the run plan's provenance (`run`), as every framework stores them.
 EXPORT_FORMAT = 2
 METRIC_FILE = "metric.py"
+JOB_CONFIG = "harbor-job.yaml"
 # The agentic Inspect task's defaults (inspect_adapter/tasks.py `smoldataenvs`): 17 assistant
 # turns, each tool call `tool_timeout_s`. Harbor bounds an agent by wall time only, so the agent
 # gets the most those turns could spend in tools.
@@ -282,6 +283,25 @@ if __name__ == "__main__":
 '''
 
 
+def job_config(out: Path) -> str:
+    """A Harbor job config of the export at `out`: Harbor applies a local dataset's metric.py
+    only from a job config's `metrics` (a dataset.toml's is read for a published package alone).
+    JSON strings are YAML's double-quoted scalars."""
+    return (
+        "# A Harbor job of this export, with its metric (docs/harbor.md):\n"
+        f"#   scripts/harbor run -c {out / JOB_CONFIG} -a <agent> --env docker\n"
+        "# Harbor's own mean, and metric.py's pass@1 over the graded tasks (ungraded ones left\n"
+        "# out and counted). Written by `smoldataenvs harbor export`.\n"
+        "datasets:\n"
+        f"  - path: {json.dumps(str(out))}\n"
+        "metrics:\n"
+        "  - type: mean\n"
+        "  - type: uv-script\n"
+        "    kwargs:\n"
+        f"      script_path: {json.dumps(str(out / METRIC_FILE))}\n"
+    )
+
+
 def _write(path: Path, text: str | bytes, mode: int = 0o644) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
@@ -428,6 +448,7 @@ def export_dataset(
             if reason is not None:
                 ungraded[record.task_id] = reason
         _write(building / METRIC_FILE, METRIC_PY)
+        _write(building / JOB_CONFIG, job_config(out))
         manifest = {
             "format": EXPORT_FORMAT,
             "benchmark": "SmolDataEnvs",

@@ -19,6 +19,7 @@ from smoldataenvs_tasks.data.source import load_tasks
 from smoldataenvs_tasks.harbor_adapter import image
 from smoldataenvs_tasks.harbor_adapter.export import (
     EXPORT_MANIFEST,
+    JOB_CONFIG,
     METRIC_FILE,
     ExportError,
     export_dataset,
@@ -143,13 +144,34 @@ def test_metric_leaves_out_and_counts_ungraded_tasks(exported: Path, tmp_path: P
     }
 
 
+def test_the_job_config_applies_the_metric_to_this_export(exported: Path) -> None:
+    """Harbor applies a local dataset's metric.py only from a job config (its `metrics`)."""
+    import yaml
+
+    config = yaml.safe_load((exported / JOB_CONFIG).read_text())
+    assert config == {
+        "datasets": [{"path": str(exported.resolve())}],
+        "metrics": [
+            {"type": "mean"},
+            {"type": "uv-script", "kwargs": {"script_path": str(exported.resolve() / METRIC_FILE)}},
+        ],
+    }
+
+
 def test_a_re_export_is_byte_identical(exported: Path, tmp_path: Path) -> None:
     again = tmp_path / "again"
     export_dataset("sample", again)
-    assert _tree(again) == _tree(exported)
+
+    def placed(tree: dict, out: Path) -> dict:
+        # The job config names the export's own place (Harbor resolves no relative path there).
+        data, mode = tree[JOB_CONFIG]
+        return {**tree, JOB_CONFIG: (data.replace(str(out.resolve()).encode(), b"OUT"), mode)}
+
+    assert placed(_tree(again), again) == placed(_tree(exported), exported)
     # Into the same place, replacing it: still the same bytes.
+    first = _tree(again)
     export_dataset("sample", again)
-    assert _tree(again) == _tree(exported)
+    assert _tree(again) == first
 
 
 def test_export_refuses_a_directory_that_is_not_an_export(tmp_path: Path) -> None:

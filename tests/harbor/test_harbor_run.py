@@ -177,3 +177,43 @@ def test_harbors_own_task_config_accepts_every_exported_task(workdir: Path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "10"
+
+
+def test_harbor_lint_passes_every_exported_task(workdir: Path):
+    """Harbor's own default lint rules, the shared-verifier one among them (the verifier runs in
+    a container of its own). `--select ALL` adds one finding, `unpinned-image`: the FROM is the
+    local grader image, pinned by its content tag, which has no registry digest (docs/harbor.md)."""
+    export = workdir / "export"
+    tasks = sorted(str(p) for p in export.iterdir() if (p / "task.toml").is_file())
+    done = subprocess.run(
+        [str(HARBOR), "lint", *tasks], cwd=workdir, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    done = subprocess.run(
+        [str(HARBOR), "lint", "--select", "ALL", "--json", *tasks],
+        cwd=workdir, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert {finding["rule"] for finding in json.loads(done.stdout)} == {"unpinned-image"}
+
+
+def test_a_no_network_export_is_refused_in_one_line_where_no_registry_answers(tmp_path: Path):
+    """Harbor 0.26 enforces no-network with an egress sidecar from Docker Hub images; where the
+    engine can have neither, scripts/harbor refuses before any trial, naming `--network public`
+    (Harbor itself refused each trial with a traceback)."""
+    if not _engine():
+        pytest.skip("no Docker engine answers")
+    pulled = subprocess.run(
+        ["docker", "pull", "-q", "alpine:3.23.4"], capture_output=True, check=False, timeout=300
+    )
+    if pulled.returncode == 0:
+        pytest.skip("this engine can pull from Docker Hub: Harbor enforces no-network itself")
+    export_dataset("sample", tmp_path / "export", task_ids=[NO_TABLES_TASK])
+    done = subprocess.run(
+        [str(HARBOR), "run", "-p", str(tmp_path / "export"), "-a", "oracle", "--env", "docker",
+         "-o", str(tmp_path / "jobs"), "-q", "-y"],
+        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert "no-network" in line and "--network public" in line
+    assert not (tmp_path / "jobs").exists()

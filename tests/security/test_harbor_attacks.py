@@ -31,7 +31,7 @@ from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.harbor_adapter import image
-from smoldataenvs_tasks.harbor_adapter.export import export_dataset, task_dir_names
+from smoldataenvs_tasks.harbor_adapter.export import JOB_CONFIG, export_dataset, task_dir_names
 from smoldataenvs_tasks.results.load.load_harbor import load_harbor_job
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -121,7 +121,8 @@ def hostile_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _hostile(task_dir)
     jobs = root / "jobs"
     done = subprocess.run(
-        [str(HARBOR), "run", "-p", str(export), "-a", "oracle", "--env", "docker",
+        # The export's own job config: its dataset, with Harbor's mean and metric.py.
+        [str(HARBOR), "run", "-c", str(export / JOB_CONFIG), "-a", "oracle", "--env", "docker",
          "-n", "2", "--job-name", "hostile", "-o", str(jobs), "-q", "-y"],
         cwd=root, capture_output=True, text=True, timeout=1800, check=False,
     )  # fmt: skip
@@ -168,6 +169,12 @@ def test_the_leftover_process_cannot_steal_rewrite_or_block_the_verdict(hostile_
 def test_report_and_verify_of_the_hostile_job_give_the_agent_its_zero(hostile_job, tmp_path):
     run = load_harbor_job(hostile_job)
     assert run.pass1() == 0.0
+    # Harbor's own summary: its mean, and the exported metric.py applied through the job config.
+    [evals] = json.loads((hostile_job / "result.json").read_text())["stats"]["evals"].values()
+    assert evals["metrics"] == [
+        {"mean": 0.0},
+        {"graded": 2, "no_reward": 0, "pass@1": 0.0, "ungraded": 0},
+    ]
     runner = CliRunner()
     out = tmp_path / "report"
     # Two tasks of the split (an export with --task-id): a filtered run, partial by its filters.
