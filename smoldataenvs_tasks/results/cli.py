@@ -489,12 +489,17 @@ def leaderboard_command(
 
 
 def _single_run(path: str) -> Run:
-    from smoldataenvs_tasks.results.load.inputs import load_runs
+    from smoldataenvs_tasks.results.load.inputs import load_unique_runs
 
+    # As `report` reads its inputs (issue 43): a folder holding an `inspect eval-retry` and the
+    # errored original it finished is the retry, with the same note, not two runs (or a refusal
+    # of the original's status).
     try:
-        runs = load_runs([path])
+        runs, notes = load_unique_runs([path], by_content=False)
     except RunLoadError as exc:
         raise BadInput(str(exc)) from None
+    for line in notes:
+        click.echo(f"note: {line}", err=True)
     if len(runs) != 1:
         listing = "\n  ".join(run.label for run in runs)
         raise click.ClickException(
