@@ -78,3 +78,38 @@ async def test_close_sync_from_another_thread_ends_a_running_command_as_a_lost_s
     finally:
         await session.close()
     assert not session.root.exists()
+
+
+@pytest.mark.parametrize(
+    "kind", ["bwrap", pytest.param("docker", marks=pytest.mark.docker), "local"], ids=str
+)
+@pytest.mark.anyio
+async def test_every_kind_closes_synchronously_from_a_thread_without_a_loop(kind, tmp_path):
+    """`close_sync` is on the SandboxSession protocol: every kind's ends its sandbox with no
+    event loop in the thread that calls it (Docker's container removed with a blocking
+    `docker rm`), and a later command says the sandbox is gone."""
+    from smoldataenvs_tasks.sandboxes.opening import open_session
+
+    require_kind(kind)
+    _, stage = make_stage(tmp_path)
+    session = await open_session(kind, stage, limits=SMALL_LIMITS)
+    try:
+        assert (await session.exec(["true"], timeout=30)).returncode == 0
+        closer = threading.Thread(target=session.close_sync)
+        closer.start()
+        await asyncio.to_thread(closer.join)
+        with pytest.raises(SandboxLost):
+            await session.exec(["true"], timeout=30)
+    finally:
+        await session.close()
+    if kind == "docker":
+        container = session.info["container"]
+        listed = subprocess.run(
+            ["docker", "ps", "-a", "-q", "--filter", f"id={container}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert listed.stdout.strip() == "", container
+    else:
+        assert not Path(session.info["root"]).exists()

@@ -228,3 +228,45 @@ def test_a_session_folder_removed_under_a_live_eval_costs_neither_the_sample_nor
     assert sample.error is None and not sample.error_retries
     score = sample.scores["program_scorer"]
     assert (score.value, score.metadata["category"]) == (1.0, "correct"), score
+
+
+_DATA_ANALYSIS_ENV = """
+import time
+from smoldataenvs_tasks.rl import DataAnalysisEnv
+env = DataAnalysisEnv(split="sample", sandbox="bwrap")
+env.reset(task_id="sample/0001/orders.ipynb_qa_1", split="sample")
+session = env._episode.session
+print(session.root, session.stage_dir, *session.cgroup.dirs.values(), flush=True)
+time.sleep(600)
+"""
+
+
+def test_cleanup_sweeps_a_killed_data_analysis_envs_session_folder_cgroups_mounts_and_stage_dir():
+    """Issue 45: a `DataAnalysisEnv` killed mid-episode left a session folder, 4 cgroups and 6
+    host mounts; `smoldataenvs sandbox cleanup` takes them all, and the real environment's bind
+    in that folder refuses writes meanwhile."""
+    require_kind("bwrap")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _DATA_ANALYSIS_ENV], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        root, stage, *groups = map(Path, child.stdout.readline().split())
+        assert disk.mounts_under(root) and stage.is_dir() and groups
+        with pytest.raises(OSError) as refused:
+            (root / "env" / "written-through-a-session-folder").write_text("x")
+        assert refused.value.errno == 30  # EROFS
+    finally:
+        child.kill()
+        child.wait()
+    swept = subprocess.run(
+        [sys.executable, "-m", "smoldataenvs_tasks", "sandbox", "cleanup"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert swept.returncode == 0, swept.stderr
+    assert not root.exists() and disk.mounts_under(root) == []
+    assert not root.with_name(root.name + ".owner").exists()
+    assert not any(group.exists() for group in groups)
+    assert not stage.exists()
