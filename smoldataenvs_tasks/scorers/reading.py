@@ -145,7 +145,7 @@ _new = tuple.__new__
 
 _FENCE = re.compile(r"```[\w+-]*")
 # `**` between digits is Python's power ("4.2*10**3"), not bold.
-_MARKUP = re.compile(r"(?<!\d)\*\*|\*\*(?!\d)|__|`")
+_MARKUP = re.compile(r"(?<!\d)\*\*|\*\*(?![-\d])|__|`")
 _LATEX_WRAPPER = re.compile(
     r"\\(?:boxed|text|textbf|textrm|mathrm|mathbf|operatorname|displaystyle|left|right)\b"
 )
@@ -787,7 +787,8 @@ def _comparisons(before: str, after: str) -> tuple[frozenset[str], str, str]:
         for match in _COMPARISON.finditer(clause):
             words = _WORD.findall(clause[match.end() :].lower())
             if _is_statistic(match):
-                near = not words
+                # "maximum 42", "a maximum of $42": right beside it; "the maximum = 42" names it
+                near = not clause[match.end() :].strip(" \t$\u20ac\u00a3\u00a5\u20b9")
             else:
                 near = all(word in _BETWEEN_WORDS for word in words)
             if near:
@@ -1038,21 +1039,17 @@ _RANGE_GAP = re.compile(
 )
 _BETWEEN = re.compile(r"(?i:\b(?:between|from)\s*(?:[$€£¥₹]\s*)?)$")
 _AND_GAP = re.compile(r"\s*(?i:and|to|&)\s*(?:[$€£¥₹]\s*)?")
+# A negative exponent or divisor is still one expression ("10^{-3}", "12/-3").
 _OPERATOR_GAP = re.compile(
-    r"[\s)\]]*(?:\*\*|[/^*×÷·+]|\\(?:cdot|times|div|over))[\s(\[{]*|\s*}\s*{\s*"
+    r"[\s)\]]*(?:\*\*|[/^*×÷·+]|\\(?:cdot|times|div|over))[\s(\[{]*-?|\s*}\s*{\s*|\s+[xX]\s+"
 )
-# A power written with superscripts, a vulgar fraction after digits, `**` (issue 46: "4.2×10³",
-# "10⁻⁴", "42²", "12½" were not read as expressions), a named function called on a number.
+# A power written with superscripts or `**` (issue 46: "4.2×10³", "10⁻⁴", "42²" were not read
+# as expressions), a named function called on a number. A vulgar fraction after digits ("12½")
+# is a mixed number, marked in `_value` and not valued: math-verify reads it as the integer.
 _SUPERSCRIPTS = "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a"
-_VULGAR = {
-    "\u00bd": 1 / 2, "\u2153": 1 / 3, "\u2154": 2 / 3, "\u00bc": 1 / 4, "\u00be": 3 / 4,
-    "\u2155": 1 / 5, "\u2156": 2 / 5, "\u2157": 3 / 5, "\u2158": 4 / 5, "\u2159": 1 / 6,
-    "\u215a": 5 / 6, "\u2150": 1 / 7, "\u215b": 1 / 8, "\u215c": 3 / 8, "\u215d": 5 / 8,
-    "\u215e": 7 / 8, "\u2151": 1 / 9, "\u2152": 1 / 10,
-}  # fmt: skip
 _MATH_MARK = re.compile(
     r"\\(?:frac|dfrac|tfrac|sqrt|pi|cdot|times|div|log|ln|exp|binom)|[√π^]|\*\*"
-    r"|(?<=\d)[" + _SUPERSCRIPTS + "".join(_VULGAR) + r"]"
+    r"|(?<=\d)[" + _SUPERSCRIPTS + r"]"
     r"|(?i:\b(?:" + _FUNCTION_NAMES + r")\s*\()"
 )
 _SUPERSCRIPT_RUN = re.compile("[" + _SUPERSCRIPTS + "]+")
@@ -1412,7 +1409,7 @@ _SPECIAL_WORDS = (
     | frozenset(
         "minus negative percent pct per cent thousands hundreds millions billions trillions"
         " bp bps bip bips basis before after since prior earlier later"
-        " between from to and or through thru until till no"
+        " between from to and or through thru until till no lakhs lacs crores milliards"
         # a unit of area or volume, and the words that make a number a function of it
         " sq square cu cubic cube root sqrt log logarithm ln exp factorial twice double triple"
         " half inverse reciprocal squared cubed".split()
@@ -1514,7 +1511,8 @@ _STRUCTURE_WORDS = (
     _TOKEN_WORDS
     | frozenset(_MAGNITUDES)
     | frozenset(
-        "thousands hundreds millions billions trillions percent pct per cent"
+        "thousands hundreds millions billions trillions lakhs lacs crores milliards percent pct"
+        " per cent"
         " to through thru until till and between from of".split()
     )
 )
@@ -1721,7 +1719,6 @@ _EXPRESSIONS = (
         re.compile(_SIGNED + r"(?:\\times|\\cdot|×|\*|x|X|·)10\^\{?([-+]?\d+)\}?"),
         "scientific",
     ),
-    (re.compile(r"(-?)(\d+)([" + "".join(_VULGAR) + r"])"), "mixed"),
     # a product (issue 33: "2 \\times 42" and "-1 \\times 42" passed for 42); after the
     # scientific form, which it would not match anyway (the `^` is left over).
     (re.compile(_SIGNED + r"(?:\\times|\\cdot|×|\*|·)" + _SIGNED), "product"),
@@ -1759,15 +1756,19 @@ def _expression(text: str) -> Expr:
                 return Expr(float(base**exponent))
             if kind == "root":
                 return Expr(float(found.group(1)) ** 0.5)
-            if kind == "mixed":
-                whole = float(found.group(2)) + _VULGAR[found.group(3)]
-                return Expr(-whole if found.group(1) else whole)
             if kind == "product":
                 return Expr(float(found.group(1)) * float(found.group(2)))
             return Expr(float(found.group(1)) * 10.0 ** int(found.group(2)))
         except (ZeroDivisionError, OverflowError, ValueError, TypeError):
             return _EXPR
+    # "The answer is 2²", "Result: sqrt(49)": the expression after the words (issue 46).
+    lead = _WORDS_LEAD.match(text)
+    if lead is not None and 0 < lead.end() < len(text):
+        return _expression(text[lead.end() :])
     return _EXPR
+
+
+_WORDS_LEAD = re.compile(r"\s*(?:[A-Za-z]+[:,]?[ \t]+)+")
 
 
 def _superscript_power(run: re.Match[str]) -> str:

@@ -213,6 +213,11 @@ def _close(g: float, c: float, rel: float, abs_: float) -> bool:
     return diff <= abs_ or diff / max(abs(g), 1e-9) <= rel
 
 
+def _same(g: float, c: float, rel: float, abs_: float) -> bool:
+    """`_close`, or equal but for float rounding (a magnitude applied: 47 bps is 0.47%)."""
+    return _close(g, c, rel, abs_) or abs(g - c) <= 1e-9 * max(abs(g), abs(c))
+
+
 def _disagreement(
     gold: Reading, cand: Reading, rel: float, abs_: float, scaled: bool, symbolic: bool
 ) -> str | None:
@@ -244,10 +249,17 @@ def _disagreement(
         return "dates"
     # The numeric rung's first number is not an expression's value. Where math-verify judges,
     # a simple expression strict values itself must come to the other side's value.
+    # An expression strict values and finds equal to the other side stands on any rung: the
+    # rung read some number of it, but the side says the other's value ("4.2×10^-2" for 0.042,
+    # accepted by the ×100 bridge on its 4.2; issue 46).
     if type(gold) is Expr:
-        return _expression_disagreement(gold, cand, rel, abs_) if symbolic else "one_expression"
+        if symbolic:
+            return _expression_disagreement(gold, cand, rel, abs_)
+        return None if _expression_agrees(gold, cand, rel, abs_) else "one_expression"
     if type(cand) is Expr:
-        return _expression_disagreement(cand, gold, rel, abs_) if symbolic else "one_expression"
+        if symbolic:
+            return _expression_disagreement(cand, gold, rel, abs_)
+        return None if _expression_agrees(cand, gold, rel, abs_) else "one_expression"
     if type(gold) is Range and type(cand) is Range:
         for gold_end, cand_end in ((gold.low, cand.low), (gold.high, cand.high)):
             rule = _values(gold_end, cand_end, rel, abs_, False, symbolic)
@@ -276,6 +288,22 @@ def _disagreement(
 
 def _date_only(key: tuple) -> tuple:
     return key[:-1] if key and type(key[-1]) is frozenset else key
+
+
+def _expression_agrees(expression: Expr, other: Reading, rel: float, abs_: float) -> bool:
+    """Whether strict values `expression` and it comes to `other`'s value under the row's
+    tolerances (no slack for math-verify's rounding: no math-verify here)."""
+    if expression.value is None:
+        return False
+    if type(other) is Value:
+        if other.comparison or other.percent:
+            return False
+        target = other.number
+    elif type(other) is Expr and other.value is not None:
+        target = other.value
+    else:
+        return False
+    return _same(expression.value, target, rel, abs_)
 
 
 def _expression_disagreement(
@@ -307,7 +335,7 @@ def _values(
         if gold.percent == cand.percent:
             # 50 bps for 0.5%: two percentages of one value, one of them in basis points; the
             # ×100 bridge only met the digits (issue 46).
-            if gold.magnitude == cand.magnitude or not _close(gold.number, cand.number, rel, abs_):
+            if gold.magnitude == cand.magnitude or not _same(gold.number, cand.number, rel, abs_):
                 return "percent_bridge"
             return _qualifiers(gold, cand)
         # The percentage side must be the fraction times 100, not the other way round.

@@ -189,7 +189,11 @@ side_texts = st.one_of(
             ["12", "7", "1,234", "0.5", "-3", "2019-05-01", "May", "2019", "Q3", "or", "and",
              "maybe", "years", "to", ",", ";", "-", "k", "%", "$", "between", "thousand",
              "seventeen", "1 000", "3.5e-3", "\u221212", "**", "\\boxed{", "}", "?", "(",
-             ")", "[", "]", "percent", "\u20ac", "USD", "$$", "\\text{", "{"]
+             ")", "[", "]", "percent", "\u20ac", "USD", "$$", "\\text{", "{",
+             # issue 46: space-grouped decimals, glued signs, magnitudes, markup and rules
+             "1 234.56", "234.5", "1\u00a0234.5", "42!", "42()", "!", "lakh", "MM", "Mrd.", "sq",
+             "ft", "\u00b2", "\u2030", "<b>", "</b>", "<|im_end|>", "|---|", ">>>", "CO2", "1990s",
+             "not", "maximum", "is", "over", "\u00d710\u00b3", "\u00bd"]
         ),
         max_size=7,
     ).map(" ".join),
@@ -308,6 +312,32 @@ quick_shape_texts = st.one_of(
 )
 
 
+# Issue 46: a number grouped by spaces before its decimals ("1 234.56") is one number in the
+# token pattern; the quick paths read it as two. Generated with the words around it that send a
+# side down each quick path (plain words, a hedge, a list, a unit, a sign).
+space_grouped_texts = st.builds(
+    "{}{}{}{}{}{}".format,
+    st.sampled_from(["", "The total is ", "about ", "-", "$", "12 or ", "12, ", "Class "]),
+    st.from_regex(r"[1-9]\d{0,3}", fullmatch=True),
+    st.sampled_from([" ", "\u00a0", "\u202f", "  "]),
+    st.from_regex(r"\d{2,4}", fullmatch=True),
+    st.sampled_from([".5", ".56", ".", "", " 789.1"]),
+    st.sampled_from(["", " years", "%", " or 17", ", 3", "!", "."]),
+)
+
+
+@PROPERTY
+@given(text=space_grouped_texts, whole=st.booleans())
+def test_issue_46_space_grouped_decimals_read_exactly_as_the_full_reading(text, whole) -> None:
+    assert reading._read(text, whole=whole) == _full(text, whole), text
+    _same_reading(text)
+
+
+def test_issue_46_a_space_grouped_decimal_is_one_number() -> None:
+    assert read("1 234.56") == read("1234.56")._replace(plain=False)
+    assert read_words("The total is 1 234.56", "the total is 1 234.56".split()) is None
+
+
 @PROPERTY
 @given(text=quick_shape_texts, whole=st.booleans())
 def test_issue_33_quick_shapes_read_exactly_as_the_full_reading(text: str, whole: bool) -> None:
@@ -371,6 +401,18 @@ word_texts = st.lists(
                 "-",
                 "km",
                 "USD",
+                # issue 46
+                "234.56",
+                "1",
+                "42!",
+                "12(",
+                "lakhs",
+                "crore",
+                "sq",
+                "ft",
+                "squared",
+                "maximum",
+                "over",
             ]
         ),
         st.from_regex(r"-?\d{1,5}(\.\d{1,2})?", fullmatch=True),
