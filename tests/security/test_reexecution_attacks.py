@@ -18,12 +18,10 @@ from click.testing import CliRunner, Result
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.results.load.inputs import load_runs
-from smoldataenvs_tasks.results.publish.submission import submission_json
 from smoldataenvs_tasks.results.verify.reexecute import _limits
 from tests.replies import REVENUE_TASK, agentic_row, fenced, forge_revenue_as_gold, write_jsonl
 from tests.report.conftest import run_inspect
 from tests.report.replays import MIXED, Reply, gold_completions, write_replay
-from tests.report.synthetic import synthetic_submission
 from tests.sandboxes.helpers import require_kind
 
 KINDS = [pytest.param("bwrap", id="bwrap"), pytest.param("docker", marks=pytest.mark.docker)]
@@ -254,18 +252,21 @@ def test_a_nul_byte_in_an_honest_agents_command_fails_no_entry(program_log, kind
 # --- what the verifier runs in, and how an unreplayable entry is listed -------------------------
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize("command", ["verify", "leaderboard"])
 @pytest.mark.parametrize("reexecute", [["--reexecute"], []])
-def test_the_local_sandbox_is_refused_for_verify_and_leaderboard(command, reexecute, tmp_path):
+def test_the_local_sandbox_is_refused_for_verify_and_leaderboard(
+    program_log, command, reexecute, tmp_path
+):
     """Issue 44: `--sandbox local` ran submitted programs as root on the verifier's host after
-    one warning."""
-    path = tmp_path / "submission.json"
-    path.write_bytes(submission_json(synthetic_submission("m", [[1.0], [0.0]])))
-    result = invoke(command, path, "--logs", tmp_path, *reexecute, "--sandbox", "local")
+    one warning. An honest run's submission and logs: nothing else stands in the way."""
+    sub = report(tmp_path / "r", program_log)
+    extra = ["--out", tmp_path / "lb"] if command == "leaderboard" else []
+    options = ["--logs", program_log, *reexecute, "--sandbox", "local", *extra]
+    result = invoke(command, sub, *options)
     assert result.exit_code == 2, result.output
     [line] = result.output.strip().splitlines()
     assert "--sandbox local runs submitted programs unconfined on this machine" in line
+    assert not (tmp_path / "lb").exists()
 
 
 CLOCK = Reply(fenced("import time\nprint(time.time_ns())"), "wrong_value")

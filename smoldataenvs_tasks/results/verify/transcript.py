@@ -183,9 +183,14 @@ def check_transcript(runs: Sequence[Run]) -> Check:
     for run in runs:
         if run.framework != "inspect_ai" or run.location is None:
             continue
-        for sample in _inspect_samples(run.location, run.source):
-            n_samples += 1
-            found += [f"{run.source}: {line}" for line in derived_mismatches(sample)]
+        try:
+            for sample in _inspect_samples(run.location, run.source):
+                n_samples += 1
+                found += [f"{run.source}: {line}" for line in derived_mismatches(sample)]
+        except RunLoadError as exc:
+            # This submission's messages cannot be read: it fails, and a leaderboard's other
+            # submissions are still verified.
+            return Check("transcript", FAIL, str(exc))
     if found:
         more = f" (and {len(found) - _LISTED} more)" if len(found) > _LISTED else ""
         return Check(
