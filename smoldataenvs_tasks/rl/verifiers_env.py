@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.rl.dataset import rl_dataset
 from smoldataenvs_tasks.rl.reward import (
     SOURCE_COLUMNS,
@@ -63,8 +64,25 @@ def rubric_function(reward: ProgramReward) -> Any:
     return smoldataenvs_program
 
 
-def _rubric_class() -> Any:
+class VerifiersVersionError(SmolDataEnvsError, ImportError):
+    """The installed verifiers has no SingleTurnEnv/Rubric (0.4 and later)."""
+
+
+def _verifiers() -> Any:
+    """verifiers, when it still has the API this environment is built on (the 0.3 line)."""
     import verifiers as vf
+
+    if not all(hasattr(vf, name) for name in ("SingleTurnEnv", "Rubric")):
+        raise VerifiersVersionError(
+            f"verifiers {getattr(vf, '__version__', '?')} has no SingleTurnEnv/Rubric (0.4 kept "
+            "only its v1 Taskset/Harness API): install the rl extra's verifiers, "
+            "pip install 'verifiers>=0.3.1,<0.4'"
+        )
+    return vf
+
+
+def _rubric_class() -> Any:
+    vf = _verifiers()
 
     class ProgramRubric(vf.Rubric):
         """verifiers' Rubric, except that a rollout its function could not grade for a reason
@@ -102,7 +120,7 @@ def load_environment(
     """A `verifiers.SingleTurnEnv` over `split`'s program task, its rubric our reward;
     `env_options` go to `SingleTurnEnv` (e.g. `eval_dataset`)."""
     dataset = rl_dataset(split, mirror=mirror, revision=revision, allow_heldout=allow_heldout)
-    import verifiers as vf
+    vf = _verifiers()
 
     dataset = dataset.map(
         lambda row: {"info": {name: row[name] for name in ("task_id", *SOURCE_COLUMNS)}},

@@ -127,3 +127,31 @@ def test_vf_eval_against_an_openai_compatible_server(tmp_path):
     }
     assert rewards.pop(MISSING_TABLE_TASK) == 0.0  # no reward is "none" in verifiers
     assert set(rewards.values()) == {1.0} and len(rewards) == 9
+
+
+@pytest.mark.slow
+def test_verifiers_0_4_is_one_line_naming_the_version_to_install(tmp_path):
+    # verifiers 0.4's package root as it ships (its v1 API lives in verifiers.v1; no
+    # SingleTurnEnv or Rubric at the top), first on the path of a fresh interpreter.
+    root = tmp_path / "site" / "verifiers"
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text('"""The verifiers package root."""\n__version__ = "0.4.0"\n')
+    code = (
+        "from smoldataenvs_tasks.rl import load_environment\n"
+        "from smoldataenvs_tasks.errors import SmolDataEnvsError\n"
+        "try:\n"
+        "    load_environment('sample')\n"
+        "except SmolDataEnvsError as error:\n"
+        "    print(error)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "site")},
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    [line] = run.stdout.strip().splitlines()
+    assert "verifiers 0.4.0 has no SingleTurnEnv/Rubric" in line
+    assert "pip install 'verifiers>=0.3.1,<0.4'" in line
