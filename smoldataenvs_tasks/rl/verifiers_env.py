@@ -82,9 +82,9 @@ def _verifiers() -> Any:
 
 
 def _rubric_class() -> Any:
-    vf = _verifiers()
+    rubric: Any = _verifiers().Rubric
 
-    class ProgramRubric(vf.Rubric):
+    class ProgramRubric(rubric):
         """verifiers' Rubric, except that a rollout its function could not grade for a reason
         of the run's raises `RewardInfrastructureError` instead of scoring 0.0."""
 
