@@ -26,11 +26,15 @@ from typing import Any
 #        hides the python block after it (it read as no_answer); a program holding a NUL is
 #        syntax_error without running and a lone surrogate reads as U+FFFD (both errored the
 #        sample, or the run). Rewards change only where there was no verdict or no_answer.
-GRADER_VERSION = "1.4.0"
+# 1.4.1: strict only (issue 46): comparison words count in the number's own clause, markup, chat
+#        tokens, sessions and table rules are removed, glued numbers and functions of a number,
+#        the whole magnitude table, powers of ten, basis points, per mille, a date written twice
+#        and units of area are read as docs/scoring.md "Round 3" says. Default unchanged.
+GRADER_VERSION = "1.4.1"
 # Every GRADER_VERSION whose verdicts differ from the one before, oldest first. The Inspect task
 # version's number is this tuple's length ("2-A"), so a log's task version names the verdict
 # rules it was scored by (versions before 1.1.0 all ran as task version 1).
-VERDICT_GENERATIONS = ("1.1.0", "1.2.0", "1.3.0", "1.3.1", "1.4.0")
+VERDICT_GENERATIONS = ("1.1.0", "1.2.0", "1.3.0", "1.3.1", "1.4.0", "1.4.1")
 # The profiles of the one ladder (docs/scoring.md): the published grader, and strict.
 GRADER_PROFILES = ("default", "strict")
 DEFAULT_PROFILE = "default"
