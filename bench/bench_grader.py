@@ -23,6 +23,9 @@ What is timed, in one process pinned to one core, each contender on the same tup
   and wrong values), the pairs the published ladder settles without math-verify;
 * `mix`: the same answers, all of them: every rung, math-verify included (a third of them reach
   it in the original);
+* `session`: answers as a data-analysis session ends them (issue 46: explanations, printouts,
+  glued names, functions of the value, magnitude words, powers of ten; `session_set`), the
+  pairs the published ladder settles without math-verify;
 * `corpus`: the pairs of `tests/scorers/fuzz_corpus.py` that no grader sends to math-verify (the
   audit's measure of issue 25; heavy in hedges, signs and labels, where strict reads both sides);
 * `rungs`: one set per rung (exact, numeric, numeric_scaled, list), every pair distinct, and
@@ -358,8 +361,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        default="realistic,mix,corpus,rungs,symbolic",
-        help="comma list of: realistic, mix, corpus, rungs, symbolic",
+        default="realistic,session,mix,corpus,rungs,symbolic",
+        help="comma list of: realistic, session, mix, corpus, rungs, symbolic",
     )
     args = parser.parse_args()
     groups = set(args.only.split(","))
@@ -410,6 +413,53 @@ def realistic_set() -> Pairs:
     return pairs
 
 
+def session_set(n: int = 1_200, seed: int = 46) -> Pairs:
+    """Answers as a data-analysis session ends them (issue 46), right and wrong, from the word
+    lists of `tests/scorers/test_strict_round3.py`'s strategies: explanations with comparison
+    words in other clauses or next to the number, printouts (tags, chat tokens, sessions, a
+    one-cell table), glued names and dtypes, functions of the value, magnitude words, powers of
+    ten."""
+    from tests.scorers import test_strict_round3 as r3
+
+    def pick(strategy):  # the list a `sampled_from` strategy draws from
+        return rnd.choice(strategy.elements)
+
+    rnd = random.Random(seed)
+    pairs: Pairs = []
+    for i in range(n):
+        g = rnd.choice([str(rnd.randint(2, 99_999)), f"{rnd.uniform(1, 9_999):.2f}"])
+        w = str(round(float(g) * rnd.choice([0.5, 1.5, 3]) + 1, 2))
+        kind = i % 8
+        if kind == 0:
+            cand = f"{pick(r3.NARRATION)}{pick(r3.CLAUSE_ENDS)}the {pick(r3.STATISTICS)} "
+            cand += f"{pick(r3.COPULAS)} {g}{pick(r3.AFTERWORDS)}"
+        elif kind == 1:
+            cand = f"{pick(r3.NARRATION)}, the {pick(r3.STATISTICS)}: {pick(r3.BOUNDS_BEFORE)} {g}"
+        elif kind == 2:
+            open_, close = pick(r3.TAGS)
+            cand = f"{open_}{rnd.choice([g, w])}{close}{pick(r3.CHAT_TOKENS)}"
+        elif kind == 3:
+            value = rnd.choice([g, w])
+            cand = rnd.choice(
+                [f">>> {pick(r3.EXPRESSIONS)}\n{value}", f"In [3]: {pick(r3.EXPRESSIONS)}\nOut[3]: {value}",
+                 f"| {pick(r3.STATISTICS)} |\n|---|\n| {value} |"]
+            )  # fmt: skip
+        elif kind == 4:
+            g = str(rnd.randint(2, 64))
+            cand = rnd.choice([f"{pick(r3.NAMES)}{g}", f"Name: count, dtype: int{g}", f"{g}!",
+                               f"sqrt({g})", f"{g}\u00b2", f"the square root of {g}"])  # fmt: skip
+        elif kind == 5:
+            cand = f"{g} {pick(r3.MAGNITUDE_WORDS)}"
+        elif kind == 6:
+            e = rnd.choice([-3, 2, 3, 6])
+            cand = rnd.choice([f"{g}\u00d710^{e}", f"{g} \\times 10^{{{e}}}", f"{g}\u00b710^{e}"])
+        else:
+            cand = rnd.choice([g, w, f"The answer is {g}.", f"about {w}"])
+        mode, atol, rtol = rnd.choice([("", 0.0, 0.0), ("numeric", 0.05, 0.01), ("", 1e-3, 1e-3)])
+        pairs.append((g, cand, _row(mode, atol, rtol)))
+    return pairs
+
+
 def _row(mode: str, atol: float, rtol: float) -> dict:
     return {"reward_mode": mode, "abs_tol": atol, "rel_tol": rtol}
 
@@ -447,6 +497,8 @@ def run(original: ModuleType | None, args: argparse.Namespace, groups: set, pinn
             sets["realistic (settled in-process)"] = _settled_in_process(realistic)
         if "mix" in groups:
             sets["every-rung mix (realistic, all)"] = realistic
+    if "session" in groups:
+        sets["session (issue 46, settled in-process)"] = _settled_in_process(session_set())
     if "corpus" in groups:
         sets["corpus (settled in-process)"] = corpus_set()
     if "rungs" in groups:
