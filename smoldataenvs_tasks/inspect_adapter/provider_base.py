@@ -29,7 +29,6 @@ docs/design.md "The sandbox contract").
 from __future__ import annotations
 
 import asyncio
-import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +51,7 @@ from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
 from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
 from smoldataenvs_tasks.sandboxes import base
 from smoldataenvs_tasks.sandboxes.kinds import SandboxKind
-from smoldataenvs_tasks.sandboxes.leftovers import new_empty_stage_dir
+from smoldataenvs_tasks.sandboxes.leftovers import new_empty_stage_dir, remove_empty_stage_dir
 from smoldataenvs_tasks.sandboxes.opening import SessionSource
 
 
@@ -128,13 +127,13 @@ async def start_over_stage_dir(
     owned = None
     stage_dir = metadata.get(STAGE_DIR_KEY)
     if not stage_dir:
-        owned = new_empty_stage_dir()  # named after us: swept if we die (sandboxes/leftovers)
+        owned = new_empty_stage_dir()  # ours under a lock: swept if we die (sandboxes/leftovers)
         stage_dir = str(owned)
     try:
         return await start(Path(stage_dir)), owned
     except BaseException as error:
         if owned is not None:
-            shutil.rmtree(owned, ignore_errors=True)
+            remove_empty_stage_dir(owned)
         if isinstance(error, base.SandboxUnavailable):
             raise unavailable(provider, error) from error
         raise
@@ -229,7 +228,7 @@ class SessionSandboxEnvironment(SandboxEnvironment):
 
             def remove_owned(owned: Path | None = owned) -> None:
                 if owned is not None:
-                    shutil.rmtree(owned, ignore_errors=True)
+                    remove_empty_stage_dir(owned)
 
             if interrupted or cls.kind.spares is None:
                 # Closed before returning (a cancelled sample's too: Inspect shields this call,

@@ -9,7 +9,7 @@ a later process can tell a dead owner's from a live one's and remove it:
 - bwrap session cgroups (`cgroups.reap_stale`), named after their owner's pid and their session:
   kept while that session's lock is held, whatever the pid says;
 - the empty stage directories a provider makes for a sample that has none
-  (`new_empty_stage_dir`, swept here);
+  (`new_empty_stage_dir`, claimed as stage dirs are; an older version's named after its pid);
 - stage directories under `<cache>/stage/` (data/staging.py), each beside an owner lock its
   process holds while it lives (`_host.claim_dir`): removed once that lock is free, whatever
   their age, so a running eval's are never touched (another host's, on a shared cache, once
@@ -23,15 +23,21 @@ bwrap`. (Docker containers are swept by `docker.cleanup_stale`, by their labels.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import shutil
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smoldataenvs_tasks._host import Swept, pid_alive, stage_root, sweep_unowned
+from smoldataenvs_tasks._host import (
+    Swept,
+    claim_dir,
+    pid_alive,
+    release_dir,
+    stage_root,
+    sweep_unowned,
+)
 from smoldataenvs_tasks.sandboxes import cgroups, disk
 
 EMPTY_STAGE_PREFIX = "smoldataenvs-empty-stage-"
@@ -44,22 +50,26 @@ STAGE_FOREIGN_MAX_AGE_S = 6 * 3600
 
 
 def new_empty_stage_dir() -> Path:
-    """An empty stage dir for a sample without tables, named after this process."""
-    return Path(tempfile.mkdtemp(prefix=f"{EMPTY_STAGE_PREFIX}p{os.getpid()}-"))
+    """An empty stage dir for a sample without tables, this process's (an owner lock, as a
+    stage dir's) until `remove_empty_stage_dir` or its exit."""
+    name = f"{EMPTY_STAGE_PREFIX}{uuid.uuid4().hex[:16]}"
+    return claim_dir(Path(tempfile.gettempdir()) / name)
 
 
-def _stale_empty_stage_dirs(base: Path) -> list[Path]:
-    stale = []
-    for path in base.glob(f"{EMPTY_STAGE_PREFIX}*"):
-        owned = _OWNED.match(path.name)
-        if owned:
-            if not pid_alive(int(owned.group(1))):
-                stale.append(path)
-            continue
-        with contextlib.suppress(OSError):
-            if time.time() - path.stat().st_mtime > _UNOWNED_MAX_AGE_S:
-                stale.append(path)
-    return stale
+def remove_empty_stage_dir(path: Path) -> None:
+    release_dir(path)
+
+
+def _older_empty_stage_dir_gone(path: Path) -> bool:
+    """An older version's empty stage dir (no owner lock): gone when the pid in its name is, or
+    once old when it names none."""
+    owned = _OWNED.match(path.name)
+    if owned:
+        return not pid_alive(int(owned.group(1)))
+    try:
+        return time.time() - path.stat().st_mtime > _UNOWNED_MAX_AGE_S
+    except OSError:
+        return False
 
 
 @dataclass
@@ -95,9 +105,13 @@ def sweep(base: Path | None = None, cache: Path | None = None) -> Sweep:
             str(group)
             for group in cgroups.reap_stale(lambda token: disk.session_in_use(token, base))
         ]
-    for path in _stale_empty_stage_dirs(base):
-        shutil.rmtree(path, ignore_errors=True)
-        done.empty_stage_dirs.append(str(path))
+    empty = sweep_unowned(
+        base,
+        foreign_max_age_s=_UNOWNED_MAX_AGE_S,
+        prefix=EMPTY_STAGE_PREFIX,
+        unclaimed_gone=_older_empty_stage_dir_gone,
+    )
+    done.empty_stage_dirs = [str(path) for path in empty.removed]
     done.stage_root = stage_root(cache)
     with contextlib.suppress(OSError):
         done.stage_dirs = sweep_unowned(done.stage_root, foreign_max_age_s=STAGE_FOREIGN_MAX_AGE_S)
