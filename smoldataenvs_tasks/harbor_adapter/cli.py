@@ -47,8 +47,9 @@ def harbor() -> None:
     default="no-network",
     show_default=True,
     help="task.toml's network_mode. Harbor 0.26's docker environment enforces no-network with "
-    "an egress sidecar image from Docker Hub and refuses the task where it cannot; `public` "
-    "runs there with the engine's network (recorded in every task's metadata).",
+    "an egress sidecar made from Docker Hub images; where the engine cannot have them, "
+    "scripts/harbor refuses the run in one line. `public` runs there with the engine's network "
+    "(recorded in every task's metadata).",
 )
 @click.option("--task-id", "task_ids", multiple=True, help="Export only this task (repeatable).")
 @click.argument("out", type=click.Path(file_okay=False))

@@ -27,9 +27,9 @@ renamed into place; afterwards the directory goes back to its owner (Harbor's, o
 Outputs in `/logs/verifier/` (Harbor returns that directory to the host):
 
 * `reward.json`: `{"reward": 0|1}`, what Harbor should average, and nothing else. A task the
-  data cannot grade (its tables are missing, its row is invalid) gets `{}`: Harbor has no
-  "ungraded", so its mean counts it as 0, but the export's `metric.py` and `smoldataenvs report`
-  leave it out and count it;
+  data cannot grade (its tables are missing, its row is invalid) gets `{}`: Harbor 0.26 takes
+  empty rewards as no valid reward and leaves the trial out of its metrics (it has no
+  "ungraded"), as the export's `metric.py` and `smoldataenvs report` leave it out and count it;
 * `verdict.json`: `graded` (0|1), the Verdict (method, category, reason, the answer read), the
   task id, the grader version, the exported table digests: what `smoldataenvs verify --logs`
   regrades;
@@ -288,7 +288,7 @@ def outputs(task: Mapping[str, Any], verdict: Verdict) -> dict[str, str]:
     }
     reward = verdict.reward or 0.0
     # Harbor averages every key of reward.json: only the reward, and none for an ungraded task
-    # (Harbor's mean counts that as 0; metric.py leaves it out).
+    # (Harbor leaves empty rewards out of its metrics; metric.py leaves it out too).
     rewards = {"reward": reward} if verdict.graded else {}
     return {
         VERDICT_FILE: json.dumps(record, indent=2, sort_keys=True) + "\n",
@@ -336,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"smoldataenvs verifier: {error}")
         return 2
     try:
-        if survivors is not None:
+        # A task the data cannot grade stays ungraded whatever the agent left running.
+        if survivors is not None and not task.get("ungraded"):
             verdict = Verdict.broke_sandbox(survivors, str(task["grader"]))
         else:
             give_answer_to_agent()

@@ -48,9 +48,13 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not _engine():
         pytest.skip("no Docker engine answers")
     root = tmp_path_factory.mktemp("harbor")
-    export_dataset("sample", root / "export", network_mode=NETWORK)
-    image.build_grader_image(quiet=True)
-    return root
+    # The grader image is named by the package's files: built, then named by the export (again
+    # if a file of the package changed meanwhile, as in a checkout being edited).
+    for _ in range(3):
+        tag = image.build_grader_image(quiet=True)
+        if export_dataset("sample", root / "export", network_mode=NETWORK).grader_image == tag:
+            return root
+    pytest.fail("the package kept changing between the grader image's build and the export")
 
 
 def _harbor_job(workdir: Path, agent: str) -> Path:
@@ -116,12 +120,14 @@ def test_oracle_passes_every_gradable_task_and_counts_the_one_without_tables(ora
     ungraded = {tid for tid, t in run.tasks.items() if not t.graded}
     assert ungraded == {NO_TABLES_TASK}
     assert run.tasks[NO_TABLES_TASK].attempts[0].verdict.detail == "table_unavailable"
-    # Harbor's own reward for it is empty (its mean counts that 0); the exported metric leaves it
-    # out, and `graded: 0` is in verdict.json.
+    # Harbor's own reward for it is empty, which Harbor leaves out of its mean (1.0 over the 9
+    # graded, as our pass@1), and `graded: 0` is in verdict.json.
     trial = next(oracle_job.glob("sample__0009__returns*"))
     rewards = json.loads((trial / "result.json").read_text())["verifier_result"]["rewards"]
     assert rewards == {}
     assert json.loads((trial / "verifier" / "verdict.json").read_text())["graded"] == 0
+    [evals] = json.loads((oracle_job / "result.json").read_text())["stats"]["evals"].values()
+    assert evals["metrics"] == [{"mean": 1.0}]
 
 
 def test_nop_scores_zero(nop_job: Path):

@@ -78,8 +78,8 @@ def test_an_ungraded_export_task_is_ungraded_in_the_run(tmp_path):
         {"grader": "default", "ungraded": {"reason": "table_unavailable", "detail": "no t.csv"}}
     )
     _trial(job, "a__1", ungraded, "a/1")
-    # reward.json holds what Harbor averages, nothing for an ungraded task (Harbor's mean counts
-    # it 0; metric.py and our reports leave it out); `graded` is in verdict.json.
+    # reward.json holds what Harbor averages, nothing for an ungraded task (Harbor, metric.py and
+    # our reports leave it out); `graded` is in verdict.json.
     rewards = json.loads((job / "a__1" / "verifier" / "reward.json").read_text())
     assert rewards == {}
     assert json.loads((job / "a__1" / "verifier" / "verdict.json").read_text())["graded"] == 0
