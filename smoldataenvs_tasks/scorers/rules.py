@@ -69,7 +69,8 @@ STRICT_RULES: tuple[StrictRule, ...] = (
     StrictRule(
         "magnitude",
         _VALUE_RUNGS,
-        "a magnitude word or suffix that makes the number another; basis points for a percentage",
+        "a magnitude word or suffix that makes the number another (the table is closed: k, M, "
+        "MM, bn, lakh, crore, Mrd., Tsd., ...); basis points or per mille for a percentage",
         Example(">50K", "more than 50K", "numeric"),
         Example("12", "12k", "numeric"),
     ),
@@ -77,7 +78,7 @@ STRICT_RULES: tuple[StrictRule, ...] = (
         "comparison",
         _VALUE_RUNGS,
         "comparisons, negations and sign hedges that differ, on numbers, money, units, years and "
-        "dates alike",
+        "dates alike, each read in its number's own clause and next to it",
         Example(">50K", "more than 50K", "numeric"),
         Example("12", "at least 12", "numeric"),
     ),
@@ -85,7 +86,8 @@ STRICT_RULES: tuple[StrictRule, ...] = (
         "label_words",
         _VALUE_RUNGS,
         "a gold whose number follows a word answered without that word or with the label "
-        "extended; two different units after the number",
+        "extended; two different units after the number (`sq m` and `sq ft` too); a number "
+        "glued to a name (`CO2`, `uint8`) or a decade (`1990s`) for the number",
         Example("12 years", "12 yrs", "numeric"),
         Example("12 years", "12 months", "numeric"),
     ),
@@ -121,7 +123,8 @@ STRICT_RULES: tuple[StrictRule, ...] = (
         "one_expression",
         ("math_verify",),
         "at math-verify's rung, a side that is neither one value nor one expression, or an "
-        "expression strict can value that does not come to the other side's value",
+        "expression strict can value that does not come to the other side's value; on any rung, "
+        "a function of the number (`sqrt(42)`, `42!`, `42²`, `12½`) for the number",
         Example("0.75", "\\frac{3}{4}", ""),
         # "17 | 12" was this rule's example until issue 33 made ` | ` a list separator: it is
         # now refused as a list for one value (list_rung_only).

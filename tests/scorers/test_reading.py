@@ -488,3 +488,26 @@ def test_every_number_word_and_pair_of_them_matches_as_the_alternation_did() -> 
     for text in texts:
         old, new = _ALTERNATION.match(text), _TRIE.match(text)
         assert (old and old.span()) == (new and new.span()), text
+
+
+# --- issue 46: the comparison pattern tried only where its gate says one can start -------------
+
+comparison_texts = st.lists(
+    st.one_of(
+        st.sampled_from(reading._COMPARISON_FIRST_WORDS),
+        st.sampled_from(
+            ["than", "least", "most", "of", "the", "very", "but", "isn't", "n't", "42", "less",
+             "fewer", "more", "<", ">", "=", "!", "+", "/", "-", "\\geq", "\\pm", "\\le", "\u2265",
+             "\u00b1", "Not", "AT", "Least", "excess", "upwards", "plus", "moreover", "notable"]
+        ),
+        st.from_regex(r"[A-Za-z]{1,5}", fullmatch=True),
+    ),
+    max_size=8,
+).flatmap(lambda words: st.sampled_from([" ", "", ", "]).map(lambda gap: gap.join(words)))  # fmt: skip
+
+
+@PROPERTY
+@given(text=comparison_texts)
+def test_issue_46_gated_comparison_matches_are_the_pattern_s_own(text: str) -> None:
+    gated = [m.span() for m in reading._comparison_matches(text)]
+    assert gated == [m.span() for m in reading._COMPARISON.finditer(text)], text
