@@ -77,3 +77,32 @@ def test_compare_needs_one_run_per_side(inspect_gold_log, inspect_mixed_log, tmp
     result = CliRunner().invoke(main, ["compare", str(both), str(inspect_mixed_log)])
     assert result.exit_code != 0
     assert "holds 2 runs" in result.output
+
+
+@pytest.mark.slow  # two whole Inspect evals: an errored original and its eval-retry
+def test_compare_reads_an_eval_retry_folder_as_report_does(
+    sandbox_kind, inspect_mixed_log, tmp_path
+):
+    """Issue 43: `compare` refused a folder that `report` accepted, an errored run finished with
+    `inspect eval-retry` (two logs of one run id): it is the retry, with report's note."""
+    from inspect_ai import eval_retry
+
+    from tests.report.conftest import run_inspect
+    from tests.report.replays import write_replay
+
+    replay = write_replay(tmp_path / "replay.jsonl", MIXED, drop=("sample/0002/survey.ipynb_qa_1",))
+    original = run_inspect(replay, tmp_path / "logs", label="mixed", fail_on_error=True)
+    write_replay(replay, MIXED)
+    [retried] = eval_retry(str(original), log_dir=str(tmp_path / "logs"), display="none")
+    assert retried.status == "success"
+    reported = CliRunner().invoke(
+        main, ["report", str(tmp_path / "logs"), "--out", str(tmp_path / "r")]
+    )
+    assert reported.exit_code == 0, reported.output
+    result = CliRunner().invoke(
+        main, ["compare", str(tmp_path / "logs"), str(inspect_mixed_log), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"note: {original.name} (error): superseded by" in result.output
+    body = json.loads(result.output[result.output.index("{") :])
+    assert body["a"]["source"] != original.name and body["n_flips"] == 0

@@ -30,6 +30,7 @@ from smoldataenvs_tasks.results.model.runs import (
     Run,
     TaskAttempts,
     grader_version_of,
+    public_model_name,
     tables_key,
 )
 from smoldataenvs_tasks.results.model.schema import ProtocolSettings, Sampling
@@ -319,7 +320,8 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         source=name,
         framework="inspect_ai",
         framework_version=packages.get("inspect_ai"),
-        model=str(spec.model),
+        # `hf//root/models/x` names the model by a folder of this machine: its last part only.
+        model=public_model_name(*str(spec.model).split("/", 1)),
         task_name=str(spec.task),
         split=provenance["split"] or str(task_args.get("split") or "unknown"),
         variant=variant,
@@ -355,13 +357,16 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
 
 
 def _span(sample: Any) -> tuple[Any, Any]:
-    """The first and last time a sample recorded: its start and end and its events' times."""
+    """The first and last time a sample ran: its start and end and its model calls' times. Not
+    every event's: a `smoldataenvs regrade` (Inspect's `score`) adds score events later."""
     times = [
         moment(getattr(sample, "started_at", None)),
         moment(getattr(sample, "completed_at", None)),
     ]
     times += [
-        moment(getattr(event, "timestamp", None)) for event in getattr(sample, "events", None) or []
+        moment(getattr(event, "timestamp", None))
+        for event in getattr(sample, "events", None) or []
+        if getattr(event, "event", None) == "model"
     ]
     known = [t for t in times if t is not None]
     return (min(known), max(known)) if known else (None, None)

@@ -45,6 +45,7 @@ from smoldataenvs_tasks.results.model.runs import (
     Run,
     TaskAttempts,
     grader_version_of,
+    public_model_name,
     tables_key,
 )
 from smoldataenvs_tasks.results.model.schema import ProtocolSettings
@@ -111,13 +112,10 @@ def _number(value: Any, where: str) -> float | int | None:
 
 
 def _lm_eval_model(config: dict[str, Any], model_name: Any) -> str:
-    """`<backend>/<model>` like Inspect's model names (`hf/Qwen/...`); file paths (the replay
-    model's `path=`) shortened to their stem so no machine path lands in a report."""
+    """`<backend>/<model>` like Inspect's model names (`hf/Qwen/...`), with no machine path
+    (`runs.public_model_name`)."""
     backend = str(config.get("model") or "unknown")
-    name = model_name if isinstance(model_name, str) else ""
-    if name.endswith((".jsonl", ".json")) or name.startswith("/"):
-        name = Path(name).stem
-    return f"{backend}/{name}" if name else backend
+    return public_model_name(backend, model_name if isinstance(model_name, str) else "")
 
 
 def _parse_verdict(raw: Any, where: str) -> tuple[Verdict, dict[str, str] | None]:
