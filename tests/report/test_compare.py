@@ -80,7 +80,7 @@ def test_compare_needs_one_run_per_side(inspect_gold_log, inspect_mixed_log, tmp
 
 
 @pytest.mark.slow  # two whole Inspect evals: an errored original and its eval-retry
-def test_compare_reads_an_eval_retry_folder_as_report_does(
+def test_compare_and_cost_read_an_eval_retry_folder_as_report_does(
     sandbox_kind, inspect_mixed_log, tmp_path
 ):
     """Issue 43: `compare` refused a folder that `report` accepted, an errored run finished with
@@ -106,3 +106,19 @@ def test_compare_reads_an_eval_retry_folder_as_report_does(
     assert f"note: {original.name} (error): superseded by" in result.output
     body = json.loads(result.output[result.output.index("{") :])
     assert body["a"]["source"] != original.name and body["n_flips"] == 0
+
+    # The cost counts the tokens of the attempts the retry ran again, spent twice (the retry's
+    # log records only its own), and the samples it copied once: it undercounted.
+    from inspect_ai.log import read_eval_log
+
+    first, again = read_eval_log(str(original)), read_eval_log(retried.location)
+    copied = {sample.uuid for sample in again.samples or []}
+
+    def tokens(sample) -> int:
+        return sum(usage.input_tokens for usage in sample.model_usage.values())
+
+    spent = sum(map(tokens, again.samples or [])) + sum(
+        tokens(s) for s in first.samples or [] if s.uuid not in copied
+    )
+    sub = json.loads((tmp_path / "r" / "submission.json").read_text(encoding="utf-8"))
+    assert sub["cost"]["input_tokens"] == spent > sum(map(tokens, again.samples or []))

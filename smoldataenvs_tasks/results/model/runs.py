@@ -11,8 +11,8 @@ after loading (statistics, submission.json, report.md, compare) sees only this s
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 from smoldataenvs_tasks.data.source import Filters
 from smoldataenvs_tasks.results.model.errors import IncompatibleRunsError, RunLoadError
@@ -270,6 +270,7 @@ def dedupe_runs(runs: Sequence[Run]) -> tuple[list[Run], list[str]]:
         earlier_attempts = [r for r in group if r.attempt_id != latest_attempt.attempt_id]
         for run in same_attempt:
             run.retried = _accounted(run.retried, earlier_attempts)
+            _add_earlier_usage(run, earlier_attempts)
         for other in same_attempt:
             if other is best:
                 continue
@@ -306,6 +307,36 @@ def _accounted(retried: list[Retried], earlier_attempts: Sequence[Run]) -> list[
         if found:
             out.append(Retried(item.task_id, item.epoch, list(found), item.final))
     return out
+
+
+_USAGE_KEYS = ("input_tokens", "output_tokens", "total_seconds", "working_seconds")
+
+
+def _add_earlier_usage(run: Run, earlier_attempts: Sequence[Run]) -> None:
+    """Each retried attempt's usage with what its earlier attempts spent added: a sample that
+    errored after its model call (a lost sandbox) and was run again by `inspect eval-retry`
+    cost both calls, and the retry's log records only the second (issue 43: after eval-retry
+    the cost undercounted). Attempts the retry copied from its earlier attempt are not retried
+    and are counted once."""
+    retried = {(item.task_id, item.epoch) for item in run.retried}
+    for task_id, task in run.tasks.items():
+        for index, attempt in enumerate(task.attempts):
+            if (task_id, attempt.epoch) not in retried or attempt.usage is None:
+                continue
+            spent = [
+                earlier.usage
+                for other in earlier_attempts
+                if (found := other.tasks.get(task_id)) is not None
+                for earlier in found.attempts
+                if earlier.epoch == attempt.epoch and earlier.usage is not None
+            ]
+            if spent:
+                total = dict(attempt.usage)
+                for usage in spent:
+                    for key in _USAGE_KEYS:
+                        if usage[key] is not None:  # type: ignore[literal-required]
+                            total[key] = (total[key] or 0) + usage[key]  # type: ignore[literal-required]
+                task.attempts[index] = replace(attempt, usage=cast(AttemptUsage, total))
 
 
 def _profiles(run: Run) -> set[str]:
