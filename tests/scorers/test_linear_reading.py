@@ -165,6 +165,9 @@ PIECES = [
     "at least", "not", "minus", "min", "k", "thousand", "\\sqrt{", "}", "{", "\\frac{1}{2}",
     "^", "/", "|", "(", ")", "**", "`", "e", ":", "3:1", "\u2265", "\u00b1", "<", ">", "=", "?",
     "!", "_", "\u00e9", "\t", "x", "\\times", "&", ";", "+", "!!!!!!!!", "        ", "........",
+    # issue 46: markup, sessions, table rules, clauses, functions, powers, units of area
+    "<b>", "</b>", "<|im_end|>", ">>> ", "... ", "|---|", "over ", "maximum ", "is ", "sqrt(",
+    "\u00b2", "\u00d710", "\u00bd", "\u2030", "sq ", "ft", "lakh", "MM", "1990s", "CO2",
 ]  # fmt: skip
 
 
