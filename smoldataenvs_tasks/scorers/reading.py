@@ -912,6 +912,7 @@ _NAME = frozenset([NAME_MARK])
 _DECADE = frozenset([DECADE_MARK])
 _FUNCTION_OF = frozenset([FUNCTION_MARK])
 _APOSTROPHE_S = ("'s", "\u2019s")
+_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 # Right after the digits: a call, a factorial, a superscript, a vulgar fraction, a product sign.
 _GLUED_AFTER = frozenset(
     "(!\u00d7\u00b2\u00b3\u00b9\u2070\u2074\u2075\u2076\u2077\u2078\u2079"
@@ -985,8 +986,11 @@ def _value(token: _Token, before: str, after: str) -> Value:
     # What is glued to the number makes it part of something else (issue 46): a name ("CO2",
     # "uint8", "dtype: int64"), a decade ("1990s"), or a function of it ("42!", "42()", "42×",
     # "sqrt(42)", "the square root of 42", "42 squared"). docs/scoring.md "Glued numbers".
-    if before and (before[-1].isalpha() or (before[-1] == "(" and _FUNCTION_BEFORE.search(before))):
-        comparison = comparison | (_NAME if before[-1].isalpha() else _FUNCTION_OF)
+    # Latin letters only: in a script written without spaces ("答案是42") a number follows a
+    # word directly and is no part of it.
+    glued = before[-1:] in _ASCII_LETTERS
+    if glued or (before[-1:] == "(" and _FUNCTION_BEFORE.search(before)):
+        comparison = comparison | (_NAME if glued else _FUNCTION_OF)
     elif rest and _FUNCTION_WORDS_BEFORE.search(rest[-40:]):
         comparison = comparison | _FUNCTION_OF
     if after:

@@ -74,7 +74,9 @@ def _follows_default(gold: str, candidate: str, mode: str = "", tol=(0.0, 0.0)) 
      ("42", ">>> df['sales'].max()\n42"), ("42", "| max |\n|---|\n| 42 |"),
      ("12.5%", "1/8"), ("0.5%", "50 bps"), ("2019-05-01", "May 1, 2019 (2019-05-01)"),
      ("1234.56", "1 234.56"), ("42", "Over the whole period, the total is 42."),
-     ("42", "Stores below target are excluded; the count is 42.")],
+     ("42", "Stores below target are excluded; the count is 42."),
+     # a script written without spaces: the number follows a word and is no part of it
+     ("42", "\u7b54\u6848\u662f42")],
 )  # fmt: skip
 def test_issue_46_right_answers_are_kept(gold: str, candidate: str) -> None:
     _kept(gold, candidate)
