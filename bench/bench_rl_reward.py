@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from smoldataenvs_tasks.contract import SANDBOX_ENV
-from smoldataenvs_tasks.data.source import load_tasks
+from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.data.staging import new_stage_dir, remove_stage_dir
 from smoldataenvs_tasks.pipeline import prepare_tables
 from smoldataenvs_tasks.replay import ReplayBook

@@ -88,10 +88,10 @@ def make_mirror(root: Path, table_size: int, samples: int) -> Path:
 
 _EVAL_SIDE = """
 import json, resource, sys
-from smoldataenvs_tasks.data.source import load_tasks
+from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables
 from smoldataenvs_tasks.sandboxes.inputs import link_inputs_on_host
-from smoldataenvs_tasks.data.tables import resolve_tables
+from smoldataenvs_tasks.data.kinds import resolve_tables
 mirror, work = sys.argv[1], sys.argv[2]
 root = new_stage_dir()
 staged = 0

@@ -82,8 +82,8 @@ def prepare_tables(
     are not cached, each linked in and checked against its recorded sha256 (idempotent, so the
     epochs of one sample may share a stage dir). Blocking: call it from a worker thread."""
     from smoldataenvs_tasks.data.integrity import TableCorruptError
+    from smoldataenvs_tasks.data.kinds import resolve_tables
     from smoldataenvs_tasks.data.staging import stage_tables, staged_sha256
-    from smoldataenvs_tasks.data.tables import resolve_tables
 
     if record.invalid_row is not None:
         return PreparedTables(problem=UngradedReason.INVALID_ROW, reason=record.invalid_row)

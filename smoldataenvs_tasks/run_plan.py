@@ -38,6 +38,7 @@ from smoldataenvs_tasks._pins import (
 )
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.data import hub
+from smoldataenvs_tasks.data.kinds import resolve_source
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import (
     DataSource,
@@ -331,7 +332,7 @@ class RunPlan:
 def plan_run(options: RunOptions) -> RunPlan:
     """Read the split once, check the reward modes against it, keep the tasks the filters select
     and describe the run. Raises OptionError or RunPlanError (one line) when nothing can run."""
-    source = DataSource.resolve(options.split, mirror=options.mirror, revision=options.revision)
+    source = resolve_source(options.split, mirror=options.mirror, revision=options.revision)
     every_record = source.load_tasks(options.split)
     filters = options.filters
     options.framework.reward_modes(

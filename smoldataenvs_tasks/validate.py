@@ -277,10 +277,10 @@ def validate_split(
     probe: bool = True,
 ) -> ValidationResult:
     """Replay `replay` (default: the bundled gold programs) over `split` in `sandbox`."""
-    from smoldataenvs_tasks.data.source import DataSource
+    from smoldataenvs_tasks.data.kinds import resolve_source
 
     # The split first: a typo must not be reported as a missing replay file.
-    source = DataSource.resolve(split, mirror=mirror, revision=revision)
+    source = resolve_source(split, mirror=mirror, revision=revision)
     if split not in source.available_splits():
         raise SourceError(
             f"unknown split {split!r}: {source.describe()} has "

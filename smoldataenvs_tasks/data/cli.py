@@ -108,13 +108,14 @@ def prefetch(
          in every run: `smoldataenvs prefetch --split test || [ $? -eq 3 ]`
       2  bad input (an unknown split, a filter that matches nothing)
     """
+    from smoldataenvs_tasks.data.kinds import resolve_source
     from smoldataenvs_tasks.data.prefetch import NullProgress, RichProgress, prefetch_tasks
-    from smoldataenvs_tasks.data.source import DataSource, SourceError
+    from smoldataenvs_tasks.data.source import SourceError
 
     results = {}
     for split in splits:
         try:
-            source = DataSource.resolve(split, mirror=mirror, revision=revision)
+            source = resolve_source(split, mirror=mirror, revision=revision)
             records = source.load_tasks(
                 split,
                 tiers=_joined(tiers),

@@ -32,6 +32,7 @@ from smoldataenvs_tasks.data.integrity import (
     UnsafePathError,
     check_recorded_file,
 )
+from smoldataenvs_tasks.data.kinds import resolve_source, resolve_tables
 from smoldataenvs_tasks.data.layout import (
     MANIFEST,
     SourceError,
@@ -41,9 +42,7 @@ from smoldataenvs_tasks.data.layout import (
     write_manifest,
 )
 from smoldataenvs_tasks.data.prefetch import ProgressSink, prefetch_tasks
-from smoldataenvs_tasks.data.source import DataSource
 from smoldataenvs_tasks.data.staging import verify_tables
-from smoldataenvs_tasks.data.tables import resolve_tables
 
 
 @dataclass
@@ -97,7 +96,7 @@ def write_mirror(
     if SAMPLE_SPLIT in splits and len(set(splits)) > 1:
         raise ValueError("the bundled sample cannot share a mirror with Hub splits")
     sources = {
-        split: DataSource.resolve(split, mirror=from_mirror, revision=revision) for split in splits
+        split: resolve_source(split, mirror=from_mirror, revision=revision) for split in splits
     }
     for split, source in sources.items():
         if source.reads_from(root):

@@ -20,30 +20,24 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from smoldataenvs_tasks.data.cache import ContentCache, RemoteEntry
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import DataSource
+from smoldataenvs_tasks.data.source import (
+    DataSource,
+    FileKey,
+    PrefetchSummary,
+    ProgressSink,
+)
 from smoldataenvs_tasks.data.tables import (
     fetch_entry,
     fetch_error,
     format_mb,
     match_files,
     prefix_listing,
-    resolve_tables,
+    tables_of,
 )
-
-FileKey = tuple[str, str, str]  # (bucket, prefix, path under the prefix)
-
-
-class ProgressSink(Protocol):
-    def start_listing(self, prefixes: int) -> None: ...
-    def prefix_listed(self) -> None: ...
-    def start_downloads(self, files: int, total_bytes: int) -> None: ...
-    def add_bytes(self, count: int) -> None: ...
-    def file_done(self) -> None: ...
 
 
 class NullProgress:
@@ -68,37 +62,6 @@ class NullProgress:
 
     def file_done(self) -> None:
         pass
-
-
-@dataclass
-class PrefetchSummary:
-    tasks: int = 0
-    ready: int = 0
-    missing: dict[str, str] = field(default_factory=dict)  # task_id -> why they were not had
-    defects: dict[str, str] = field(default_factory=dict)  # task_id -> what the data lacks
-    skipped: dict[str, str] = field(default_factory=dict)  # task_id -> over --max-file-mb
-    prefixes: int = 0
-    files: int = 0  # distinct files the ready-or-fetched tasks need
-    files_downloaded: int = 0
-    files_cached: int = 0  # already in the cache before this run
-    bytes_downloaded: int = 0  # size of the files this run downloaded and accepted
-    bytes_ready: int = 0  # size of every distinct table now available
-    skipped_files: dict[FileKey, int] = field(default_factory=dict)  # -> size
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tasks": self.tasks,
-            "ready": self.ready,
-            "missing": self.missing,
-            "defects": self.defects,
-            "skipped": self.skipped,
-            "prefixes": self.prefixes,
-            "files": self.files,
-            "files_downloaded": self.files_downloaded,
-            "files_cached": self.files_cached,
-            "bytes_downloaded": self.bytes_downloaded,
-            "bytes_ready": self.bytes_ready,
-        }
 
 
 def prefetch_tasks(
@@ -251,7 +214,7 @@ def check_in_place(
     seen: set[str] = set()
     summary.prefixes = len({(t.hf_bucket, t.bucket_prefix) for t in tasks if t.bucket_prefix})
     for task in tasks:
-        table_set = resolve_tables(task, source=source, max_file_bytes=max_file_bytes)
+        table_set = tables_of(task, lambda: source, max_file_bytes=max_file_bytes)
         if table_set.error is None:
             summary.ready += 1
             for table in table_set.files:

@@ -1,58 +1,41 @@
-"""Where rows and tables come from, with the precedence of docs/design.md "Where data comes from".
+"""What a source of rows and tables is: the `DataSource` base, what its methods return
+(`TableSet`, `PrefetchSummary`), and the split's rows read and filtered.
 
-explicit `mirror` argument > env `SMOLDATAENVS_MIRROR` > the local cache of the pinned Hub revision
-(`_pins.DATASET_REVISION`, overridable with `revision=`), filled on first use or by `prefetch`.
-Split "sample" always means the bundled mirror inside the package (`smoldataenvs_tasks/sample/`).
-Once the parquet of a commit-hash revision is cached, loading makes no network call at all.
+A `DataSource` is one class per kind (data/kinds.py: `HubSource`, `MirrorSource`,
+`SampleSource`), as Inspect's sandbox environments are: what differs between the Hub and a
+directory (where a split's file is, how a task's tables are had, what prefetch does, what a tables
+digest reads) is a method of the source, so no caller asks for its kind. `kind` only names the
+source in what a run records. Which source a run reads (the precedence of docs/design.md "Where
+data comes from") is `kinds.resolve_source`.
 
-A `DataSource` is one class per kind (`HubSource`, `MirrorSource`, `SampleSource`), as Inspect's
-sandbox environments are: what differs between the Hub and a directory (where a split's file is,
-how a task's tables are had, what prefetch does, what a tables digest reads) is a method of the
-source, so no caller asks for its kind. `kind` only names the source in what a run records.
+The layers inside data/ (pyproject.toml's contract): kinds -> prefetch -> tables -> source. This
+module is the bottom of the four, so it names the types the kinds return and imports none of them.
 
-    python -c "from smoldataenvs_tasks.data.source import load_tasks; \
+    python -c "from smoldataenvs_tasks.data.kinds import load_tasks; \
         print(len(load_tasks('sample', tiers='hard')))"
-    SMOLDATAENVS_MIRROR=/data/smoldata-mirror python -c "from smoldataenvs_tasks.data.source \
-        import DataSource; print(DataSource.resolve('test').describe())"
 """
 
 from __future__ import annotations
 
 import functools
-import os
-import re
 import warnings
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
+from typing import Any, ClassVar, Literal, Protocol, TypedDict
 
-from smoldataenvs_tasks._pins import (
-    DATASET_REPO_ID,
-    DATASET_REVISION,
-    HUB_SPLITS,
-    SAMPLE_SPLIT,
-    TIERS,
-    split_parquet_path,
-)
-from smoldataenvs_tasks.data.layout import (
-    SourceError,
-    prefix_head,
-    read_manifest,
-    verified_split,
-)
+from smoldataenvs_tasks._pins import DATASET_REPO_ID, TIERS
+
+# Raised by the kinds, and caught by callers as this module's.
+from smoldataenvs_tasks.data.layout import SourceError as SourceError
 from smoldataenvs_tasks.data.rows import (
     InvalidRowWarning,
     TaskRecord,
     UnknownRewardModeWarning,
     record_or_invalid,
 )
-
-if TYPE_CHECKING:
-    from smoldataenvs_tasks.data.prefetch import PrefetchSummary, ProgressSink
-    from smoldataenvs_tasks.data.tables import TableSet
 
 ENV_MIRROR = "SMOLDATAENVS_MIRROR"
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample"
@@ -65,64 +48,83 @@ SourceKind = Literal["hub", "mirror", "sample"]
 PrefixManifests = dict[str, dict[str, dict[str, object]] | None]
 # Filter tokens that stand for the empty reward mode in a comma-separated string.
 _EMPTY_MODE_TOKENS = {'""', "''", "empty", "(empty)"}
-# huggingface_hub's snapshot directory names the commit its files came from.
-_SNAPSHOT_COMMIT = re.compile(r"/snapshots/([0-9a-f]{40})/")
+FileKey = tuple[str, str, str]  # (bucket, prefix, path under the prefix)
+
+
+@dataclass(frozen=True)
+class TableFile:
+    name: str  # flat base name, as staged into /home/user/input
+    path: Path  # the cached or mirror file on this host
+    size: int
+    sha256: str | None  # what its bytes must hash to (the manifest's); staging checks it
+    remote_path: str  # "<prefix>/<path under the prefix>"
+
+
+@dataclass(frozen=True)
+class TableSet:
+    task_id: str
+    files: tuple[TableFile, ...] = ()
+    error: str | None = None
+    # The error is about bytes that are there but wrong (ungraded `table_corrupt`), not absent.
+    corrupt: bool = False
+
+    @property
+    def available(self) -> bool:
+        return self.error is None
+
+    def paths(self) -> dict[str, Path]:
+        return {table.name: table.path for table in self.files}
+
+
+class ProgressSink(Protocol):
+    def start_listing(self, prefixes: int) -> None: ...
+    def prefix_listed(self) -> None: ...
+    def start_downloads(self, files: int, total_bytes: int) -> None: ...
+    def add_bytes(self, count: int) -> None: ...
+    def file_done(self) -> None: ...
+
+
+@dataclass
+class PrefetchSummary:
+    tasks: int = 0
+    ready: int = 0
+    missing: dict[str, str] = field(default_factory=dict)  # task_id -> why they were not had
+    defects: dict[str, str] = field(default_factory=dict)  # task_id -> what the data lacks
+    skipped: dict[str, str] = field(default_factory=dict)  # task_id -> over --max-file-mb
+    prefixes: int = 0
+    files: int = 0  # distinct files the ready-or-fetched tasks need
+    files_downloaded: int = 0
+    files_cached: int = 0  # already in the cache before this run
+    bytes_downloaded: int = 0  # size of the files this run downloaded and accepted
+    bytes_ready: int = 0  # size of every distinct table now available
+    skipped_files: dict[FileKey, int] = field(default_factory=dict)  # -> size
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tasks": self.tasks,
+            "ready": self.ready,
+            "missing": self.missing,
+            "defects": self.defects,
+            "skipped": self.skipped,
+            "prefixes": self.prefixes,
+            "files": self.files,
+            "files_downloaded": self.files_downloaded,
+            "files_cached": self.files_cached,
+            "bytes_downloaded": self.bytes_downloaded,
+            "bytes_ready": self.bytes_ready,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
 class DataSource(ABC):
     """One place rows and tables are read from: the Hub cache, a mirror dir, or the sample.
 
-    The tables-level methods import their modules when called: tables and prefetch import this
-    module, and huggingface_hub (behind tables) stays out of a mirror run's start-up."""
+    Its kinds (data/kinds.py) sit above tables and prefetch, whose functions they call; this base
+    and what it returns sit below them, so neither needs to import upwards."""
 
     kind: ClassVar[SourceKind]
     revision: str | None
     repo_id: str = DATASET_REPO_ID
-
-    # -- construction ------------------------------------------------------------------------
-    @staticmethod
-    def resolve(
-        split: str | None = "eval",
-        *,
-        mirror: str | os.PathLike[str] | None = None,
-        revision: str | None = None,
-        offline: bool = False,
-    ) -> DataSource:
-        """Apply the precedence: sample split > `mirror` > $SMOLDATAENVS_MIRROR > Hub cache."""
-        if split == SAMPLE_SPLIT:
-            return DataSource.sample()
-        chosen = mirror if mirror not in (None, "") else os.environ.get(ENV_MIRROR) or None
-        if chosen is not None:
-            source = DataSource.from_mirror(chosen)
-            if revision and source.revision and revision != source.revision:
-                raise SourceError(
-                    f"mirror {source.root} holds revision {source.revision}, "
-                    f"not the requested {revision}"
-                )
-            return source
-        if split is not None and split not in HUB_SPLITS:
-            raise SourceError(
-                f"unknown split {split!r}: choose one of {', '.join((*HUB_SPLITS, SAMPLE_SPLIT))}"
-            )
-        return HubSource(revision=revision or DATASET_REVISION, offline=offline)
-
-    @staticmethod
-    def sample() -> SampleSource:
-        manifest = read_manifest(SAMPLE_DIR)
-        return SampleSource(revision=manifest.get("revision"), root=SAMPLE_DIR)
-
-    @staticmethod
-    def from_mirror(directory: str | os.PathLike[str]) -> MirrorSource:
-        root = Path(directory).expanduser().absolute()
-        if not root.is_dir():
-            raise SourceError(f"mirror directory {root} does not exist")
-        manifest = read_manifest(root)
-        return MirrorSource(
-            revision=manifest.get("revision"),
-            root=root,
-            repo_id=manifest.get("dataset", DATASET_REPO_ID),
-        )
 
     # -- what each kind answers --------------------------------------------------------------
     @abstractmethod
@@ -206,194 +208,6 @@ class DataSource(ABC):
         return filter_tasks(records, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)
 
 
-@dataclass(frozen=True, kw_only=True)
-class HubSource(DataSource):
-    """The pinned revision on the Hub, read through huggingface_hub's cache and ours."""
-
-    kind: ClassVar[SourceKind] = "hub"
-    offline: bool = False
-
-    def describe(self) -> str:
-        return f"{self.repo_id}@{self.revision} (Hub, cached)"
-
-    def manifest(self) -> dict[str, Any]:
-        return {}
-
-    def available_splits(self) -> tuple[str, ...]:
-        return HUB_SPLITS
-
-    def reads_from(self, directory: Path) -> bool:
-        return False
-
-    def revision_of(self, parquet: Path) -> str | None:
-        # a branch revision resolves to one commit, which names the snapshot directory
-        match = _SNAPSHOT_COMMIT.search(parquet.as_posix())
-        return match.group(1) if match else self.revision
-
-    def _split_files(self, split: str) -> tuple[Path, Path]:
-        from smoldataenvs_tasks.data import hub
-        from smoldataenvs_tasks.data.cache import ContentCache
-
-        if split not in HUB_SPLITS:
-            raise SourceError(f"unknown split {split!r}: the Hub has {', '.join(HUB_SPLITS)}")
-        assert self.revision is not None
-        cache_dir = ContentCache().hub_dir
-        try:
-            path = hub.download_dataset_file(
-                split_parquet_path(split),
-                revision=self.revision,
-                cache_dir=cache_dir,
-                repo_id=self.repo_id,
-                offline=self.offline,
-            )
-        except (hub.HubUnavailable, hub.RemoteNotFound) as exc:
-            raise SourceError(str(exc)) from exc
-        return path, _checked_hub_blob(path, cache_dir / hub.repo_cache_name(self.repo_id))
-
-    def task_tables(
-        self,
-        task: TaskRecord,
-        *,
-        offline: bool,
-        max_file_bytes: int | None,
-        on_bytes: Callable[[int], None] | None,
-    ) -> TableSet:
-        from smoldataenvs_tasks.data.cache import ContentCache
-        from smoldataenvs_tasks.data.tables import resolve_from_hub
-
-        return resolve_from_hub(
-            task,
-            ContentCache(),
-            offline=offline or self.offline,
-            max_file_bytes=max_file_bytes,
-            on_bytes=on_bytes,
-        )
-
-    def prefix_manifests(self, pairs: Sequence[tuple[str, str]]) -> PrefixManifests:
-        from smoldataenvs_tasks.data.cache import ContentCache
-
-        cache = ContentCache()
-        return {
-            f"{bucket}/{prefix}": _sizes_and_hashes(
-                ((cache.load_manifest(bucket, prefix) or {}).get("files") or {}).items()
-            )
-            for bucket, prefix in pairs
-        }
-
-    def prefetch(
-        self,
-        tasks: Sequence[TaskRecord],
-        *,
-        jobs: int,
-        max_file_bytes: int | None,
-        refresh: bool,
-        progress: ProgressSink,
-    ) -> PrefetchSummary:
-        from smoldataenvs_tasks.data.prefetch import fetch_into_cache
-
-        return fetch_into_cache(
-            tasks, jobs=jobs, max_file_bytes=max_file_bytes, refresh=refresh, progress=progress
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class MirrorSource(DataSource):
-    """A mirror directory (docs/design.md "Mirror layout"), read in place with no network."""
-
-    kind: ClassVar[SourceKind] = "mirror"
-    root: Path
-
-    def describe(self) -> str:
-        return f"mirror {self.root} ({self.repo_id}@{self.revision})"
-
-    def manifest(self) -> dict[str, Any]:
-        return read_manifest(self.root)
-
-    def available_splits(self) -> tuple[str, ...]:
-        found = sorted(
-            path.name.split("-00000-of-00001.parquet")[0]
-            for path in (self.root / "data").glob("*-00000-of-00001.parquet")
-        )
-        return tuple(found)
-
-    def reads_from(self, directory: Path) -> bool:
-        return self.root.resolve() == directory.resolve()
-
-    def revision_of(self, parquet: Path) -> str | None:
-        return self.revision
-
-    def _split_files(self, split: str) -> tuple[Path, Path]:
-        path = self.root / split_parquet_path(split)
-        if not path.is_file() and not path.is_symlink():
-            have = ", ".join(self.available_splits()) or "none"
-            raise SourceError(f"{self.describe()} has no split {split!r} (it has: {have})")
-        verified = verified_split(self.root, split, self.manifest())
-        return verified, verified
-
-    def task_tables(
-        self,
-        task: TaskRecord,
-        *,
-        offline: bool,
-        max_file_bytes: int | None,
-        on_bytes: Callable[[int], None] | None,
-    ) -> TableSet:
-        from smoldataenvs_tasks.data.tables import resolve_in_place
-
-        return resolve_in_place(task, self, max_file_bytes=max_file_bytes)
-
-    def prefix_manifests(self, pairs: Sequence[tuple[str, str]]) -> PrefixManifests:
-        recorded = self.manifest().get("files") or {}
-        described: PrefixManifests = {}
-        for bucket, prefix in pairs:
-            head = prefix_head(bucket, prefix)
-            described[f"{bucket}/{prefix}"] = _sizes_and_hashes(
-                (key[len(head) :], info) for key, info in recorded.items() if key.startswith(head)
-            )
-        return described
-
-    def prefetch(
-        self,
-        tasks: Sequence[TaskRecord],
-        *,
-        jobs: int,
-        max_file_bytes: int | None,
-        refresh: bool,
-        progress: ProgressSink,
-    ) -> PrefetchSummary:
-        from smoldataenvs_tasks.data.prefetch import check_in_place
-
-        return check_in_place(tasks, self, max_file_bytes)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SampleSource(MirrorSource):
-    """The bundled sample: a mirror inside the package holding the one split "sample"."""
-
-    kind: ClassVar[SourceKind] = "sample"
-
-    def describe(self) -> str:
-        return f"bundled sample ({self.revision})"
-
-    def _split_files(self, split: str) -> tuple[Path, Path]:
-        if split != SAMPLE_SPLIT:
-            raise SourceError(
-                f"the bundled sample holds only split {SAMPLE_SPLIT!r}, not {split!r}"
-            )
-        return super()._split_files(split)
-
-
-def _sizes_and_hashes(
-    files: Iterable[tuple[str, dict[str, Any]]],
-) -> dict[str, dict[str, object]] | None:
-    """A prefix's files (path under it, manifest entry) as a tables digest describes them."""
-    described = {
-        path: {"size": info.get("size"), "sha256": info.get("sha256")}
-        for path, info in sorted(files)
-    }
-    return described or None
-
-
 @functools.lru_cache(maxsize=16)
 def _read_records(path: str, mtime_ns: int, size: int, split: str) -> tuple[TaskRecord, ...]:
     """Every row of the split as a record; a row that fails validation (or shares its task id
@@ -451,29 +265,6 @@ def _warn_about(records: Sequence[TaskRecord], split: str) -> None:
             InvalidRowWarning,
             stacklevel=4,
         )
-
-
-def _checked_hub_blob(entry: Path, repo_cache: Path) -> Path:
-    """The blob behind a snapshot entry of the Hub cache (`hub_snapshot_blob`'s checks). A blob is
-    named by its sha256: one whose bytes no longer match its name was edited after download, and
-    its rows are not the dataset's."""
-    from smoldataenvs_tasks.data.integrity import (
-        SHA256_HEX,
-        UnsafePathError,
-        content_sha256,
-        hub_snapshot_blob,
-    )
-
-    try:
-        blob = hub_snapshot_blob(entry, repo_cache)
-    except UnsafePathError as exc:
-        raise SourceError(f"the cached dataset file is not the Hub's: {exc}") from None
-    if SHA256_HEX.fullmatch(blob.name) and content_sha256(blob) != blob.name:
-        raise SourceError(
-            f"{entry}: the cached dataset file differs from the Hub's (its sha256 is not "
-            f"{blob.name[:12]}…); `smoldataenvs cache verify --delete` removes it"
-        )
-    return blob
 
 
 def as_list(value: str | Sequence[str] | None) -> list[str] | None:
@@ -545,22 +336,3 @@ def filter_tasks(
         wanted = set(id_list)
         selected = [r for r in selected if r.task_id in wanted]
     return selected
-
-
-def load_tasks(
-    split: str = "eval",
-    *,
-    mirror: str | os.PathLike[str] | None = None,
-    revision: str | None = None,
-    tiers: str | Sequence[str] | None = None,
-    reward_modes: str | Sequence[str] | None = None,
-    task_ids: str | Sequence[str] | None = None,
-    offline: bool = False,
-) -> list[TaskRecord]:
-    """The split's task records from the source the precedence picks, filtered.
-
-    Filters accept a list or a comma-separated string. In a string, `empty` (or `""`) stands for
-    the empty reward mode.
-    """
-    source = DataSource.resolve(split, mirror=mirror, revision=revision, offline=offline)
-    return source.load_tasks(split, tiers=tiers, reward_modes=reward_modes, task_ids=task_ids)

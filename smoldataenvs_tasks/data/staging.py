@@ -52,7 +52,7 @@ from smoldataenvs_tasks.data.integrity import (
     open_regular,
 )
 from smoldataenvs_tasks.data.rows import RowValidationError, check_file_name
-from smoldataenvs_tasks.data.tables import TableFile, TableSet
+from smoldataenvs_tasks.data.source import TableFile, TableSet
 
 _READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
 _OBJECTS = ".objects"

@@ -1,6 +1,6 @@
 """A task's tables on this machine: matched by base name, fetched into the cache, or an error.
 
-`resolve_tables` never raises for a table that cannot be had: it returns a `TableSet` whose
+`tables_of` (and `kinds.resolve_tables`, which picks the source) never raises for a table that cannot be had: it returns a `TableSet` whose
 `error` says why ("returns.csv: not found under prefix 'x'", "orders.csv: 404 from bucket",
 "big.csv: 612 MB over --max-file-mb 500"), which scoring turns into an ungraded sample
 (`table_unavailable`, or `table_corrupt` when `corrupt` is set: a mirror file that is a link or
@@ -11,8 +11,7 @@ File matching (docs/design.md): list `<prefix>/` (only paths under it: `owner__d
 collision (then the alphabetically first); empty `files` means every file under the prefix, flat
 by base name. A mirror or the bundled sample is read in place with zero network.
 
-    python -c "from smoldataenvs_tasks.data.source import load_tasks; \
-        from smoldataenvs_tasks.data.tables import resolve_tables; \
+    python -c "from smoldataenvs_tasks.data.kinds import load_tasks, resolve_tables; \
         print([resolve_tables(t).error for t in load_tasks('sample')])"
 """
 
@@ -23,43 +22,18 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from smoldataenvs_tasks.data import hub
 from smoldataenvs_tasks.data.cache import MB, CacheIntegrityError, ContentCache, RemoteEntry
 from smoldataenvs_tasks.data.integrity import UnsafePathError, regular_beneath, safe_relpath
 from smoldataenvs_tasks.data.layout import prefix_head
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import SAMPLE_BUCKET, SAMPLE_DIR, DataSource, MirrorSource
+from smoldataenvs_tasks.data.source import DataSource, TableFile, TableSet
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class TableFile:
-    name: str  # flat base name, as staged into /home/user/input
-    path: Path  # the cached or mirror file on this host
-    size: int
-    sha256: str | None  # what its bytes must hash to (the manifest's); staging checks it
-    remote_path: str  # "<prefix>/<path under the prefix>"
-
-
-@dataclass(frozen=True)
-class TableSet:
-    task_id: str
-    files: tuple[TableFile, ...] = ()
-    error: str | None = None
-    # The error is about bytes that are there but wrong (ungraded `table_corrupt`), not absent.
-    corrupt: bool = False
-
-    @property
-    def available(self) -> bool:
-        return self.error is None
-
-    def paths(self) -> dict[str, Path]:
-        return {table.name: table.path for table in self.files}
 
 
 class ListingUnavailable(SmolDataEnvsError, RuntimeError):
@@ -90,37 +64,21 @@ def match_files(wanted: Sequence[str], relpaths: Iterable[str]) -> tuple[dict[st
     return found, missing
 
 
-def default_source(
-    task: TaskRecord | None = None,
-    *,
-    mirror: str | os.PathLike[str] | None = None,
-    revision: str | None = None,
-) -> DataSource:
-    """The source a task's tables come from when the caller names none."""
-    if (
-        task is not None
-        and task.hf_bucket == SAMPLE_BUCKET
-        and (SAMPLE_DIR / "buckets" / SAMPLE_BUCKET / task.bucket_prefix).is_dir()
-    ):
-        return DataSource.sample()
-    return DataSource.resolve(None, mirror=mirror, revision=revision)
-
-
-def resolve_tables(
+def tables_of(
     task: TaskRecord,
+    choose: Callable[[], DataSource],
     *,
-    source: DataSource | None = None,
-    mirror: str | os.PathLike[str] | None = None,
-    revision: str | None = None,
     offline: bool = False,
     max_file_bytes: int | None = None,
     on_bytes: Callable[[int], None] | None = None,
 ) -> TableSet:
-    """The task's tables as host paths, fetched into the cache if needed; or why not."""
+    """The task's tables as host paths from the source `choose` gives, fetched into the cache if
+    needed; or why not. The source is chosen inside, so a source that cannot be had is this
+    task's error too (kinds.resolve_tables chooses by the precedence)."""
     if task.invalid_row is not None:
         return TableSet(task.task_id, error=f"invalid row: {task.invalid_row}")
     try:
-        source = source or default_source(task, mirror=mirror, revision=revision)
+        source = choose()
         if not task.bucket_prefix:
             return TableSet(task.task_id, error="the row has no bucket_prefix, so no tables")
         return source.task_tables(
@@ -165,24 +123,24 @@ def regular_dir_beneath(root: Path, relpath: str) -> bool | None:
 
 
 def resolve_in_place(
-    task: TaskRecord, source: MirrorSource, *, max_file_bytes: int | None
+    task: TaskRecord, root: Path, manifest: dict[str, Any], *, max_file_bytes: int | None
 ) -> TableSet:
-    """A mirror's or the sample's tables of the task, read where they are."""
-    manifest = source.manifest()
+    """A mirror's or the sample's tables of the task, read where they are (`root` and its
+    manifest)."""
     recorded = manifest.get("files") or {}
     skipped = manifest.get("skipped") or {}
     bucket, prefix = task.hf_bucket, task.bucket_prefix
-    base = source.root / "buckets" / bucket / prefix
+    base = root / "buckets" / bucket / prefix
     head = prefix_head(bucket, prefix)
     try:
-        regular_dir_beneath(source.root, f"buckets/{bucket}/{prefix}")
+        regular_dir_beneath(root, f"buckets/{bucket}/{prefix}")
     except UnsafePathError:
         return TableSet(
             task.task_id,
             error=f"prefix '{prefix}' of the mirror is reached through a symbolic link (refused)",
             corrupt=True,
         )
-    relpaths = mirror_entries(source.root, bucket, prefix)
+    relpaths = mirror_entries(root, bucket, prefix)
     listed = {key[len(head) :] for key in recorded if key.startswith(head)}
     if listed:
         # the manifest is the mirror's truth: leftovers of an interrupted copy are not tables
@@ -369,9 +327,7 @@ def resolve_from_hub(
 
 
 # -- the manifest digest recorded in logs -----------------------------------------------------
-def tables_manifest_digest(
-    tasks: Iterable[TaskRecord], source: DataSource | None = None
-) -> str | None:
+def tables_manifest_digest(tasks: Iterable[TaskRecord], source: DataSource) -> str | None:
     """sha256 over the per-prefix manifests (path, size, sha256) of the prefixes the tasks use.
 
     Buckets are mutable: two logs with the same digest saw the same bytes. None when nothing is
@@ -381,7 +337,6 @@ def tables_manifest_digest(
     pairs = sorted({(t.hf_bucket, t.bucket_prefix) for t in tasks if t.bucket_prefix})
     if not pairs:
         return None
-    source = source or default_source(tasks[0])
     described = source.prefix_manifests(pairs)
     if all(value is None for value in described.values()):
         return None
@@ -394,11 +349,10 @@ __all__ = [
     "TableFile",
     "TableSet",
     "UnsafePathError",
-    "default_source",
     "fetch_entry",
     "match_files",
     "prefix_listing",
-    "resolve_tables",
     "safe_relpath",
     "tables_manifest_digest",
+    "tables_of",
 ]

@@ -48,10 +48,11 @@ from smoldataenvs_tasks.contract import (
     writable_dir_sizes,
 )
 from smoldataenvs_tasks.data.integrity import content_sha256
+from smoldataenvs_tasks.data.kinds import resolve_tables
 from smoldataenvs_tasks.data.prompts import agent_user_prompt
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.staging import new_stage_dir, remove_stage_dir
-from smoldataenvs_tasks.data.tables import resolve_tables, tables_manifest_digest
+from smoldataenvs_tasks.data.tables import tables_manifest_digest
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.harbor_adapter import image
 from smoldataenvs_tasks.harbor_adapter.plan import plan_export

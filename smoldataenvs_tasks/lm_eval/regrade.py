@@ -73,7 +73,7 @@ def _split_of(verdicts_file: Path) -> str | None:
 def _docs_from_dataset(
     verdicts_file: Path, rows: list[dict[str, Any]], missing: set[str]
 ) -> dict[str, dict[str, Any]]:
-    from smoldataenvs_tasks.data.source import DataSource
+    from smoldataenvs_tasks.data.kinds import resolve_source
 
     split = _split_of(verdicts_file)
     if split is None:
@@ -82,7 +82,7 @@ def _docs_from_dataset(
             f"{len(missing)} task(s); run lm-eval with --log_samples"
         )
     revision = next((r.get("dataset_revision") for r in rows if r.get("dataset_revision")), None)
-    source = DataSource.resolve(split, revision=revision)
+    source = resolve_source(split, revision=revision)
     records = source.load_tasks(split, task_ids=sorted(missing))
     return {record.task_id: record.to_doc() for record in records}
 

@@ -20,8 +20,9 @@ import lm_eval
 import pytest
 from inspect_ai import eval as inspect_eval
 
+from smoldataenvs_tasks.data.kinds import load_tasks, mirror_source
 from smoldataenvs_tasks.data.layout import write_manifest
-from smoldataenvs_tasks.data.source import DataSource, SourceError, load_tasks
+from smoldataenvs_tasks.data.source import SourceError
 from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs_program
 from smoldataenvs_tasks.lm_eval.models import ReplayLM
 from smoldataenvs_tasks.lm_eval.paths import task_manager
@@ -129,13 +130,13 @@ def _write_manifest(root: Path, revision: str) -> None:
 
 def test_a_rewritten_mirror_manifest_is_read_again(tmp_path):
     _write_manifest(tmp_path, "first")
-    assert DataSource.from_mirror(tmp_path).revision == "first"
-    assert DataSource.from_mirror(tmp_path).revision == "first"  # from the cache
+    assert mirror_source(tmp_path).revision == "first"
+    assert mirror_source(tmp_path).revision == "first"  # from the cache
     _write_manifest(tmp_path, "second-revision")
-    assert DataSource.from_mirror(tmp_path).revision == "second-revision"
+    assert mirror_source(tmp_path).revision == "second-revision"
     (tmp_path / "manifest.json").unlink()
     with pytest.raises(SourceError, match=r"no manifest\.json"):
-        DataSource.from_mirror(tmp_path)
+        mirror_source(tmp_path)
 
 
 def test_max_programs_comes_from_the_environment_or_the_cpus(monkeypatch):

@@ -17,8 +17,9 @@ from click.testing import CliRunner
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.data.cache import ContentCache
 from smoldataenvs_tasks.data.hub import RetryPolicy, retry_after_seconds
+from smoldataenvs_tasks.data.kinds import resolve_tables
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.tables import prefix_listing, resolve_tables
+from smoldataenvs_tasks.data.tables import prefix_listing
 from tests.fakehub_fixtures import Scenario
 
 SURVEY = "t/0005/survey.ipynb_qa_1"

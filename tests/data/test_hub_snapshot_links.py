@@ -17,8 +17,8 @@ from smoldataenvs_tasks._pins import DATASET_REPO_ID
 from smoldataenvs_tasks.data import hub
 from smoldataenvs_tasks.data.cache import ContentCache
 from smoldataenvs_tasks.data.integrity import UnsafePathError, hub_snapshot_blob
+from smoldataenvs_tasks.data.kinds import resolve_source
 from smoldataenvs_tasks.data.layout import SourceError
-from smoldataenvs_tasks.data.source import DataSource
 
 pytestmark = pytest.mark.unit
 
@@ -28,7 +28,7 @@ def _repo_cache() -> Path:
 
 
 def test_a_split_from_the_hub_cache_is_a_link_into_blobs_and_is_read_and_hashed(hub_scenario):
-    source = DataSource.resolve("eval")
+    source = resolve_source("eval")
     entry = source.parquet_path("eval")
     assert entry.is_symlink(), "huggingface_hub's real layout: a snapshot entry is a link"
     blob = source.split_file("eval")
@@ -41,28 +41,28 @@ def test_a_split_from_the_hub_cache_is_a_link_into_blobs_and_is_read_and_hashed(
 
 
 def test_the_split_digest_works_offline_with_the_hub_stopped(hub_scenario, monkeypatch):
-    online = DataSource.resolve("eval").split_sha256("eval")
+    online = resolve_source("eval").split_sha256("eval")
     hub_scenario.hub.stop()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    offline = DataSource.resolve("eval", offline=True)
+    offline = resolve_source("eval", offline=True)
     assert offline.split_sha256("eval") == online
     assert len(offline.load_tasks("eval")) == len(hub_scenario.splits["eval"])
 
 
 def test_a_snapshot_link_retargeted_outside_blobs_is_refused(hub_scenario, tmp_path):
-    entry = DataSource.resolve("eval").parquet_path("eval")
+    entry = resolve_source("eval").parquet_path("eval")
     elsewhere = tmp_path / "planted.parquet"
     elsewhere.write_bytes(Path(os.path.realpath(entry)).read_bytes())
     entry.unlink()
     entry.symlink_to(elsewhere)
     with pytest.raises(SourceError, match="outside the Hub cache's blobs"):
-        DataSource.resolve("eval").load_tasks("eval")
+        resolve_source("eval").load_tasks("eval")
     with pytest.raises(SourceError, match="outside the Hub cache's blobs"):
-        DataSource.resolve("eval").split_sha256("eval")
+        resolve_source("eval").split_sha256("eval")
 
 
 def test_a_snapshot_link_into_another_repos_blobs_is_refused(hub_scenario, tmp_path):
-    entry = DataSource.resolve("eval").parquet_path("eval")
+    entry = resolve_source("eval").parquet_path("eval")
     other_blobs = ContentCache().hub_dir / "datasets--someone--else" / "blobs"
     other_blobs.mkdir(parents=True)
     blob = Path(os.path.realpath(entry))
@@ -71,18 +71,18 @@ def test_a_snapshot_link_into_another_repos_blobs_is_refused(hub_scenario, tmp_p
     entry.unlink()
     entry.symlink_to(planted)
     with pytest.raises(SourceError, match="outside the Hub cache's blobs"):
-        DataSource.resolve("eval").load_tasks("eval")
+        resolve_source("eval").load_tasks("eval")
 
 
 def test_a_blob_edited_after_download_is_refused(hub_scenario):
-    source = DataSource.resolve("eval")
+    source = resolve_source("eval")
     blob = source.split_file("eval")
     data = bytearray(blob.read_bytes())
     data[-9] ^= 0xFF
     blob.chmod(0o644)
     blob.write_bytes(bytes(data))
     with pytest.raises(SourceError, match="differs from the Hub's"):
-        DataSource.resolve("eval").split_sha256("eval")
+        resolve_source("eval").split_sha256("eval")
 
 
 def test_a_snapshot_link_to_a_link_in_blobs_that_leaves_blobs_is_refused(tmp_path):

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from smoldataenvs_tasks.data.kinds import load_tasks, resolve_tables
 from smoldataenvs_tasks.data.rows import InvalidRowWarning, TaskRecord, record_or_invalid
-from smoldataenvs_tasks.data.source import load_tasks
-from smoldataenvs_tasks.data.tables import resolve_tables
 from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies
 from tests.data.hostile import (
     DUPLICATE,

@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 from smoldataenvs_tasks._pins import DATASET_REVISION
 from smoldataenvs_tasks.cli import main
+from smoldataenvs_tasks.data.kinds import load_tasks, mirror_source, resolve_source, resolve_tables
 from smoldataenvs_tasks.data.mirror import verify_mirror, write_mirror
-from smoldataenvs_tasks.data.source import DataSource, SourceError, load_tasks
-from smoldataenvs_tasks.data.tables import resolve_tables
+from smoldataenvs_tasks.data.source import SourceError
 
 RETURNS = "t/0002/returns.ipynb_qa_1"
 BIG = "t/0004/big.ipynb_qa_1"
@@ -49,7 +49,7 @@ def test_mirror_then_env_mirror_gives_the_same_records_and_bytes_with_the_server
     shutil.rmtree(data_env.cache)  # nothing may come from the cache either
     monkeypatch.setenv("SMOLDATAENVS_MIRROR", str(target))
     for split in ("eval", "test"):
-        source = DataSource.resolve(split)
+        source = resolve_source(split)
         assert (source.kind, source.revision) == ("mirror", DATASET_REVISION)
         mirrored = load_tasks(split)
         assert mirrored == online[split]
@@ -197,7 +197,7 @@ def test_the_sample_can_be_mirrored_and_read_back(data_env, tmp_path):
     summary = write_mirror(target, ["sample"])
     assert summary.splits == {"sample": 10}
     records = load_tasks("sample", mirror=target)  # "sample" still means the bundled one
-    assert DataSource.from_mirror(target).load_tasks("sample") == records
+    assert mirror_source(target).load_tasks("sample") == records
     assert verify_mirror(target) == []
 
 

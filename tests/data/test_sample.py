@@ -13,9 +13,10 @@ import pytest
 
 from smoldataenvs_tasks._pins import KNOWN_REWARD_MODES, TIERS
 from smoldataenvs_tasks.data import prompts
-from smoldataenvs_tasks.data.source import SAMPLE_BUCKET, SAMPLE_DIR, DataSource, load_tasks
+from smoldataenvs_tasks.data.kinds import load_tasks, resolve_source, resolve_tables
+from smoldataenvs_tasks.data.source import SAMPLE_BUCKET, SAMPLE_DIR
 from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables
-from smoldataenvs_tasks.data.tables import resolve_tables, tables_manifest_digest
+from smoldataenvs_tasks.data.tables import tables_manifest_digest
 from smoldataenvs_tasks.sample import _build_sample as builder
 
 MISSING = "sample/0009/returns.ipynb_qa_1"
@@ -38,7 +39,7 @@ def test_the_sample_loads_offline_and_validates(records, data_env, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
     assert load_tasks("sample") == records
     assert 8 <= len(records) <= 12
-    source = DataSource.resolve("sample")
+    source = resolve_source("sample")
     assert source.kind == "sample" and source.revision
     for record in records:
         assert record.hf_bucket == SAMPLE_BUCKET
@@ -80,7 +81,7 @@ def test_the_sample_is_small_and_its_manifest_is_true(records):
 
     assert verify_mirror(SAMPLE_DIR) == []
     assert manifest["splits"]["sample"]["tasks"] == len(records)
-    assert tables_manifest_digest(records) is not None
+    assert tables_manifest_digest(records, resolve_source("sample")) is not None
 
 
 def _program(reply: str) -> str:

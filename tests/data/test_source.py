@@ -8,13 +8,9 @@ from pathlib import Path
 import pytest
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, DATASET_REVISION
+from smoldataenvs_tasks.data.kinds import load_tasks, mirror_source, resolve_source
 from smoldataenvs_tasks.data.rows import InvalidRowWarning, UnknownRewardModeWarning
-from smoldataenvs_tasks.data.source import (
-    SAMPLE_DIR,
-    DataSource,
-    SourceError,
-    load_tasks,
-)
+from smoldataenvs_tasks.data.source import SAMPLE_DIR, SourceError
 
 
 def test_first_load_downloads_the_pinned_parquet_with_hf_hub_download(hub_scenario, data_env):
@@ -60,19 +56,19 @@ def test_revision_override_is_used_for_the_download(hub_scenario):
     )
     records = load_tasks("eval", revision=other)
     assert len(records) == 2
-    assert DataSource.resolve("eval", revision=other).revision == other
+    assert resolve_source("eval", revision=other).revision == other
     with pytest.raises(SourceError, match="not found"):
         load_tasks("eval", revision="2" * 40)
 
 
 def test_unknown_split_is_refused():
     with pytest.raises(SourceError, match="unknown split"):
-        DataSource.resolve("validation")
+        resolve_source("validation")
 
 
 def test_sample_split_always_means_the_bundled_mirror(tmp_path, monkeypatch):
     monkeypatch.setenv("SMOLDATAENVS_MIRROR", str(tmp_path))
-    source = DataSource.resolve("sample", mirror=tmp_path)
+    source = resolve_source("sample", mirror=tmp_path)
     assert source.kind == "sample"
     assert source.root == SAMPLE_DIR
 
@@ -84,28 +80,28 @@ def test_precedence_explicit_mirror_over_env_over_hub(tmp_path, monkeypatch):
             f'{{"revision": "{name}"}}', encoding="utf-8"
         )
     monkeypatch.delenv("SMOLDATAENVS_MIRROR", raising=False)
-    assert DataSource.resolve("eval").kind == "hub"
+    assert resolve_source("eval").kind == "hub"
     monkeypatch.setenv("SMOLDATAENVS_MIRROR", str(tmp_path / "from-env"))
-    assert DataSource.resolve("eval").revision == "from-env"
-    chosen = DataSource.resolve("eval", mirror=tmp_path / "explicit")
+    assert resolve_source("eval").revision == "from-env"
+    chosen = resolve_source("eval", mirror=tmp_path / "explicit")
     assert (chosen.kind, chosen.revision) == ("mirror", "explicit")
 
 
 def test_mirror_without_manifest_or_split_is_a_clear_error(tmp_path):
     (tmp_path / "data").mkdir()
     with pytest.raises(SourceError, match=r"no manifest\.json"):
-        DataSource.from_mirror(tmp_path)
+        mirror_source(tmp_path)
     (tmp_path / "manifest.json").write_text('{"revision": "abc"}', encoding="utf-8")
     with pytest.raises(SourceError, match="has no split 'test'"):
-        DataSource.from_mirror(tmp_path).load_tasks("test")
+        mirror_source(tmp_path).load_tasks("test")
     with pytest.raises(SourceError, match="does not exist"):
-        DataSource.from_mirror(tmp_path / "nope")
+        mirror_source(tmp_path / "nope")
 
 
 def test_mirror_revision_must_match_a_requested_revision(tmp_path):
     (tmp_path / "manifest.json").write_text('{"revision": "abc"}', encoding="utf-8")
     with pytest.raises(SourceError, match="holds revision abc"):
-        DataSource.resolve("eval", mirror=tmp_path, revision="def")
+        resolve_source("eval", mirror=tmp_path, revision="def")
 
 
 def test_filters_accept_lists_and_comma_strings(hub_scenario):
@@ -180,8 +176,8 @@ def test_unknown_reward_modes_warn_once_per_mode_per_split(fake_hub, data_env):
 
 
 def test_describe_names_the_source(hub_scenario):
-    assert DATASET_REVISION in DataSource.resolve("eval").describe()
-    assert "sample" in DataSource.resolve("sample").describe()
+    assert DATASET_REVISION in resolve_source("eval").describe()
+    assert "sample" in resolve_source("sample").describe()
 
 
 def test_sample_dir_is_inside_the_package():

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from smoldataenvs_tasks.data.cache import ContentCache
+from smoldataenvs_tasks.data.kinds import load_tasks, resolve_source, resolve_tables
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import DataSource, load_tasks
-from smoldataenvs_tasks.data.tables import resolve_tables, tables_manifest_digest
+from smoldataenvs_tasks.data.tables import tables_manifest_digest
 from tests.fakehub_fixtures import Scenario
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -187,8 +187,7 @@ def _python(code: str, env: dict[str, str], *args: str) -> subprocess.Popen:
 
 
 _RESOLVE_BIG = f"""
-from smoldataenvs_tasks.data.source import load_tasks
-from smoldataenvs_tasks.data.tables import resolve_tables
+from smoldataenvs_tasks.data.kinds import load_tasks, resolve_tables
 [task] = load_tasks("eval", task_ids="{BIG}")
 print(resolve_tables(task).error)
 """
@@ -223,12 +222,12 @@ def test_a_download_killed_mid_file_is_resumed_by_the_next_process(hub_scenario,
 _PREFETCH = """
 import json, os, sys, time
 from smoldataenvs_tasks.data.prefetch import prefetch_tasks
-from smoldataenvs_tasks.data.source import DataSource
+from smoldataenvs_tasks.data.kinds import resolve_source
 print("ready", flush=True)
 while not os.path.exists(sys.argv[1]):  # start together, whatever the import times
     time.sleep(0.005)
 print(time.time(), flush=True)
-source = DataSource.resolve("eval")
+source = resolve_source("eval")
 tasks = [t for t in source.load_tasks("eval") if t.bucket_prefix == "acme__retail"]
 print(json.dumps(prefetch_tasks(tasks, source=source, jobs=2).to_dict()))
 """
@@ -332,7 +331,7 @@ def test_bytes_that_disagree_with_the_listing_never_enter_the_cache(hub_scenario
     survey = task(hub_scenario, SURVEY)
     route = hub_scenario.route("acme__survey", "survey.csv")
     original = hub_scenario.tables[("acme__survey", "survey.csv")]
-    source = DataSource.resolve("eval")
+    source = resolve_source("eval")
     # list first, then the bucket changes under us (same size, other bytes)
     from smoldataenvs_tasks.data.tables import prefix_listing
 
@@ -390,12 +389,12 @@ def test_an_unknown_bucket_is_a_clear_error(hub_scenario):
 
 def test_manifest_digest_is_stable_and_changes_with_the_bytes(hub_scenario):
     tasks = [task(hub_scenario, ORDERS), task(hub_scenario, SURVEY)]
-    assert tables_manifest_digest(tasks, DataSource.resolve("eval")) is None  # nothing fetched
+    assert tables_manifest_digest(tasks, resolve_source("eval")) is None  # nothing fetched
     for t in tasks:
         resolve_tables(t)
-    first = tables_manifest_digest(tasks, DataSource.resolve("eval"))
+    first = tables_manifest_digest(tasks, resolve_source("eval"))
     assert first is not None and len(first) == 64
-    assert tables_manifest_digest(list(reversed(tasks))) == first
+    assert tables_manifest_digest(list(reversed(tasks)), resolve_source("eval")) == first
     hub_scenario.hub.add_bucket_file(
         Scenario.BUCKET, "acme__survey/survey.csv", b"respondent,age\n1,2\n"
     )
@@ -404,7 +403,7 @@ def test_manifest_digest_is_stable_and_changes_with_the_bytes(hub_scenario):
     prefix_listing(ContentCache(), Scenario.BUCKET, "acme__survey", offline=False, refresh=True)
     refreshed = resolve_tables(tasks[1])
     assert refreshed.files[0].path.read_bytes() == b"respondent,age\n1,2\n"
-    assert tables_manifest_digest(tasks) != first
+    assert tables_manifest_digest(tasks, resolve_source("eval")) != first
 
 
 def test_a_row_without_prefix_is_ungraded_not_a_crash(hub_scenario):
@@ -416,7 +415,7 @@ def test_a_row_without_prefix_is_ungraded_not_a_crash(hub_scenario):
 def test_prefetch_in_process_reports_ready_missing_and_skipped(hub_scenario, jobs):
     from smoldataenvs_tasks.data.prefetch import prefetch_tasks
 
-    source = DataSource.resolve("eval")
+    source = resolve_source("eval")
     summary = prefetch_tasks(
         source.load_tasks("eval"), source=source, jobs=jobs, max_file_bytes=1_000_000
     )

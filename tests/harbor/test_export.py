@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
+from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.data.prompts import agent_user_prompt
-from smoldataenvs_tasks.data.source import load_tasks
 from smoldataenvs_tasks.harbor_adapter import image
 from smoldataenvs_tasks.harbor_adapter.export import (
     EXPORT_MANIFEST,

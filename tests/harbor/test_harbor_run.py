@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from inspect_ai import eval as inspect_eval
 
 from smoldataenvs_tasks.cli import main
-from smoldataenvs_tasks.data.source import load_tasks
+from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.harbor_adapter import image
 from smoldataenvs_tasks.harbor_adapter.export import export_dataset
 from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs

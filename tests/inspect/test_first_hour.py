@@ -14,7 +14,7 @@ import pytest
 import yaml
 from inspect_ai import eval as inspect_eval
 
-from smoldataenvs_tasks.data.source import load_tasks
+from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
 from smoldataenvs_tasks.inspect_adapter.tasks import (
     HEADLINE_SPLIT,

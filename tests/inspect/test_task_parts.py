@@ -15,9 +15,9 @@ from inspect_ai.model import ModelOutput, ModelUsage
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
 
+from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.data.prompts import adapt_instruction_for_submit, program_prompt
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import load_tasks
 from smoldataenvs_tasks.data.staging import new_stage_dir
 from smoldataenvs_tasks.inspect_adapter.providers import sandbox_spec
 from smoldataenvs_tasks.inspect_adapter.setup import (

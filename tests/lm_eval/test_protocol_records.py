@@ -12,7 +12,7 @@ import lm_eval
 import pytest
 
 from smoldataenvs_tasks.data.integrity import content_sha256
-from smoldataenvs_tasks.data.source import DataSource
+from smoldataenvs_tasks.data.kinds import sample_source
 from smoldataenvs_tasks.lm_eval.cli import precheck
 from smoldataenvs_tasks.lm_eval.fewshot import FewShotRefused
 from smoldataenvs_tasks.lm_eval.models import ReplayLM
@@ -24,10 +24,10 @@ TASK = "smoldataenvs_program_sample"
 
 def _manifest_digests() -> dict[str, dict[str, str]]:
     """task id -> {table name: sha256} from the bundled sample's own manifest."""
-    from smoldataenvs_tasks.data.tables import resolve_tables
+    from smoldataenvs_tasks.data.kinds import resolve_tables, sample_source
 
     out = {}
-    for record in DataSource.sample().load_tasks("sample"):
+    for record in sample_source().load_tasks("sample"):
         tables = resolve_tables(record)
         if tables.available:
             out[record.task_id] = {t.name: t.sha256 for t in tables.files}
@@ -45,7 +45,7 @@ def test_lm_eval_records_the_split_and_table_digests_of_every_graded_doc():
         bootstrap_iters=0,
     )
     expected = _manifest_digests()
-    split_sha = content_sha256(DataSource.sample().parquet_path("sample"))
+    split_sha = content_sha256(sample_source().parquet_path("sample"))
     seen = set()
     for sample in results["samples"][TASK]:
         task_id = sample["doc"]["task_id"]

@@ -86,7 +86,7 @@ def test_the_installed_copy_reads_its_data_and_gives_the_same_image_tag(
     assert installed.returncode == 0, installed.stderr[-2000:]
     probe = (
         "import smoldataenvs_tasks, json\n"
-        "from smoldataenvs_tasks.data.source import load_tasks\n"
+        "from smoldataenvs_tasks.data.kinds import load_tasks\n"
         "from smoldataenvs_tasks.sandboxes.docker import content_tag\n"
         "from smoldataenvs_tasks.lm_eval.paths import TASKS_DIR\n"
         "print(json.dumps({'file': smoldataenvs_tasks.__file__, 'tasks': len(load_tasks('sample')),"

@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from smoldataenvs_tasks.contract import ANSWER_FILE, INPUT_DIR, MAX_ANSWER_BYTES, PROGRAM_PATH
+from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import load_tasks
 from smoldataenvs_tasks.pipeline import (
     SANDBOX_ATTEMPTS,
     ProgramReply,

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from smoldataenvs_tasks.data.source import load_tasks
+from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.replay import ReplayBook
 from smoldataenvs_tasks.validate import BUNDLED_GOLD
 

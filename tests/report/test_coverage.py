@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
-from smoldataenvs_tasks.data.source import load_tasks
+from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.results.load.inputs import load_runs
 from smoldataenvs_tasks.results.load.retries import attempt_of_samples, changes
 from smoldataenvs_tasks.results.model.coverage import attempt_shortfalls, coverage_of

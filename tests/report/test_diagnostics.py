@@ -15,8 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
+from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.data.layout import split_entry, write_manifest
-from smoldataenvs_tasks.data.source import SAMPLE_DIR, load_tasks
+from smoldataenvs_tasks.data.source import SAMPLE_DIR
 from smoldataenvs_tasks.results.figures.contamination import lookup_train_tables
 from smoldataenvs_tasks.results.figures.diagnostics import (
     smallest_separable_gap,

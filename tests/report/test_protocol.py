@@ -9,7 +9,7 @@ import json
 import pytest
 
 from smoldataenvs_tasks._pins import SAMPLE_REVISION, SPLIT_SIZES, pinned_split_size
-from smoldataenvs_tasks.data.source import DataSource
+from smoldataenvs_tasks.data.kinds import sample_source
 from smoldataenvs_tasks.results.model.protocol import (
     AGENT_MAX_TOKENS,
     AGENT_MAX_TURNS,
@@ -73,7 +73,7 @@ def test_the_defaults_are_the_ones_the_tasks_run_with():
 
 
 def test_the_sample_pins_are_the_bundled_sample():
-    manifest = DataSource.sample().manifest()
+    manifest = sample_source().manifest()
     assert manifest["revision"] == SAMPLE_REVISION
     assert manifest["splits"]["sample"]["tasks"] == SPLIT_SIZES["sample"]
     assert pinned_split_size("sample", SAMPLE_REVISION) == 10

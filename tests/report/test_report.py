@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
-from smoldataenvs_tasks.data.source import DataSource, load_tasks
+from smoldataenvs_tasks.data.kinds import load_tasks, sample_source
 from smoldataenvs_tasks.results.figures.stats import pass_at_k
 from smoldataenvs_tasks.results.load.inputs import load_runs
 from smoldataenvs_tasks.results.model.errors import IncompatibleRunsError
@@ -95,7 +95,7 @@ def test_submission_of_an_inspect_run_has_every_field_right(
     assert sub["report_generator"]["smoldataenvs_tasks"]
     assert (sub["variant"], sub["protocol"], sub["split"]) == ("program", "program", "sample")
     assert sub["dataset"] == "FineEnvs/SmolDataEnvs"
-    assert sub["dataset_revision"] == DataSource.sample().revision
+    assert sub["dataset_revision"] == sample_source().revision
     assert re.fullmatch(r"[0-9a-f]{64}", sub["tables_manifest_digest"])
     assert sub["grader_version"] == f"{GRADER_VERSION}+default"
     assert sub["grader_profile"] == "default"

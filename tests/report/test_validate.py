@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from smoldataenvs_tasks.cli import main
-from smoldataenvs_tasks.data.source import load_tasks
+from smoldataenvs_tasks.data.kinds import load_tasks
 from tests.report.replays import MISSING_TABLE_TASK, MIXED, expected_reward
 
 AGENTIC_GOLD = (

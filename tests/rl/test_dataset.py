@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.data.prompts import PROGRAM_SYSTEM_PROMPT, agent_system_prompt
-from smoldataenvs_tasks.data.source import load_tasks
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.rl import HeldOutSplitError, rl_dataset
 

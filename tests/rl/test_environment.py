@@ -73,7 +73,7 @@ def test_an_empty_answer_and_no_answer_earn_zero_in_a_fresh_session_each():
 
 
 def _records():
-    from smoldataenvs_tasks.data.source import load_tasks
+    from smoldataenvs_tasks.data.kinds import load_tasks
 
     return load_tasks("sample")
 

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
+from smoldataenvs_tasks.data.kinds import load_tasks, resolve_tables
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import SAMPLE_DIR, load_tasks
+from smoldataenvs_tasks.data.source import SAMPLE_DIR
 from smoldataenvs_tasks.data.staging import stage_tables
-from smoldataenvs_tasks.data.tables import resolve_tables
 from smoldataenvs_tasks.pipeline import decide_program_reply
 from smoldataenvs_tasks.scorers.verdict import Verdict
 from tests.replies import BAD_PROGRAM_REPLIES, ORDERS_TASK

@@ -99,7 +99,7 @@ def test_a_program_batch_shows_its_progress_and_leaves_no_stage_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     from smoldataenvs_tasks._host import stage_root
-    from smoldataenvs_tasks.data.source import load_tasks
+    from smoldataenvs_tasks.data.kinds import load_tasks
     from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies
     from smoldataenvs_tasks.sandboxes import envbuild
     from tests.sandboxes.helpers import require_kind

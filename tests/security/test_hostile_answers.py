@@ -25,7 +25,7 @@ from smoldataenvs_tasks.contract import (
     WORKDIR,
     writable_dir_sizes,
 )
-from smoldataenvs_tasks.data.source import load_tasks
+from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.sandboxes import disk
 from smoldataenvs_tasks.sandboxes.answer_file import AnswerState, read_answer_file
 from tests.sandboxes.helpers import SMALL_LIMITS

@@ -27,11 +27,12 @@ from smoldataenvs_tasks._pins import split_parquet_path
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.data.cache import ContentCache
 from smoldataenvs_tasks.data.integrity import TableCorruptError
+from smoldataenvs_tasks.data.kinds import load_tasks, resolve_tables
 from smoldataenvs_tasks.data.mirror import verify_mirror
 from smoldataenvs_tasks.data.rows import TaskRecord
-from smoldataenvs_tasks.data.source import SourceError, load_tasks
+from smoldataenvs_tasks.data.source import SourceError
 from smoldataenvs_tasks.data.staging import new_stage_dir, stage_tables, staged_sha256
-from smoldataenvs_tasks.data.tables import TableFile, TableSet, resolve_tables
+from smoldataenvs_tasks.data.tables import TableFile, TableSet
 from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies
 from tests.data.hostile import (
     ORDERS_PREFIX,

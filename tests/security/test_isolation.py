@@ -22,7 +22,7 @@ import pytest
 
 from smoldataenvs_tasks import pipeline
 from smoldataenvs_tasks.contract import ANSWER_FILE, SANDBOX_HOME
-from smoldataenvs_tasks.data.source import load_tasks
+from smoldataenvs_tasks.data.kinds import load_tasks
 from tests.sandboxes.helpers import SMALL_LIMITS, require_kind
 from tests.sandboxes.kinds import engine_of
 

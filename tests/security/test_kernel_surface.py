@@ -21,7 +21,7 @@ import json
 import pytest
 
 from smoldataenvs_tasks import pipeline
-from smoldataenvs_tasks.data.source import load_tasks
+from smoldataenvs_tasks.data.kinds import load_tasks
 from tests.sandboxes.helpers import SMALL_LIMITS
 from tests.sandboxes.kinds import engine_of
 

@@ -152,7 +152,7 @@ async def test_a_ptrace_armed_survivor_neither_outlives_the_reset_nor_touches_th
 def test_a_planted_daemon_kills_no_later_program_in_an_lm_eval_batch(
     monkeypatch: pytest.MonkeyPatch, no_leftovers: None
 ) -> None:
-    from smoldataenvs_tasks.data.source import load_tasks
+    from smoldataenvs_tasks.data.kinds import load_tasks
     from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies
     from smoldataenvs_tasks.sandboxes.docker.spares import REUSE_ENV
 

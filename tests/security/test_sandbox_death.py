@@ -28,7 +28,7 @@ import pytest
 
 from smoldataenvs_tasks import pipeline
 from smoldataenvs_tasks.contract import ANSWER_FILE
-from smoldataenvs_tasks.data.source import load_tasks
+from smoldataenvs_tasks.data.kinds import load_tasks
 from tests.replies import fenced
 from tests.sandboxes.docker_support import docker_lines
 from tests.sandboxes.helpers import SMALL_LIMITS, make_stage, require_kind

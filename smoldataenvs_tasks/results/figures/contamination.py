@@ -30,10 +30,10 @@ def _unavailable(note: str) -> TrainTables:
 
 
 def _split_tables(split: str, mirror: str | None, revision: str | None) -> dict[str, str | None]:
-    from smoldataenvs_tasks.data.source import DataSource
+    from smoldataenvs_tasks.data.kinds import resolve_source
 
     try:
-        source = DataSource.resolve(split, mirror=mirror, revision=revision, offline=True)
+        source = resolve_source(split, mirror=mirror, revision=revision, offline=True)
         records = source.load_tasks(split)
     except (SmolDataEnvsError, OSError, ValueError):
         return {}
@@ -53,11 +53,12 @@ def lookup_train_tables(
         )
     if split == TRAIN_SPLIT:
         return {}, _unavailable("this is the train split itself")
-    from smoldataenvs_tasks.data.source import ENV_MIRROR, DataSource
+    from smoldataenvs_tasks.data.kinds import resolve_source
+    from smoldataenvs_tasks.data.source import ENV_MIRROR
 
     revision = runs[0].dataset_revision
     try:
-        source = DataSource.resolve(TRAIN_SPLIT, mirror=mirror, revision=revision, offline=True)
+        source = resolve_source(TRAIN_SPLIT, mirror=mirror, revision=revision, offline=True)
         train = source.load_tasks(TRAIN_SPLIT)
     except (SmolDataEnvsError, OSError, ValueError) as exc:
         # The error text may hold a machine path; submissions get shared, so only its kind.

@@ -250,9 +250,9 @@ def _lm_eval_revision(meta: dict[str, Any], split: str) -> str | None:
     if meta.get("revision"):
         return str(meta["revision"])
     if split == SAMPLE_SPLIT and not meta.get("mirror"):
-        from smoldataenvs_tasks.data.source import DataSource
+        from smoldataenvs_tasks.data.kinds import sample_source
 
-        return DataSource.sample().revision
+        return sample_source().revision
     revision = meta.get("dataset_revision")
     return str(revision) if revision is not None else None
 

@@ -46,12 +46,12 @@ class VerifierData:
     def load(cls, split: str, *, mirror: str | os.PathLike[str] | None = None) -> VerifierData:
         import warnings
 
+        from smoldataenvs_tasks.data.kinds import resolve_source
         from smoldataenvs_tasks.data.rows import InvalidRowWarning, UnknownRewardModeWarning
-        from smoldataenvs_tasks.data.source import DataSource
 
         revision = pinned_revision(split)
         try:
-            source = DataSource.resolve(split, mirror=mirror, revision=revision)
+            source = resolve_source(split, mirror=mirror, revision=revision)
             with warnings.catch_warnings():
                 # the verifier's invalid rows are reported as ungradable tasks, task by task
                 warnings.simplefilter("ignore", InvalidRowWarning)
@@ -85,8 +85,8 @@ class VerifierData:
         if known is not None:
             return known
         from smoldataenvs_tasks.data.integrity import TableCorruptError
+        from smoldataenvs_tasks.data.kinds import resolve_tables
         from smoldataenvs_tasks.data.staging import verify_tables
-        from smoldataenvs_tasks.data.tables import resolve_tables
 
         record = self.records[task_id]
         state: tuple[str | None, dict[str, str] | None]
