@@ -24,6 +24,7 @@ import re
 import stat
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -186,7 +187,7 @@ def regular_beneath(base: Path, relpath: str) -> os.stat_result | None:
     return info
 
 
-def check_recorded_file(base: Path, relpath: str, info: dict[str, Any]) -> str | None:
+def check_recorded_file(base: Path, relpath: str, info: Mapping[str, Any]) -> str | None:
     """What is wrong with the file recorded as `info` ({size, sha256}) at `base/relpath`."""
     try:
         found = regular_beneath(base, relpath)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -40,6 +40,7 @@ from smoldataenvs_tasks.data.integrity import (
     hub_snapshot_blob,
 )
 from smoldataenvs_tasks.data.layout import (
+    Manifest,
     SourceError,
     prefix_head,
     read_manifest,
@@ -117,7 +118,7 @@ class HubSource(DataSource):
     def describe(self) -> str:
         return f"{self.repo_id}@{self.revision} (Hub, cached)"
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
         return {}
 
     def available_splits(self) -> tuple[str, ...]:
@@ -197,7 +198,7 @@ class MirrorSource(DataSource):
     def describe(self) -> str:
         return f"mirror {self.root} ({self.repo_id}@{self.revision})"
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
         return read_manifest(self.root)
 
     def available_splits(self) -> tuple[str, ...]:
@@ -271,7 +272,7 @@ class SampleSource(MirrorSource):
 
 
 def _sizes_and_hashes(
-    files: Iterable[tuple[str, dict[str, Any]]],
+    files: Iterable[tuple[str, Mapping[str, Any]]],
 ) -> dict[str, dict[str, object]] | None:
     """A prefix's files (path under it, manifest entry) as a tables digest describes them."""
     described = {

@@ -21,7 +21,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from smoldataenvs_tasks._pins import split_parquet_path
 from smoldataenvs_tasks.data.cache import atomic_write_json
@@ -35,6 +35,43 @@ from smoldataenvs_tasks.errors import SmolDataEnvsError
 
 MANIFEST = "manifest.json"
 FORMAT = 1
+
+
+class FileEntry(TypedDict):
+    """A file's record in the manifest: what its bytes must be."""
+
+    size: int
+    sha256: str
+
+
+class SplitEntry(FileEntry):
+    """A split's parquet: where it is, its bytes, and how many rows (tasks) it holds."""
+
+    path: str
+    tasks: int
+
+
+class SkippedEntry(TypedDict):
+    """A table the mirror run left out: its size and the `--max-file-mb` it was over."""
+
+    size: int
+    limit_bytes: int | None
+
+
+class Manifest(TypedDict, total=False):
+    """A mirror's manifest.json as `write_manifest` writes it. Read back it is what the file
+    says (a mirror is outside data, and older ones lack keys), so readers still `.get` each key
+    and check each entry's type; the shape names what they may expect."""
+
+    format: int
+    dataset: str
+    revision: str | None
+    created_at: str
+    updated_at: str
+    splits: dict[str, SplitEntry]
+    files: dict[str, FileEntry]
+    skipped: dict[str, SkippedEntry]
+    missing: dict[str, str]  # task id -> why its tables are not in the mirror
 
 
 def source_dataset(hf_bucket: Any, bucket_prefix: Any) -> str | None:
@@ -60,16 +97,17 @@ def prefix_head(bucket: str, prefix: str) -> str:
     return f"buckets/{bucket}/{prefix}/"
 
 
-def file_entry(path: str | os.PathLike[str], sha256: str | None = None) -> dict[str, Any]:
+def file_entry(path: str | os.PathLike[str], sha256: str | None = None) -> FileEntry:
     """A manifest entry for a file: its size and sha256 (computed when not given)."""
     path = Path(path)
     return {"size": path.stat().st_size, "sha256": sha256 or sha256_file(path)}
 
 
-def split_entry(root: Path, split: str, tasks: int) -> dict[str, Any]:
+def split_entry(root: Path, split: str, tasks: int) -> SplitEntry:
     """A manifest entry for a split's parquet under `root`."""
     relpath = split_parquet_path(split)
-    return {"path": relpath, **file_entry(root / relpath), "tasks": tasks}
+    entry = file_entry(root / relpath)
+    return {"path": relpath, "size": entry["size"], "sha256": entry["sha256"], "tasks": tasks}
 
 
 def write_manifest(
@@ -77,29 +115,34 @@ def write_manifest(
     *,
     dataset: str,
     revision: str | None,
-    splits: Mapping[str, Mapping[str, Any]],
-    files: Mapping[str, Mapping[str, Any]],
-    skipped: Mapping[str, Mapping[str, Any]] | None = None,
+    splits: Mapping[str, SplitEntry],
+    files: Mapping[str, FileEntry],
+    skipped: Mapping[str, SkippedEntry] | None = None,
     missing: Mapping[str, str] | None = None,
-    **stamps: str,
-) -> dict[str, Any]:
+    created_at: str | None = None,
+    updated_at: str | None = None,
+) -> Manifest:
     """Write `root/manifest.json` atomically (last, so an interrupted mirror has none) and
-    return it. `stamps` are extra top-level fields such as `created_at`/`updated_at`."""
-    manifest: dict[str, Any] = {
+    return it. `created_at`/`updated_at` are written when given (`smoldataenvs mirror` stamps
+    them; the bundled sample has none, so its manifest stays byte-identical on a rebuild)."""
+    manifest: Manifest = {
         "format": FORMAT,
         "dataset": dataset,
         "revision": revision,
-        **stamps,
         "splits": dict(splits),
         "files": dict(sorted(files.items())),
         "skipped": dict(sorted((skipped or {}).items())),
         "missing": dict(sorted((missing or {}).items())),
     }
+    if created_at is not None:
+        manifest["created_at"] = created_at
+    if updated_at is not None:
+        manifest["updated_at"] = updated_at
     atomic_write_json(Path(root) / MANIFEST, manifest)
     return manifest
 
 
-def verified_split(root: Path, split: str, manifest: Mapping[str, Any]) -> Path:
+def verified_split(root: Path, split: str, manifest: Manifest) -> Path:
     """The split's parquet under `root`, refused (SourceError) when it is not a regular file
     inside the mirror or its bytes differ from the sha256 the manifest records for it: every
     gold answer of the split is in it. Hashed once per file version in this process."""
@@ -111,7 +154,7 @@ def verified_split(root: Path, split: str, manifest: Mapping[str, Any]) -> Path:
         raise SourceError(f"{relpath} of the mirror {root} is refused: {exc}") from None
     if found is None:
         raise SourceError(f"{path} does not exist")
-    entry = (manifest.get("splits") or {}).get(split) or {}
+    entry: object = (manifest.get("splits") or {}).get(split)
     expected = entry.get("sha256") if isinstance(entry, Mapping) else None
     if expected and content_sha256(path) != expected:
         raise SourceError(
@@ -121,7 +164,7 @@ def verified_split(root: Path, split: str, manifest: Mapping[str, Any]) -> Path:
     return path
 
 
-def read_manifest(root: str | os.PathLike[str]) -> dict[str, Any]:
+def read_manifest(root: str | os.PathLike[str]) -> Manifest:
     """The mirror's manifest.json, parsed once per version of the file (callers must not
     mutate it): every sample's table lookup reads it, and a full mirror's is megabytes."""
     path = Path(root) / MANIFEST
@@ -135,7 +178,7 @@ def read_manifest(root: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=8)
-def _parse_manifest(path_text: str, mtime_ns: int, size: int, inode: int) -> dict[str, Any]:
+def _parse_manifest(path_text: str, mtime_ns: int, size: int, inode: int) -> Manifest:
     path = Path(path_text)
     root = path.parent
     try:
@@ -150,4 +193,4 @@ def _parse_manifest(path_text: str, mtime_ns: int, size: int, inode: int) -> dic
         raise SourceError(f"cannot read {path}: {exc}") from exc
     if not isinstance(data, dict):
         raise SourceError(f"{path} is not a JSON object")
-    return data
+    return cast(Manifest, data)  # an object; its keys are checked where read (Manifest)

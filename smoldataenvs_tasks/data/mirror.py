@@ -35,7 +35,11 @@ from smoldataenvs_tasks.data.integrity import (
 from smoldataenvs_tasks.data.kinds import resolve_source, resolve_tables
 from smoldataenvs_tasks.data.layout import (
     MANIFEST,
+    FileEntry,
+    Manifest,
+    SkippedEntry,
     SourceError,
+    SplitEntry,
     read_manifest,
     split_entry,
     table_key,
@@ -102,14 +106,14 @@ def write_mirror(
         if source.reads_from(root):
             raise SourceError(f"cannot mirror {split!r} from {root} into itself")
 
-    existing: dict[str, Any] = {}
+    existing: Manifest = {}
     if (root / MANIFEST).exists():
         existing = read_manifest(root)
     root.mkdir(parents=True, exist_ok=True)
 
-    manifest_files: dict[str, dict[str, Any]] = dict(existing.get("files") or {})
-    skipped_files: dict[str, dict[str, Any]] = dict(existing.get("skipped") or {})
-    split_info: dict[str, dict[str, Any]] = dict(existing.get("splits") or {})
+    manifest_files: dict[str, FileEntry] = dict(existing.get("files") or {})
+    skipped_files: dict[str, SkippedEntry] = dict(existing.get("skipped") or {})
+    split_info: dict[str, SplitEntry] = dict(existing.get("splits") or {})
     missing_info: dict[str, str] = dict(existing.get("missing") or {})
     summary = MirrorSummary(root=root, revision=None)
     revisions: set[str] = set()
@@ -163,8 +167,8 @@ def write_mirror(
         split_info[split] = split_entry(root, split, len(tasks))
         summary.splits[split] = len(tasks)
 
-    if existing.get("revision"):
-        revisions.add(existing["revision"])
+    if recorded_revision := existing.get("revision"):
+        revisions.add(recorded_revision)
     if len(revisions) > 1:
         raise SourceError(
             f"{root} would mix dataset revisions {sorted(revisions)}; use a fresh directory"

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Literal, Protocol, TypedDict
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, TIERS
 
 # Raised by the kinds, and caught by callers as this module's.
+from smoldataenvs_tasks.data.layout import Manifest
 from smoldataenvs_tasks.data.layout import SourceError as SourceError
 from smoldataenvs_tasks.data.rows import (
     InvalidRowWarning,
@@ -131,7 +132,7 @@ class DataSource(ABC):
     def describe(self) -> str: ...
 
     @abstractmethod
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
         """The mirror's manifest.json ({} for the Hub source)."""
 
     @abstractmethod

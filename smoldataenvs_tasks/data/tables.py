@@ -21,14 +21,14 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks.data import hub
 from smoldataenvs_tasks.data.cache import MB, CacheIntegrityError, ContentCache, RemoteEntry
 from smoldataenvs_tasks.data.integrity import UnsafePathError, regular_beneath, safe_relpath
-from smoldataenvs_tasks.data.layout import prefix_head
+from smoldataenvs_tasks.data.layout import Manifest, prefix_head
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import DataSource, TableFile, TableSet
 from smoldataenvs_tasks.errors import SmolDataEnvsError
@@ -123,7 +123,7 @@ def regular_dir_beneath(root: Path, relpath: str) -> bool | None:
 
 
 def resolve_in_place(
-    task: TaskRecord, root: Path, manifest: dict[str, Any], *, max_file_bytes: int | None
+    task: TaskRecord, root: Path, manifest: Manifest, *, max_file_bytes: int | None
 ) -> TableSet:
     """A mirror's or the sample's tables of the task, read where they are (`root` and its
     manifest)."""
@@ -147,7 +147,8 @@ def resolve_in_place(
         relpaths = [relpath for relpath in relpaths if relpath in listed]
     found, missing = match_files(task.files, relpaths)
     # a table the mirror run left out for its size is reported as such, not as "not found"
-    left_out = {
+    # (the entries are what the file says, so any shape: a bad one is this task's error)
+    left_out: dict[str, Mapping[str, Any]] = {
         key.rsplit("/", 1)[-1]: info for key, info in skipped.items() if key.startswith(head)
     }
     errors = [
@@ -173,7 +174,7 @@ def resolve_in_place(
             errors.append(f"{name}: not found under prefix '{prefix}'")
             continue
         size = info_stat.st_size
-        info = recorded.get(head + relpath) or {}
+        info: Mapping[str, Any] = recorded.get(head + relpath) or {}
         if info.get("size") is not None and info["size"] != size:
             corrupt.append(f"{name}: size {size} differs from the mirror manifest's {info['size']}")
             continue

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from smoldataenvs_tasks.data.layout import file_entry, split_entry, write_manifest
+from smoldataenvs_tasks.data.layout import Manifest, file_entry, split_entry, write_manifest
 
 SAMPLE_VERSION = "sample-1"
 BUCKET = "smoldataenvs/sample-tables"  # = data.source.SAMPLE_BUCKET
@@ -586,7 +586,7 @@ def agentic_commands(task: SampleTask, answer: str) -> list[tuple[str, str]]:
     return steps
 
 
-def build(out: Path) -> dict[str, object]:
+def build(out: Path) -> Manifest:
     """Write the whole sample into `out` (the package's sample dir, or a temp dir)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
