@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from smoldataenvs_tasks._pins import reward_mode_label
 from smoldataenvs_tasks.contract import (
@@ -126,18 +126,105 @@ def _toml_value(value: Any) -> str:
     return json.dumps(str(value), ensure_ascii=False)
 
 
-def _toml_table(name: str, values: Mapping[str, Any]) -> str:
-    """A TOML table of scalars and lists; a None is left out (TOML has no null), which the
-    provenance's readers take as None again."""
-    values = {key: value for key, value in values.items() if value is not None}
-    lines = [f"[{name}]"]
+class VerifierSection(TypedDict):
+    timeout_sec: float
+    user: str
+    environment_mode: str
+
+
+class AgentSection(TypedDict):
+    timeout_sec: float
+    user: int
+
+
+class EnvironmentSection(TypedDict):
+    build_timeout_sec: float
+    cpus: int
+    memory_mb: int
+    storage_mb: int
+    network_mode: str
+
+
+class TaskToml(TypedDict):
+    """A task's task.toml in Harbor's `TaskConfig` shape (tests/harbor/test_harbor_run.py holds
+    every key here to a field of Harbor's own models). `metadata` is free-form in Harbor: the
+    task's facts, the run plan's provenance under `PROVENANCE_KEY` (its `filters` a table of its
+    own, left out when nothing is filtered) and the tables' sha256 under `table_sha256`."""
+
+    schema_version: str
+    # The one thing the separate verifier is given of the agent's container.
+    artifacts: list[str]
+    metadata: dict[str, Any]
+    # The grader runs in a container of its own, after the agent's was stopped: the gold is never
+    # where the agent is, and nothing of the agent's runs while it grades. As root, so that it
+    # can still end any process of the agent's uid and own /logs/verifier (verifier.py); it reads
+    # the answer as the agent's user.
+    verifier: VerifierSection
+    # The agent runs as uid 1000, as in every SmolDataEnvs sandbox; the container's keep-alive
+    # is root's (the Dockerfile), so ending the agent's processes keeps it.
+    agent: AgentSection
+    environment: EnvironmentSection
+
+
+def task_config(
+    metadata: dict[str, Any],
+    provenance: RunProvenance,
+    table_sha256: dict[str, str],
+    network_mode: str = "no-network",
+) -> TaskToml:
+    sizes = writable_dir_sizes(DEFAULT_LIMITS)
+    run: dict[str, Any] = {key: value for key, value in provenance.items() if key != "filters"}
+    filters = {key: value for key, value in (provenance["filters"] or {}).items() if value}
+    if filters:
+        run["filters"] = filters
+    return {
+        "schema_version": "1.4",
+        "artifacts": [ANSWER_FILE],
+        "metadata": {
+            **metadata,
+            # The run plan's provenance, under the key every framework stores it at.
+            PROVENANCE_KEY: run,
+            "table_sha256": dict(sorted(table_sha256.items())),
+        },
+        "verifier": {
+            "timeout_sec": VERIFIER_TIMEOUT_S,
+            "user": "root",
+            "environment_mode": "separate",
+        },
+        "agent": {"timeout_sec": AGENT_TIMEOUT_S, "user": AGENT_UID},
+        "environment": {
+            "build_timeout_sec": BUILD_TIMEOUT_S,
+            "cpus": int(DEFAULT_LIMITS.cpus),
+            "memory_mb": DEFAULT_LIMITS.memory_bytes // 2**20,
+            # The contract's writable directories together (contract.writable_dir_sizes).
+            "storage_mb": sum(sizes.values()) // 2**20,
+            "network_mode": network_mode,
+        },
+    }
+
+
+def _toml_tables(name: str, values: Mapping[str, Any]) -> list[str]:
+    """A TOML table of scalars and lists, then each table inside it as one of its own; a None is
+    left out (TOML has no null), which the provenance's readers take as None again."""
+    lines = [f"[{name}]"] if name else []
     lines += [
         f"{json.dumps(key)} = {_toml_value(value)}"
         if not re.fullmatch(r"[A-Za-z0-9_-]+", key)
         else f"{key} = {_toml_value(value)}"
         for key, value in values.items()
+        if value is not None and not isinstance(value, Mapping)
     ]
-    return "\n".join(lines)
+    tables = ["\n".join(lines)]
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            tables += _toml_tables(f"{name}.{key}" if name else key, value)
+    return tables
+
+
+def render_task_toml(config: TaskToml) -> str:
+    """The task.toml text of `config`: its scalars, then each table in the shape's order."""
+    header = "# Written by `smoldataenvs harbor export` (docs/harbor.md).\n"
+    return header + "\n\n".join(_toml_tables("", config)) + "\n"
 
 
 def task_toml(
@@ -146,42 +233,7 @@ def task_toml(
     table_sha256: dict[str, str],
     network_mode: str = "no-network",
 ) -> str:
-    sizes = writable_dir_sizes(DEFAULT_LIMITS)
-    run = {key: value for key, value in provenance.items() if key != "filters"}
-    filters = {key: value for key, value in (provenance["filters"] or {}).items() if value}
-    sections = [
-        '# Written by `smoldataenvs harbor export` (docs/harbor.md).\nschema_version = "1.4"\n'
-        # The one thing the separate verifier is given of the agent's container.
-        f"artifacts = {_toml_value([ANSWER_FILE])}",
-        _toml_table("metadata", metadata),
-        # The run plan's provenance, under the key every framework stores it at.
-        _toml_table(f"metadata.{PROVENANCE_KEY}", run),
-        *([_toml_table(f"metadata.{PROVENANCE_KEY}.filters", filters)] if filters else []),
-        _toml_table("metadata.table_sha256", dict(sorted(table_sha256.items()))),
-        # The grader runs in a container of its own, after the agent's was stopped: the gold is
-        # never where the agent is, and nothing of the agent's runs while it grades. As root, so
-        # that it can still end any process of the agent's uid and own /logs/verifier
-        # (verifier.py); it reads the answer as the agent's user.
-        _toml_table(
-            "verifier",
-            {"timeout_sec": VERIFIER_TIMEOUT_S, "user": "root", "environment_mode": "separate"},
-        ),
-        # The agent runs as uid 1000, as in every SmolDataEnvs sandbox; the container's
-        # keep-alive is root's (the Dockerfile), so ending the agent's processes keeps it.
-        _toml_table("agent", {"timeout_sec": AGENT_TIMEOUT_S, "user": AGENT_UID}),
-        _toml_table(
-            "environment",
-            {
-                "build_timeout_sec": BUILD_TIMEOUT_S,
-                "cpus": int(DEFAULT_LIMITS.cpus),
-                "memory_mb": DEFAULT_LIMITS.memory_bytes // 2**20,
-                # The contract's writable directories together (contract.writable_dir_sizes).
-                "storage_mb": sum(sizes.values()) // 2**20,
-                "network_mode": network_mode,
-            },
-        ),
-    ]
-    return "\n\n".join(sections) + "\n"
+    return render_task_toml(task_config(metadata, provenance, table_sha256, network_mode))
 
 
 def dockerfile(task_id: str, grader_image: str, has_tables: bool) -> str:

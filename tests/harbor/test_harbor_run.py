@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import get_type_hints, is_typeddict
 
 import pytest
 from click.testing import CliRunner
@@ -21,7 +22,7 @@ from inspect_ai import eval as inspect_eval
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.harbor_adapter import image
-from smoldataenvs_tasks.harbor_adapter.export import export_dataset
+from smoldataenvs_tasks.harbor_adapter.export import TaskToml, export_dataset
 from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs
 from smoldataenvs_tasks.results.load.load_harbor import load_harbor_job
 from smoldataenvs_tasks.results.model.runs import Run
@@ -167,18 +168,31 @@ def test_harbors_own_task_config_accepts_every_exported_task(workdir: Path):
     ).stdout.strip()
     export = workdir / "export"
     check = (
-        "import pathlib, sys\n"
+        "import json, pathlib, sys\n"
         "from harbor.models.task.config import TaskConfig\n"
         "tasks = sorted(p for p in pathlib.Path(sys.argv[1]).iterdir() if (p / 'task.toml').is_file())\n"
         "for task in tasks:\n"
         "    config = TaskConfig.model_validate_toml((task / 'task.toml').read_text())\n"
         "    assert config.metadata['task_id'], task\n"
         "    assert config.verifier.user == 'root' and config.environment.memory_mb == 4096\n"
+        # Every key of the declared shape (export.TaskToml) is one of Harbor's own fields: a key
+        # Harbor does not know would be dropped silently, not refused.
+        "shape = json.loads(sys.argv[2])\n"
+        "fields = TaskConfig.model_fields\n"
+        "for key, inner in shape.items():\n"
+        "    assert key in fields, key\n"
+        "    unknown = set(inner or ()) - set(fields[key].annotation.model_fields if inner else ())\n"
+        "    assert not unknown, (key, unknown)\n"
         "print(len(tasks))\n"
     )
+    shape = {
+        key: sorted(get_type_hints(hint)) if is_typeddict(hint) else None
+        for key, hint in get_type_hints(TaskToml).items()
+    }
     done = subprocess.run(
         ["docker", "run", "--rm", "--network", "none", "-v", f"{export}:{export}:ro",
-         "--entrypoint", "/opt/harbor/bin/python", tag, "-c", check, str(export)],
+         "--entrypoint", "/opt/harbor/bin/python", tag, "-c", check, str(export),
+         json.dumps(shape)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
