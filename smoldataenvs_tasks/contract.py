@@ -70,6 +70,12 @@ DEFAULT_LIMITS = SandboxLimits()
 # sample unscored.
 MAX_ANSWER_BYTES = 1 * MiB
 
+# Harbor's verifier directory (/logs/verifier in the grader's container, `verifier/` of each trial
+# on the host) and the verdict the exported grader (harbor_adapter/verifier.py) writes in it, which
+# results/load/load_harbor.py reads back. Here because neither of the two may import the other.
+HARBOR_VERIFIER_DIR = "verifier"
+HARBOR_VERDICT_FILE = "verdict.json"
+
 
 def writable_dir_sizes(limits: SandboxLimits = DEFAULT_LIMITS) -> dict[str, int]:
     """The disk cap of each writable directory, in bytes: a sample cannot fill the host's disk.

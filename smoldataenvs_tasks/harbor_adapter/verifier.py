@@ -52,13 +52,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from smoldataenvs_tasks.contract import ANSWER_FILE, SANDBOX_ENV, ExecResult
+from smoldataenvs_tasks.contract import ANSWER_FILE, HARBOR_VERDICT_FILE, SANDBOX_ENV, ExecResult
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.pipeline import PreparedTables, decide_answer_file
 from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
 
 SANDBOX_UID = 1000
-VERDICT_FILE = "verdict.json"
 REWARD_JSON = "reward.json"
 REWARD_TXT = "reward.txt"
 TASK_FILE_FORMAT = 1
@@ -291,7 +290,7 @@ def outputs(task: Mapping[str, Any], verdict: Verdict) -> dict[str, str]:
     # (Harbor leaves empty rewards out of its metrics; metric.py leaves it out too).
     rewards = {"reward": reward} if verdict.graded else {}
     return {
-        VERDICT_FILE: json.dumps(record, indent=2, sort_keys=True) + "\n",
+        HARBOR_VERDICT_FILE: json.dumps(record, indent=2, sort_keys=True) + "\n",
         REWARD_TXT: f"{reward:g}\n",
         REWARD_JSON: json.dumps(rewards, sort_keys=True) + "\n",
     }

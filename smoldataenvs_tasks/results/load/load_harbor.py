@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID
+from smoldataenvs_tasks.contract import HARBOR_VERDICT_FILE, HARBOR_VERIFIER_DIR
 from smoldataenvs_tasks.results.load.provenance import nested_provenance, read_provenance
 from smoldataenvs_tasks.results.model.coverage import normal_filters
 from smoldataenvs_tasks.results.model.errors import RunLoadError
@@ -33,7 +34,8 @@ from smoldataenvs_tasks.run_plan import RunProvenance
 from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
 
 FRAMEWORK = "harbor"
-VERDICT_FILE = "verifier/verdict.json"
+# A trial's verdict, relative to its directory.
+TRIAL_VERDICT = f"{HARBOR_VERIFIER_DIR}/{HARBOR_VERDICT_FILE}"
 VERDICT_FORMAT = 1
 
 
@@ -79,7 +81,7 @@ def _task_ids_of_graded_trials(results: dict[Path, dict[str, Any]]) -> dict[str,
     """Harbor's task name -> the task id its verdict.json gives, over the trials graded."""
     found: dict[str, str] = {}
     for trial, result in results.items():
-        verdict_path = trial / VERDICT_FILE
+        verdict_path = trial / TRIAL_VERDICT
         if verdict_path.is_file():
             task_id = _json(verdict_path).get("task_id")
             found[str(result.get("task_name") or trial.name)] = str(task_id)
@@ -118,7 +120,7 @@ def load_harbor_job(job_dir: str | Path) -> Run:
         started = result.get("started_at")
         if started and (created is None or started < created):
             created = started
-        verdict_path = trial / VERDICT_FILE
+        verdict_path = trial / TRIAL_VERDICT
         if verdict_path.is_file():
             recorded = _json(verdict_path)
             if recorded.get("format") != VERDICT_FORMAT:
