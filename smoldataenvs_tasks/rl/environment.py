@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, WORKDIR, SandboxLimits
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.errors import SmolDataEnvsError
-from smoldataenvs_tasks.pipeline import decide_answer_file, prepare_tables
+from smoldataenvs_tasks.pipeline import decide_answer_file, prepare_tables, tool_command
 from smoldataenvs_tasks.rl.dataset import agent_task_text
 from smoldataenvs_tasks.rl.plan import configured_sandbox
 from smoldataenvs_tasks.rl.reward import TaskLookup, note_ungradable, reward_of
@@ -213,9 +213,12 @@ class DataAnalysisEnv:
         session = self._episode.session
         if session is None:
             return "Error: this task's data could not be staged; there is nothing to run."
+        # The one way a tool call reaches a sandbox (pipeline.tool_command): a lone surrogate
+        # reads as U+FFFD and a NUL refuses the call with a message, as in Inspect (issue 44).
+        call = tool_command("bash", command)
         try:
-            result = _LOOP.run(
-                session.exec(["bash", "-c", command], cwd=WORKDIR, timeout=self._tool_timeout)
+            result = call.refused or _LOOP.run(
+                session.exec(call.argv, input=call.input, cwd=WORKDIR, timeout=self._tool_timeout)
             )
         except SandboxFailure as error:
             return f"Error: the sandbox failed: {error}"

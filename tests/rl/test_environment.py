@@ -101,3 +101,17 @@ def test_the_model_sees_what_inspect_shows_of_a_tool_result(output):
     truncated = truncate_tool_output("bash", output, TOOL_RESULT_BYTES)
     expected = output if truncated is None else truncated.output
     assert shown_to_model("bash", output) == expected
+
+
+@pytest.mark.slow
+def test_a_nul_or_a_lone_surrogate_in_a_command_is_the_models_own_as_in_inspect():
+    """Issue 44: a NUL in a tool call is refused with a message the model sees, and a lone
+    surrogate reads as U+FFFD, through the same pipeline.tool_command as Inspect's bash tool
+    (the environment used to hand the command to the sandbox as it was, which raised)."""
+    with DataAnalysisEnv(sandbox="bwrap") as env:
+        env.reset(**_rows()[ORDERS_TASK])
+        refused = env.bash("echo -n 42 > /workdir/answer.txt\x00")
+        assert "NUL" in refused and "not run" in refused
+        assert "No such file" in env.bash("cat /workdir/answer.txt")
+        assert "\ufffd" in env.bash("echo '\ud800'")
+        assert env.get_reward() == 0.0
