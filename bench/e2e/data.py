@@ -169,7 +169,7 @@ def write_mirror(root: Path, pool: Path, tasks: Sequence[BenchTask]) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from smoldataenvs_tasks.data.layout import file_entry, table_key, write_manifest
+    from smoldataenvs_tasks.data.layout import file_entry, mirror_key, write_manifest
     from smoldataenvs_tasks.data.prompts import agent_instruction
 
     files: dict[str, dict[str, Any]] = {}
@@ -177,7 +177,7 @@ def write_mirror(root: Path, pool: Path, tasks: Sequence[BenchTask]) -> Path:
     rows = []
     for task in tasks:
         source = pool / task.prefix / task.table
-        key = table_key(BUCKET, task.prefix, task.table)
+        key = mirror_key(BUCKET, task.prefix, task.table)
         target = root / key
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.exists():

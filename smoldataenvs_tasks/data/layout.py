@@ -87,13 +87,13 @@ class SourceError(SmolDataEnvsError, RuntimeError):
     """The requested rows cannot be had from this source (missing split, broken mirror, ...)."""
 
 
-def table_key(bucket: str, prefix: str, relpath: str) -> str:
+def mirror_key(bucket: str, prefix: str, relpath: str) -> str:
     """A table's path inside a mirror, relative to its root (the manifest's `files` key)."""
     return f"buckets/{bucket}/{prefix}/{relpath}"
 
 
 def prefix_head(bucket: str, prefix: str) -> str:
-    """What every `table_key` of one bucket prefix starts with."""
+    """What every `mirror_key` of one bucket prefix starts with."""
     return f"buckets/{bucket}/{prefix}/"
 
 

@@ -40,9 +40,9 @@ from smoldataenvs_tasks.data.layout import (
     SkippedEntry,
     SourceError,
     SplitEntry,
+    mirror_key,
     read_manifest,
     split_entry,
-    table_key,
     write_manifest,
 )
 from smoldataenvs_tasks.data.prefetch import ProgressSink, prefetch_tasks
@@ -128,7 +128,7 @@ def write_mirror(
             tasks, source=source, jobs=jobs, max_file_bytes=max_file_bytes, progress=progress
         )
         for (bucket, prefix, relpath), size in prefetched.skipped_files.items():
-            skipped_files[table_key(bucket, prefix, relpath)] = {
+            skipped_files[mirror_key(bucket, prefix, relpath)] = {
                 "size": size,
                 "limit_bytes": max_file_bytes,
             }
@@ -150,7 +150,7 @@ def write_mirror(
                 continue
             missing_info.pop(task.task_id, None)
             for table in table_set.files:
-                key = table_key(task.hf_bucket, *table.remote_path.split("/", 1))
+                key = mirror_key(task.hf_bucket, *table.remote_path.split("/", 1))
                 target = root / key
                 sha256 = digests[table.name]
                 recorded = manifest_files.get(key)

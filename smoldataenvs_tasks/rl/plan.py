@@ -17,12 +17,12 @@ from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE
 # It runs the kinds with a session of ours, as lm-eval does.
 RL = Framework("rl", "rl", sandboxes=SESSION_KINDS)
 # The sandbox kind rewards and environments use unless told (`bwrap` when unset).
-SANDBOX_ENV = "SMOLDATAENVS_SANDBOX"
+ENV_SANDBOX = "SMOLDATAENVS_SANDBOX"
 DEFAULT_SANDBOX = "bwrap"
 
 
 def configured_sandbox(sandbox: str | None = None) -> str:
-    chosen = sandbox or os.environ.get(SANDBOX_ENV, "").strip() or DEFAULT_SANDBOX
+    chosen = sandbox or os.environ.get(ENV_SANDBOX, "").strip() or DEFAULT_SANDBOX
     RL.choice("sandbox", chosen, RL.sandboxes)
     return chosen
 

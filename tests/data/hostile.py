@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from smoldataenvs_tasks._pins import split_parquet_path
-from smoldataenvs_tasks.data.layout import file_entry, split_entry, table_key, write_manifest
+from smoldataenvs_tasks.data.layout import file_entry, mirror_key, split_entry, write_manifest
 from smoldataenvs_tasks.data.source import SAMPLE_BUCKET, SAMPLE_DIR
 
 HOSTILE_BUCKET = "hostile/tables"
@@ -107,7 +107,7 @@ def sample_mirror(
     for path in sorted(tables.rglob("*")):
         if path.is_file():
             prefix, relpath = path.relative_to(tables).as_posix().split("/", 1)
-            files[table_key(HOSTILE_BUCKET, prefix, relpath)] = file_entry(path)
+            files[mirror_key(HOSTILE_BUCKET, prefix, relpath)] = file_entry(path)
     write_manifest(
         root,
         dataset="hostile-sample",
@@ -119,7 +119,7 @@ def sample_mirror(
 
 
 def table_path(mirror: Path, prefix: str, relpath: str) -> Path:
-    return mirror / table_key(HOSTILE_BUCKET, prefix, relpath)
+    return mirror / mirror_key(HOSTILE_BUCKET, prefix, relpath)
 
 
 def edit_same_size(path: Path) -> None:

@@ -31,8 +31,6 @@ TWICE = {
     # once-per-process sweeps
     "reap_stale",
     "sweep_once",
-    # a leaderboard's table of one (split, revision, grader, ...) and a mirror's table path
-    "table_key",
     # each of the grader's caches, emptied for cold benchmarks (issue 34 item 4's ladder)
     "clear_cache",
 }

@@ -47,7 +47,7 @@ from smoldataenvs_tasks.data.source import Filters
 from smoldataenvs_tasks.results.model.errors import RunLoadError
 
 # A check raises SubmissionFormatError naming the path when the value does not fit.
-Check = Callable[[Any, str], None]
+FieldCheck = Callable[[Any, str], None]
 T = TypeVar("T")
 
 
@@ -110,7 +110,7 @@ def _json_object(value: Any, path: str) -> None:
 class Instead:
     """A check that replaces the one a field's type implies."""
 
-    def __init__(self, check: Check) -> None:
+    def __init__(self, check: FieldCheck) -> None:
         self.check = check
 
 
@@ -318,7 +318,7 @@ class ModelPrice(TypedDict):
     output_usd_per_mtok: Annotated[float, _non_negative]
 
 
-def _known_keys(shape: Any) -> Check:
+def _known_keys(shape: Any) -> FieldCheck:
     def check(value: Any, path: str) -> None:
         allowed = get_type_hints(shape)
         unknown = sorted(str(key) for key in value if key not in allowed)
@@ -581,7 +581,7 @@ def _words(tp: Any) -> str:
 
 
 @cache
-def _check_for(tp: Any) -> Check | None:
+def _check_for(tp: Any) -> FieldCheck | None:
     """The check of a value of type `tp`; None for a figure (`Recomputed`)."""
     origin = get_origin(tp)
     if origin is Annotated:
@@ -650,10 +650,10 @@ def _check_for(tp: Any) -> Check | None:
     return lambda value, path: None  # Any: whatever JSON holds
 
 
-def _object_check(shape: Any) -> Check:
+def _object_check(shape: Any) -> FieldCheck:
     """An object holding every field of `shape` but its figures, each of its declared type
     (more keys are left to the figures' comparison)."""
-    fields: list[tuple[str, Check, bool]] = []
+    fields: list[tuple[str, FieldCheck, bool]] = []
     for key, tp in get_type_hints(shape, include_extras=True).items():
         required = get_origin(tp) is not NotRequired
         if not required:
