@@ -14,6 +14,10 @@ Design notes (why, not what):
 * A command the host cuts off alone in the sandbox takes every process of the sandbox user with
   it; beside other commands (Inspect's parallel tool calls) only its own process group
   (`_kill_command`).
+
+One module of over 500 lines on purpose: what ended a command is read from what ran it (the
+wrapper's marker, the cgroup's counters before and after, the kill that cut it off, the transport
+that carried it), so its running, its ending and its verdict share one class's state.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from smoldataenvs_tasks.sandboxes.base import ExecResult, FileTooLarge, SandboxF
 from smoldataenvs_tasks.sandboxes.docker.container import cgroup_file, died_of_memory, read_counter
 from smoldataenvs_tasks.sandboxes.docker.engine import docker, engine_error
 from smoldataenvs_tasks.sandboxes.docker.image import INIT_SCRIPT
-from smoldataenvs_tasks.sandboxes.docker.keeper import KeeperTransport
+from smoldataenvs_tasks.sandboxes.docker.keeper import KeeperTransport, container_script
 from smoldataenvs_tasks.sandboxes.docker.transport import (
     CliTransport,
     Command,
@@ -76,16 +80,9 @@ _EXEC_WRAPPER = (
 )
 _MARKER_PREFIX = b"smoldata-exec "
 
-# Runs as the sandbox user: SIGKILL all its processes, then wait until none but this shell is
-# left. A killed process counts against the pids limit until the container's init reaps it; not
-# waiting, the next command could fail to fork, the last one's doing (60 processes killed by a
-# memory blow-up took ~0.1 s to go).
-_KILL_ALL_SCRIPT = (
-    "i=0; while [ $i -lt 40 ]; do kill -KILL -1 2>/dev/null; left=0; "
-    'for p in /proc/[0-9]*; do [ "${p#/proc/}" = $$ ] && continue; '
-    '[ -O "$p" ] && { left=1; break; }; done; '
-    "[ $left = 0 ] && break; sleep 0.05; i=$((i + 1)); done; true"
-)
+# Runs as the sandbox user: SIGKILL all its processes, then wait until none but itself is left,
+# reaped (kill_script.py says why).
+_KILL_ALL = ["python3", "-I", "-S", "-c", container_script("kill_script.py")]
 
 
 _AT_PROCESS_LIMIT = "cannot start the command: the sandbox is at its process limit\n"
@@ -438,7 +435,7 @@ class ContainerCommands:
         the keeper (another uid) survives."""
         if self._closed:
             return
-        if await self._run_as_sandbox_user(_KILL_ALL_SCRIPT) in (0, None):
+        if await self._run_as_sandbox_user(_KILL_ALL) in (0, None):
             return  # done, or the container or engine is gone: nothing left to kill in it
         # The kill could not start: the container is at its pids limit (a fork bomb, or what a
         # memory blow-up that killed the keeper left). Lift the limit for the kill's own process,
@@ -449,16 +446,16 @@ class ContainerCommands:
         with contextlib.suppress(Exception):
             await docker("update", "--pids-limit", lifted, self.container_id)
         try:
-            await self._run_as_sandbox_user(_KILL_ALL_SCRIPT)
+            await self._run_as_sandbox_user(_KILL_ALL)
         finally:
             with contextlib.suppress(Exception):
                 await docker("update", "--pids-limit", cap, self.container_id)
 
-    async def _run_as_sandbox_user(self, script: str) -> int | None:
-        """One of our shell scripts as the sandbox user: its exit code, or None when the engine
-        could not be asked (the container or the engine is gone)."""
+    async def _run_as_sandbox_user(self, argv: list[str]) -> int | None:
+        """One of our scripts as the sandbox user: its exit code, or None when the engine could
+        not be asked (the container or the engine is gone)."""
         try:
-            rc, _, _ = await run_to_end(self.transport, ["/bin/sh", "-c", script], timeout=30)
+            rc, _, _ = await run_to_end(self.transport, argv, timeout=30)
         except Exception:
             return None
         return rc

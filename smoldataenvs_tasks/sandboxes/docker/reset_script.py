@@ -17,10 +17,8 @@ too deep to walk) exits non-zero, and the caller removes the container instead o
 """
 
 import os
-import signal
 import subprocess
 import sys
-import time
 
 # Mount points the sandbox user can write to: emptied, never removed.
 WRITABLE = ("/tmp", "/workdir", "/home/user", "/home/user/input", "/dev/shm", "/dev/mqueue")
@@ -36,20 +34,10 @@ def live_processes_of_mine() -> list[str]:
 
 
 def kill_everything_else() -> None:
-    # kill(-1) reaches every process this uid may signal except the caller; repeat, since a
-    # process forking at the moment of the kill can leave a child the pass missed.
-    deadline = time.monotonic() + KILL_DEADLINE_S
-    while True:
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        left = live_processes_of_mine()
-        if not left:
-            return
-        if time.monotonic() > deadline:
-            sys.exit(f"processes survive SIGKILL: {left[:10]}")
-        time.sleep(0.01)
+    """proc_walk.py's kill, whose source comes first."""
+    left = kill_all_but_me(KILL_DEADLINE_S, 0.01)  # type: ignore[name-defined]  # noqa: F821
+    if left:
+        sys.exit(f"processes survive SIGKILL: {left[:10]}")
 
 
 def empty(path: str) -> None:
