@@ -38,8 +38,14 @@ from tests.report.synthetic import synthetic_submission
 RESULTS = Path(results_package.__path__[0])
 # Modules that read other programs' formats (Inspect's logs, lm-eval's files): their keys are
 # those programs', checked one by one where they are read (verify/reexecute.py reads the replies
-# back from lm-eval's samples files).
-FOREIGN_FORMATS = {"load_inspect.py", "load_lm_eval.py", "load_harbor.py", "reexecute.py"}
+# back from lm-eval's samples files, and verify/transcript.py the model's own messages from both).
+FOREIGN_FORMATS = {
+    "load_inspect.py",
+    "load_lm_eval.py",
+    "load_harbor.py",
+    "reexecute.py",
+    "transcript.py",
+}
 
 
 def declared_keys() -> set[str]:
