@@ -102,6 +102,10 @@ _.model_args
 _.tool_choice
 _.usage  # ModelOutput.usage
 _.completed  # TaskState.completed
+# A tool function's signature and type hints, which Inspect's ToolDef reads for the parameter's
+# name and JSON type (inspect_adapter/tools.py names it after its `ToolSpec`).
+_.__signature__
+_.__annotations__
 
 # lm-eval's hooks: named in the task YAMLs (`!function`, `class:`), registered (ReplayLM as
 # `replay`) or called by lm-eval (the LM interface, its parameters); LogRecord fields the logging module reads.

@@ -53,6 +53,7 @@ from smoldataenvs_tasks.scorers.verdict import (
     UngradedReason,
     Verdict,
 )
+from smoldataenvs_tasks.variants import AGENT_TOOLS, BASH
 
 if TYPE_CHECKING:
     from smoldataenvs_tasks.sandboxes.opening import SessionSource
@@ -405,8 +406,8 @@ def grade_program_replies(replies: Sequence[ProgramReply], **options: Any) -> li
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One recorded call of the agentic task's tools (inspect_adapter/tools.py): `bash` runs
-    `text` as `bash -c`, `python` feeds it to `python3 -`; each a fresh process in /workdir."""
+    """One recorded call of an agent tool (`variants.AGENT_TOOLS`): `bash` runs `text` as
+    `bash -c`, `python` feeds it to `python3 -`; each a fresh process in /workdir."""
 
     tool: str
     text: str
@@ -433,13 +434,12 @@ def tool_command(tool: str, text: str) -> ToolCommand:
     refuses the call with a message the model sees as its output. Either way the sandbox kind
     never decides: every kind used to raise on its own encoder and error the sample (issue 44)."""
     text = without_lone_surrogates(text)
-    python = tool == "python"
-    argv = ["python3", "-"] if python else ["bash", "-c", text]
+    # The tool's one declaration (variants.py); a name it does not declare runs as `bash`.
+    spec = AGENT_TOOLS.get(tool, BASH)
+    argv = spec.command_argv(text)
     if "\x00" in text:
-        what = "program" if python else "command"
-        message = f"{tool}: the {what} holds a NUL character, which it may not; it was not run\n"
-        return ToolCommand(argv, refused=ExecResult(REFUSED_STATUS, "", message))
-    return ToolCommand(argv, input=text if python else None)
+        return ToolCommand(argv, refused=ExecResult(REFUSED_STATUS, "", spec.nul_refusal()))
+    return ToolCommand(argv, input=text if spec.stdin else None)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The agentic variant's tools: the SFT data's schema, `bash(command)` (not Inspect's built-in
 `bash(cmd)`), and `python(code)`; each call a fresh process in the sample's sandbox, in /workdir.
+Their names, parameters and descriptions are declared once, in `variants.py`.
 
 Each call takes a program slot (`program_slots.program_gate`), as the program scorer's run does.
 """
@@ -7,6 +8,7 @@ Each call takes a program slot (`program_slots.program_gate`), as the program sc
 from __future__ import annotations
 
 import contextlib
+import inspect
 from typing import Any
 
 from inspect_ai.tool import Tool, ToolDef
@@ -17,6 +19,7 @@ from smoldataenvs_tasks.inspect_adapter.program_host import sandbox_death
 from smoldataenvs_tasks.inspect_adapter.program_slots import program_gate
 from smoldataenvs_tasks.pipeline import tool_command
 from smoldataenvs_tasks.sandboxes.tool_output import combined_output
+from smoldataenvs_tasks.variants import BASH, PYTHON, ToolSpec
 
 
 async def _gated_exec(argv: list[str], **options: Any) -> Any:
@@ -38,41 +41,43 @@ async def _gated_exec(argv: list[str], **options: Any) -> Any:
             return InspectExecResult(success=False, returncode=137, stdout="", stderr=death)
 
 
-async def _run_tool(tool: str, text: str, timeout: float) -> str:
-    command = tool_command(tool, text)
+async def _run_tool(spec: ToolSpec, text: str, timeout: float) -> str:
+    command = tool_command(spec.name, text)
     result = command.refused or await _gated_exec(
         command.argv, input=command.input, cwd=WORKDIR, timeout=timeout
     )
     return combined_output(result.stdout, result.stderr)
 
 
-def bash_tool(*, timeout: float) -> Tool:
-    async def execute(command: str) -> str:
-        return await _run_tool("bash", command, timeout)
+def _tool(spec: ToolSpec, timeout: float) -> Tool:
+    """The Inspect tool of `spec`: its name, description and one string parameter. A timed-out
+    or flooding call raises in `exec`, and Inspect answers the model with its own messages (the
+    wording `variants.TIMEOUT_MESSAGE` and `ToolSpec.output_cap_message` repeat for TRL)."""
 
+    async def execute(**arguments: str) -> str:
+        return await _run_tool(spec, arguments[spec.parameter], timeout)
+
+    # Inspect reads the parameter's name from the signature and calls with it as a keyword.
+    execute.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter(
+                spec.parameter, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str
+            )
+        ],
+        return_annotation=str,
+    )
+    execute.__annotations__ = {spec.parameter: str, "return": str}
     return ToolDef(
         execute,
-        name="bash",
-        description=(
-            "Run a shell command in the sandbox and return its combined stdout and stderr. The "
-            "shell is not stateful between calls (each call is a fresh `bash -c`), so use "
-            "absolute paths or `cd` first. Use it to explore files, run Python, and write the "
-            'final answer with `echo -n "<value>" > /workdir/answer.txt`.'
-        ),
-        parameters={"command": "The shell command to run."},
+        name=spec.name,
+        description=spec.description,
+        parameters={spec.parameter: spec.parameter_description},
     ).as_tool()
+
+
+def bash_tool(*, timeout: float) -> Tool:
+    return _tool(BASH, timeout)
 
 
 def python_tool(*, timeout: float) -> Tool:
-    async def execute(code: str) -> str:
-        return await _run_tool("python", code, timeout)
-
-    return ToolDef(
-        execute,
-        name="python",
-        description=(
-            "Run a Python 3 program (given as source text) in the sandbox and return its "
-            "combined stdout and stderr. Each call is a fresh interpreter; print what you need."
-        ),
-        parameters={"code": "The Python source to run."},
-    ).as_tool()
+    return _tool(PYTHON, timeout)

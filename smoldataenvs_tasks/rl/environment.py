@@ -9,7 +9,8 @@ previous episode, stages the row's tables in a fresh sandbox session and returns
 (appended to the prompt's empty user turn, giving the messages Inspect's agentic task sends).
 `bash(command)` is the agent's one tool (TRL turns every public method into a tool, so nothing
 else here is public and callable): a fresh `bash -c` in /workdir, with the sandbox's limits, the
-tool-call time limit and the 16 KiB result Inspect's task gives. `get_reward()` grades
+tool-call time limit and the 16 KiB result Inspect's task gives. Its name, parameter, description
+and messages are `variants.BASH`, the declaration Inspect's tool is made from. `get_reward()` grades
 /workdir/answer.txt with the Inspect scorer's reader (`pipeline.decide_answer_file`). An
 instance's session is closed and its stage dir removed when the next episode starts, when the
 instance is used as a context manager and left, or when it is garbage-collected
@@ -34,7 +35,7 @@ import asyncio
 import logging
 import threading
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,14 +49,23 @@ from smoldataenvs_tasks.rl.plan import configured_sandbox
 from smoldataenvs_tasks.rl.reward import TaskLookup, note_ungradable, reward_of
 from smoldataenvs_tasks.run_plan import RunProvenance
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxSession
-from smoldataenvs_tasks.sandboxes.tool_output import (
-    TIMEOUT_MESSAGE,
-    combined_output,
-    shown_to_model,
-)
+from smoldataenvs_tasks.sandboxes.tool_output import combined_output, shown_to_model
 from smoldataenvs_tasks.scorers.verdict import Verdict
+from smoldataenvs_tasks.variants import BASH, ToolSpec
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _declared_by(spec: ToolSpec) -> Callable[[F], F]:
+    """Give a tool method the docstring of its declaration: TRL builds the tool schema a model
+    sees from it (transformers' `get_json_schema`), so it reads as Inspect's tool does."""
+
+    def document(method: F) -> F:
+        method.__doc__ = spec.docstring()
+        return method
+
+    return document
 
 
 class _LoopThread:
@@ -196,26 +206,15 @@ class DataAnalysisEnv:
             episode.session = _LOOP.run(open_session(kind, episode.stage_dir, limits=self._limits))
         return agent_task_text(record)
 
+    @_declared_by(BASH)
     def bash(self, command: str) -> str:
-        """Run a shell command in the sandbox and return its combined stdout and stderr.
-
-        The shell is not stateful between calls (each call is a fresh `bash -c` in /workdir), so
-        use absolute paths or `cd` first. The data is in /home/user/input. Write the final answer
-        with `echo -n "<value>" > /workdir/answer.txt`.
-
-        Args:
-            command: The shell command to run.
-
-        Returns:
-            The command's combined stdout and stderr.
-        """
         _TOOL_USE.called()
         session = self._episode.session
         if session is None:
             return "Error: this task's data could not be staged; there is nothing to run."
         # The one way a tool call reaches a sandbox (pipeline.tool_command): a lone surrogate
         # reads as U+FFFD and a NUL refuses the call with a message, as in Inspect (issue 44).
-        call = tool_command("bash", command)
+        call = tool_command(BASH.name, command)
         try:
             result = call.refused or _LOOP.run(
                 session.exec(call.argv, input=call.input, cwd=WORKDIR, timeout=self._tool_timeout)
@@ -224,15 +223,11 @@ class DataAnalysisEnv:
             return f"Error: the sandbox failed: {error}"
         output = combined_output(result.stdout, result.stderr)
         if result.timed_out:
-            output = (
-                f"{output}\nError: {TIMEOUT_MESSAGE}" if output else f"Error: {TIMEOUT_MESSAGE}"
-            )
+            note = BASH.timeout_message()
+            output = f"{output}\n{note}" if output else note
         elif result.limit == "output":
-            output = (
-                f"{output}\nError: The tool exceeded its output limit of "
-                f"{self._limits.max_output_bytes} bytes."
-            )
-        return shown_to_model("bash", output)
+            output = f"{output}\n{BASH.output_cap_message(self._limits.max_output_bytes)}"
+        return shown_to_model(BASH.name, output)
 
     def get_reward(self) -> float | None:
         """1.0 when /workdir/answer.txt holds the gold answer, 0.0 otherwise, None when the

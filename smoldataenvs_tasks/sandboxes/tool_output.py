@@ -11,7 +11,6 @@ from __future__ import annotations
 # Inspect's default `max_tool_output` (16 KiB), which the agentic task does not change; a
 # longer result keeps its first and last halves (Inspect's middle truncation).
 TOOL_RESULT_BYTES = 16 * 1024
-TIMEOUT_MESSAGE = "Command timed out before completing."
 
 
 def combined_output(stdout: str, stderr: str) -> str:

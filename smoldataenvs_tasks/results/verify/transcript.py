@@ -21,10 +21,11 @@ from smoldataenvs_tasks.pipeline import ToolCall
 from smoldataenvs_tasks.results.model.errors import RunLoadError
 from smoldataenvs_tasks.results.model.runs import Run
 from smoldataenvs_tasks.results.verify.checks import FAIL, OK, SKIP, Check
+from smoldataenvs_tasks.variants import AGENT_TOOLS
 
-# The agentic task's tools whose calls a replay runs (inspect_adapter/tools.py), and the
-# argument each takes its text in.
-TOOL_ARGUMENT = {"bash": "command", "python": "code"}
+# The agent tools whose calls a replay runs, and the argument each takes its text in: read from
+# their one declaration, so a replay reads a call as the task received it.
+TOOL_ARGUMENT = {spec.name: spec.parameter for spec in AGENT_TOOLS.values()}
 _LISTED = 6  # mismatches named in the check's detail
 
 
