@@ -140,6 +140,16 @@ spare_pool
 bwrap_status
 docker_status
 
+# harbor_adapter/export.TaskToml's sections: written into task.toml as dict keys, read by Harbor.
+_.timeout_sec
+_.environment_mode
+_.build_timeout_sec
+_.memory_mb
+_.storage_mb
+_.schema_version
+_.artifacts
+_.agent
+
 # TypedDict fields (results/model/schema.py, results/publish/leaderboard.py, run_plan.RunProvenance): written
 # and read as dict keys.
 _.data_source

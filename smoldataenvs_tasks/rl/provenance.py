@@ -64,9 +64,9 @@ def _key(provenance: Any) -> str:
 def callback_class() -> Any:
     """`ProvenanceCallback`, a `transformers.TrainerCallback` writing the provenances into the
     trainer's log history (built on first use: importing this room imports no transformers)."""
-    from transformers import TrainerCallback
+    import transformers  # inspect-evals-lint: ignore[external_dependencies] -- trl's dependency
 
-    class ProvenanceCallback(TrainerCallback):
+    class ProvenanceCallback(transformers.TrainerCallback):
         """Logs the rewards' data, grader and sandbox provenance once into `state.log_history`."""
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

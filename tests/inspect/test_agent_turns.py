@@ -46,3 +46,26 @@ def test_a_model_that_never_calls_a_tool_is_said_and_each_turn_is_bounded(tmp_pa
     # Every model call of the run went with the turn's budget.
     calls = [e for s in log.samples or [] for e in s.events if e.event == "model"]
     assert calls and all(e.config.max_tokens == AGENT_MAX_TOKENS for e in calls)
+
+
+def test_each_task_ends_in_its_own_solver():
+    """The program task's reply goes through `program_reply` (greedy on every provider, issue 43
+    item 1) and the agentic task's turns through `agent_turns` (each reply made writable, a
+    first turn with no tool call said): a task built without them would send the model's
+    replies past both."""
+    from inspect_ai._util.registry import registry_info
+
+    from smoldataenvs_tasks.inspect_adapter.tasks import (
+        agent_turns,
+        program_reply,
+        smoldataenvs_program,
+    )
+
+    def last_solver(task) -> str:
+        return registry_info(list(task.solver)[-1]).name
+
+    program = smoldataenvs_program(split="sample", sandbox="bwrap")
+    agentic = smoldataenvs(split="sample", sandbox="bwrap")
+    assert last_solver(program) == registry_info(program_reply(0.0)).name
+    assert last_solver(agentic) == registry_info(agent_turns()).name
+    assert registry_info(agent_turns()).name.endswith("/agent_turns")
