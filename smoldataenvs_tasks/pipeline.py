@@ -9,7 +9,7 @@ Inspect's sandbox) and by everything that runs without Inspect (lm-eval, `smolda
 validate`, benchmarks) through `grade_program_replies`, which stages a task's tables, opens one
 fresh sandbox per reply and runs many replies concurrently.
 
-    python -c "from smoldataenvs_tasks.data.source import load_tasks; \
+    python -c "from smoldataenvs_tasks.data.kinds import load_tasks; \
 from smoldataenvs_tasks.pipeline import ProgramReply, grade_program_replies; \
 t = load_tasks('sample')[0]; \
 print(grade_program_replies([ProgramReply(t, 'print(1)')])[0].category)"
