@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.journeys.standin import (
+    AGENTIC_SCORER,
     BIN,
     PROGRAM_SCORER,
     Outcome,
@@ -37,9 +38,9 @@ def recorded_outcomes(variant: str) -> dict[str, Outcome]:
     return {task_id: Outcome(*verdict) for task_id, verdict in verdicts.items()}
 
 
-def replay_in_inspect(user: User, task: str, replay: Path, logs: Path) -> Any:
+def replay_in_inspect(user: User, task: str, replay: Path, logs: Path, *options: str) -> Any:
     run = user.run(
-        BIN / "inspect", "eval", f"smoldataenvs_tasks/{task}", "-T", "split=sample",
+        BIN / "inspect", "eval", f"smoldataenvs_tasks/{task}", "-T", "split=sample", *options,
         "--model", "replay/smollm2", "-M", f"path={replay}",
         "--log-dir", logs, "--display", "plain",
     )  # fmt: skip
@@ -75,3 +76,13 @@ def test_recorded_program_replies_get_their_verdicts_in_inspect_and_lm_eval(
         value = None if verdict["category"] == "ungraded" else float(verdict["reward"])
         got[row["doc"]["task_id"]] = Outcome(value, verdict["category"], verdict.get("detail"))
     assert got == expected
+
+
+def test_recorded_agent_turns_get_their_verdicts(user: User, tmp_path: Path) -> None:
+    """The agent's recorded tool calls run again for real in the sandbox."""
+    expected = recorded_outcomes("agentic")
+    replay, logs = RECORDED / "agentic.jsonl", tmp_path / "logs"
+    log = replay_in_inspect(
+        user, "smoldataenvs", replay, logs, "-T", "task_ids=" + ",".join(expected)
+    )
+    assert sample_outcomes(log, AGENTIC_SCORER) == expected

@@ -27,8 +27,10 @@ from tests.journeys.standin import Outcome, User, one_log, read_log, sample_outc
 from tests.realmodel.conftest import (
     AGENTIC_MAX_TOKENS,
     AGENTIC_SCORER,
+    AGENTIC_TASKS,
     NO_HUB,
     PROGRAM_SCORER,
+    Exchange,
     Run,
     World,
     lm_eval_samples,
@@ -53,21 +55,29 @@ INERT_DIFFERENCES = {
 }
 
 
-def _no_errored_sample(run: Run) -> Any:
+def _no_errored_sample(run: Run, n: int = N_SAMPLE) -> Any:
     assert run.result.returncode == 0, run.describe()
     log = read_log(one_log(run.out))
     errored = {str(s.id): str(s.error.message)[:300] for s in log.samples if s.error is not None}
     assert not errored, errored
-    assert len(log.samples) == N_SAMPLE
-    failed = [e for e in run.exchanges if e.status != 200]
+    assert len(log.samples) == n
+    # A conversation that outgrew the server's window is refused (the tool server's is small:
+    # conftest.TOOLS_N_CTX), and ends its sample as the model's; anything else is a failure.
+    failed = [e for e in run.exchanges if e.status != 200 and not _over_the_window(e)]
     assert not failed, [(e.status, e.response) for e in failed]
     return log
+
+
+def _over_the_window(exchange: Exchange) -> bool:
+    error = exchange.response.get("error") or {}
+    return exchange.status == 400 and error.get("code") == "context_length_exceeded"
 
 
 def _graded_as_the_model_own(outcomes: dict[str, Outcome]) -> None:
     """Every reply is the model's: 1 or 0 with a category naming it; only the task whose table
     is missing from the data is ungraded, and for that reason."""
-    assert outcomes[MISSING_TABLE_TASK] == Outcome(None, "ungraded", "table_unavailable")
+    if MISSING_TABLE_TASK in outcomes:
+        assert outcomes[MISSING_TABLE_TASK] == Outcome(None, "ungraded", "table_unavailable")
     model_categories = {c.value for c in Category} - {Category.UNGRADED.value}
     for task_id, outcome in outcomes.items():
         if task_id == MISSING_TABLE_TASK:
@@ -176,7 +186,7 @@ def test_inspect_and_lm_eval_send_the_same_request_and_get_the_same_reply_and_ve
 
 def test_agentic_task_sees_real_bash_calls_through_a_tool_template(world: World) -> None:
     run = world.agentic_inspect
-    log = _no_errored_sample(run)
+    log = _no_errored_sample(run, len(AGENTIC_TASKS))
     # Inspect declared the tool and bounded each reply; the server's tool template made calls.
     first = run.exchanges[0].request
     assert [t["function"]["name"] for t in first["tools"]] == ["bash"], first.get("tools")
@@ -212,13 +222,18 @@ def test_report_verify_reexecute_and_leaderboard_over_the_real_runs(
     submissions = []
     for name, run in runs.items():
         out = tmp_path / "reports" / name
-        report = user.smoldataenvs("report", run.out, "--out", out)
+        partial = ["--allow-partial"] if name == "inspect-agentic" else []
+        report = user.smoldataenvs("report", run.out, *partial, "--out", out)
         assert report.returncode == 0, report.describe()
         submission = json.loads((out / "submission.json").read_text(encoding="utf-8"))
         assert submission["split"] == "sample", name
-        assert submission["coverage"]["complete"] is True, name
-        assert (submission["n_tasks"], submission["n_countable"]) == (10, 9), name
-        assert submission["ungradable_by_reason"] == {"table_unavailable": 1}, name
+        if partial:  # two tasks of ten (AGENTIC_TASKS)
+            assert submission["coverage"]["complete"] is False, name
+            assert submission["n_tasks"] == len(AGENTIC_TASKS), name
+        else:
+            assert submission["coverage"]["complete"] is True, name
+            assert (submission["n_tasks"], submission["n_countable"]) == (10, 9), name
+            assert submission["ungradable_by_reason"] == {"table_unavailable": 1}, name
         submissions.append(out / "submission.json")
 
         # A verifier on another machine re-grades every answer and produces each again.
@@ -231,6 +246,11 @@ def test_report_verify_reexecute_and_leaderboard_over_the_real_runs(
         assert (verdict["ok"], verdict["verified"]) == (True, True), verify.describe()
         statuses = {check["name"]: check["status"] for check in verdict["checks"]}
         failed = {n for n, status in statuses.items() if status not in ("ok", "note", "skip")}
+        if partial:  # the tier's --max-tokens 512 is flagged against the task's own 1,024
+            [protocol] = [c for c in verdict["checks"] if c["name"] == "protocol"]
+            assert protocol["status"] == "flag", protocol
+            assert "max_tokens: 512 (default 1024)" in protocol["detail"], protocol
+            failed.discard("protocol")
         assert not failed, (name, statuses)
 
     board = user.smoldataenvs(
@@ -252,5 +272,7 @@ def test_recorded_replies_are_the_served_ones(world: World) -> None:
         for line in (RECORDED / "program.jsonl").read_text(encoding="utf-8").splitlines()
     }
     log = read_log(one_log(world.program_inspect.out))
-    served = {str(s.id): s.output.completion for s in log.samples}
+    # Inspect never asks about the missing-table task; its recorded reply is lm-eval's.
+    served = {str(s.id): s.output.completion for s in log.samples if s.id != MISSING_TABLE_TASK}
+    del recorded[MISSING_TABLE_TASK]
     assert {t: r["messages"][-1]["content"] for t, r in recorded.items()} == served
