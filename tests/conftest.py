@@ -2,7 +2,9 @@
 tiers' rules (tests/tiers.py: the 5 s rule, what a unit test may not also be)."""
 
 import sys
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,3 +21,25 @@ def pytest_configure(config: pytest.Config) -> None:
     # The `pytester` fixture, for tests/test_tiers.py.
     if not config.pluginmanager.has_plugin("pytester"):
         config.pluginmanager.import_plugin("pytester")
+
+
+def _printable(text: str) -> str:
+    """`text` with lone surrogates written as `\\udXXX`: what a report can carry."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    """A failing test of hostile replies (tests/security/test_hostile_replies_bytes.py) captures
+    the lone surrogates it sends; pytest-xdist cannot send such a report to the controller
+    (execnet wants UTF-8), and the whole run ended in an INTERNALERROR that hid which test failed
+    and left the tests after it unrun. The report's text is made printable instead."""
+    outcome = yield
+    report = outcome.get_result()
+    report.sections = [(title, _printable(text)) for title, text in report.sections]
+    if report.longrepr is not None:
+        shown = str(report.longrepr)
+        if _printable(shown) != shown:
+            report.longrepr = _printable(shown)
