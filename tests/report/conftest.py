@@ -55,6 +55,25 @@ def mixed_then_gold_replay(replay_dir: Path) -> Path:
     return write_replay(replay_dir / "mixed_then_gold.jsonl", MIXED, gold_everywhere)
 
 
+def wait_past_retry_slack(log_file: Path | str) -> None:
+    """Sleep until an `inspect eval-retry` of `log_file` would begin more than the loaders' slack
+    (results/load/retries.SLACK: Inspect records a run's start to the second) after the last
+    sample the log holds ended. A retry begun sooner cannot be told from its own attempt, so
+    the samples it copies read as its own; a real retry comes later."""
+    import datetime as dt
+    import time
+
+    from inspect_ai.log import read_eval_log
+
+    from smoldataenvs_tasks.results.load.retries import SLACK, moment
+
+    ends = [moment(s.completed_at) for s in read_eval_log(str(log_file)).samples or []]
+    known = [end for end in ends if end is not None]
+    if known:
+        left = max(known) + SLACK - dt.datetime.now(dt.UTC)
+        time.sleep(max(0.0, left.total_seconds() + 1.5))
+
+
 def run_inspect(
     replay: Path,
     log_dir: Path,

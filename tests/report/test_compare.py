@@ -87,12 +87,13 @@ def test_compare_and_cost_read_an_eval_retry_folder_as_report_does(
     `inspect eval-retry` (two logs of one run id): it is the retry, with report's note."""
     from inspect_ai import eval_retry
 
-    from tests.report.conftest import run_inspect
+    from tests.report.conftest import run_inspect, wait_past_retry_slack
     from tests.report.replays import write_replay
 
     replay = write_replay(tmp_path / "replay.jsonl", MIXED, drop=("sample/0002/survey.ipynb_qa_1",))
     original = run_inspect(replay, tmp_path / "logs", label="mixed", fail_on_error=True)
     write_replay(replay, MIXED)
+    wait_past_retry_slack(original)
     [retried] = eval_retry(str(original), log_dir=str(tmp_path / "logs"), display="none")
     assert retried.status == "success"
     reported = CliRunner().invoke(

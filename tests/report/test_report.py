@@ -27,7 +27,7 @@ from smoldataenvs_tasks.results.model.errors import IncompatibleRunsError
 from smoldataenvs_tasks.results.publish.submission import build_submission, verify_submission
 from smoldataenvs_tasks.scorers.verdict import GRADER_VERSION, Category
 from tests.previous_version import inspect_as_previous, lm_eval_as_previous
-from tests.report.conftest import run_inspect
+from tests.report.conftest import run_inspect, wait_past_retry_slack
 from tests.report.replays import (
     GOLD,
     MISSING_TABLE_TASK,
@@ -281,6 +281,7 @@ def test_a_folder_with_an_eval_retry_and_its_failed_original_reads_as_the_retry(
     replay = write_replay(tmp_path / "replay.jsonl", MIXED, drop=(dropped,))
     original = run_inspect(replay, tmp_path / "logs", label="mixed", fail_on_error=True)
     write_replay(replay, MIXED)  # the missing reply is recorded now
+    wait_past_retry_slack(original)
     [retried] = eval_retry(str(original), log_dir=str(tmp_path / "logs"), display="none")
     assert retried.status == "success"
     retry_log = Path(retried.location.removeprefix("file://"))

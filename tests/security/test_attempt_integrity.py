@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.results.publish.submission import submission_json, submission_sha256
 from tests.replies import GOLD_PROGRAM
-from tests.report.conftest import run_inspect, run_lm_eval
+from tests.report.conftest import run_inspect, run_lm_eval, wait_past_retry_slack
 from tests.report.replays import GOLD, MIXED, write_replay
 
 pytestmark = pytest.mark.slow
@@ -283,6 +283,7 @@ def _retried_into_passes(
     log.eval.model_args = {"path": str(GOLD_PROGRAM)}
     (out / "marked").mkdir(parents=True)
     write_eval_log(log, str(out / "marked" / "marked.eval"))
+    wait_past_retry_slack(out / "marked" / "marked.eval")
     [retried] = eval_retry(str(out / "marked" / "marked.eval"), log_dir=str(out), display="none")
     assert retried.status == "success"
     location = Path(retried.location.removeprefix("file://"))
@@ -314,7 +315,9 @@ def test_deleted_error_retries_are_read_back_from_the_earlier_attempts_log(mixed
     are read there."""
     retried = _retried_into_passes(mixed_log, tmp_path / "retry", drop_retries=True)
     marked = tmp_path / "retry" / "marked" / "marked.eval"
-    report(tmp_path / "r", retried)
+    # The submission is made from the same two logs verify reads: with the earlier log the
+    # retried attempts' cost includes what their first attempts spent (issue 43 item 7).
+    report(tmp_path / "r", retried, marked)
     result = invoke(
         "verify", tmp_path / "r" / "submission.json", "--logs", retried, "--logs", marked
     )
