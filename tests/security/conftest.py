@@ -21,6 +21,7 @@ if str(_ROOT) not in sys.path:
 
 from smoldataenvs_tasks.sandboxes.base import SandboxSession  # noqa: E402
 from tests.fakehub_fixtures import data_env, fake_hub, hub_scenario  # noqa: E402, F401
+from tests.report.conftest import sandbox_kind  # noqa: E402, F401  (the sandbox `auto` picks)
 from tests.sandboxes.helpers import make_stage, require_kind  # noqa: E402
 from tests.sandboxes.kinds import KIND_NAMES, engine_of, open_sandbox  # noqa: E402
 

@@ -56,25 +56,6 @@ def category(sample: Any) -> str:
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> str:
-    """The sandbox `auto` picks here; skips when neither bwrap nor Docker can run."""
-    from smoldataenvs_tasks.sandboxes.base import SandboxUnavailable
-    from smoldataenvs_tasks.sandboxes.kinds import resolve_kind
-
-    kind = resolve_kind("auto")
-    if kind == "docker":
-        from smoldataenvs_tasks.sandboxes.docker import image_status
-
-        try:
-            ready = image_status().ready
-        except SandboxUnavailable:
-            ready = False
-        if not ready:
-            pytest.skip("no sandbox can run here (bwrap unusable, no Docker image)")
-    return kind
-
-
-@pytest.fixture(scope="module")
 def replays(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("replays")
     return {
@@ -87,19 +68,19 @@ def replays(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def epochs_log(sandbox, replays, tmp_path_factory) -> Path:
+def epochs_log(sandbox_kind, replays, tmp_path_factory) -> Path:
     """`inspect eval --epochs 2`: epoch 1 the MIXED replies, epoch 2 the gold ones."""
     root = tmp_path_factory.mktemp("epochs")
     return run_inspect(replays["mixed_then_gold"], root, label="mixed", epochs=2)
 
 
 @pytest.fixture(scope="module")
-def mixed_log(sandbox, replays, tmp_path_factory) -> Path:
+def mixed_log(sandbox_kind, replays, tmp_path_factory) -> Path:
     return run_inspect(replays["mixed"], tmp_path_factory.mktemp("mixed"), label="mixed")
 
 
 @pytest.fixture(scope="module")
-def pass4_folder(sandbox, replays, tmp_path_factory) -> Path:
+def pass4_folder(sandbox_kind, replays, tmp_path_factory) -> Path:
     """lm-eval's pass@4 task: four replies per doc, the MIXED one and three gold."""
     out = run_lm_eval(
         replays["mixed_then_gold"],
@@ -231,7 +212,7 @@ def test_lm_eval_pass4_replies_shortened_leave_the_run_partial(pass4_folder, tmp
 # --- item 4: rerolls the retries check could not see --------------------------------------------
 
 
-def test_samples_of_a_later_run_stitched_into_a_log_are_refused(mixed_log, sandbox, tmp_path):
+def test_samples_of_a_later_run_stitched_into_a_log_are_refused(mixed_log, sandbox_kind, tmp_path):
     """The wrong samples of a run replaced, through Inspect's log API, by the same tasks'
     samples of a later run that passed them (the gold replies stand in for the reroll)."""
     from inspect_ai.log import read_eval_log, write_eval_log
