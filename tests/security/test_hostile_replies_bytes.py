@@ -13,8 +13,6 @@ model sees. The run completes and the sample is the model's own 0.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,8 +31,8 @@ from tests.replies import (
     program_row,
     write_jsonl,
 )
+from tests.report.conftest import run_lm_eval
 
-BIN = Path(sys.executable).parent
 # ORDERS_TASK's gold is "East", REVENUE_TASK's "7438.11": each bad reply would be right but for
 # its bad character.
 SURROGATE_PROGRAM = fenced("print('East\ud800')")
@@ -121,28 +119,7 @@ def test_lm_eval_records_and_grades_surrogate_and_nul_replies(tmp_path):
         elif row["task_id"] == REVENUE_TASK:
             row["messages"][-1]["content"] = NUL_PROGRAM
     replay = write_jsonl(tmp_path / "bytes.jsonl", rows)
-    out = tmp_path / "out"
-    done = subprocess.run(
-        [
-            str(BIN / "smoldataenvs-lm-eval"),
-            "--tasks",
-            "smoldataenvs_program_sample",
-            "--model",
-            "replay",
-            "--model_args",
-            f"path={replay}",
-            "--confirm_run_unsafe_code",
-            "--log_samples",
-            "--output_path",
-            str(out),
-            "--limit",
-            "2",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    out = run_lm_eval(replay, tmp_path / "out", "smoldataenvs_program_sample", "--limit", "2")
     # lm-eval said "Could not save sample results" and wrote an empty file.
     [samples_file] = out.rglob("samples_*.jsonl")
     lines = [json.loads(line) for line in samples_file.read_text(encoding="utf-8").splitlines()]
