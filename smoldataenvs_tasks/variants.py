@@ -1,4 +1,13 @@
-"""The agent's tools, declared once (issue 47): a `ToolSpec` per tool says its name, its one
+"""The task protocol, declared once (issue 47): what a model is asked and allowed in each variant
+(`Variant`, `VARIANTS`), the record every framework stores of it (`TaskProtocol`, under
+`PROTOCOL_KEY` beside the run's provenance), and the agent's tools (`ToolSpec`).
+
+A `Variant` says which options it reads, its answer rule, its tools and its defaults: the reply
+budget, the temperature, the turn budget. The Inspect tasks, lm-eval's task files (held to these
+numbers by their tests), the Harbor export, the RL rows and `results/model/protocol.py`'s
+defaults all read them from here, so `17`, `1024` and `0.8` are written once.
+
+The agent's tools: a `ToolSpec` per tool says its name, its one
 parameter, the description a model reads, how a call's text reaches a sandbox (argv, stdin) and
 the messages a timed-out or flooding call answers with.
 
@@ -6,12 +15,19 @@ Inspect's `ToolDef`s (`inspect_adapter/tools.py`), `DataAnalysisEnv.bash` (`rl/e
 whose docstring TRL turns into the tool schema) and the replay of recorded calls
 (`pipeline.tool_command`, `results/verify/transcript.py`) are all made from these records, so a
 model trained with TRL and evaluated with Inspect sees the same tool, and a replay runs a call as
-the task ran it. At the bottom layer beside `replay.py`: every framework's room reads it.
+the task ran it.
+
+A layer of its own, above `contract` (whose limits the defaults use) and below data, sandboxes and
+scorers: every framework's room and `results/` read it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+
+from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 
 # Inspect's wording for a tool call that ran out of time (`inspect_ai.model._call_tools`), which
 # TRL's environment repeats so the two frameworks answer alike.
@@ -90,3 +106,178 @@ PYTHON = ToolSpec(
 )
 
 AGENT_TOOLS = {spec.name: spec for spec in (BASH, PYTHON)}
+TOOL_NAMES = tuple(AGENT_TOOLS)
+
+
+# -- the protocol record ------------------------------------------------------------------------
+# The key every framework stores a run's TaskProtocol under, beside its provenance (`run`): the
+# Inspect task's metadata, the lm-eval doc's column, Harbor's `[metadata]`, the RL rows.
+PROTOCOL_KEY = "task_protocol"
+
+
+class TaskProtocol(TypedDict):
+    """Every setting that can change a score (results/model/protocol.py compares them with the
+    variant's defaults); the declaration order is the order of submission.json's
+    `protocol_settings`. A framework stores what its task declares (`Variant.declared`); a
+    results loader overlays what the framework's log says the run really used."""
+
+    framework: str
+    variant: str
+    protocol: str | None
+    num_fewshot: int
+    max_tokens: int | None
+    temperature: float | None
+    top_p: float | None
+    top_k: float | None
+    stop: list[str] | None
+    do_sample: bool | None
+    pass_k: int
+    program_timeout_s: float | None
+    max_turns: int | None
+    tools: list[str] | None
+    tool_timeout_s: float | None
+    chat_template: bool
+    system_prompt: str | None
+    sample_limits: dict[str, Any] | None  # as Inspect logged them
+    generation_extra: dict[str, Any] | None  # as the framework logged them
+    model_options: dict[str, Any] | None  # as Inspect logged them
+    sandbox: str | None
+
+
+PROTOCOL_FIELDS: tuple[str, ...] = tuple(TaskProtocol.__annotations__)
+
+
+# -- the variants -------------------------------------------------------------------------------
+VariantName = Literal["program", "agentic"]
+# One model turn's reply budget, both variants: the program task's one reply (a whole program), or
+# one agent turn. Without it many local servers generate up to their whole context window per
+# turn (issue 43: a stopped run kept a server busy for 4 minutes).
+MAX_TOKENS = 1024
+GREEDY_TEMPERATURE = 0.0
+# pass@k samples k replies per task at this temperature, in every framework (lm-eval's `_pass4`
+# YAMLs state the same number; a test holds them to it).
+PASS_K_TEMPERATURE = 0.8
+# The dataset authors' agent budget: assistant turns before a sample ends.
+MAX_TURNS = 17
+# The agent's answer rules: the answer file it writes, or Inspect's `submit()` tool.
+AGENT_PROTOCOLS = ("answer_file", "submit")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of posing a task: the options it reads (the other variant accepts them unused, as
+    `inspect eval-set` gives every task the same `-T` set), its answer rule, its tools and its
+    defaults."""
+
+    name: VariantName
+    own_options: tuple[str, ...]
+    # The answer rules it allows, its default first: "program" (the reply's program prints the
+    # answer) or the agent's protocols.
+    protocols: tuple[str, ...]
+    tools: tuple[str, ...]
+    max_tokens: int
+    # Unsampled: greedy for the program variant, the model's own (None) for the agent.
+    temperature: float | None
+    max_turns: int | None
+
+    @property
+    def agentic(self) -> bool:
+        return self.max_turns is not None
+
+    @property
+    def protocol(self) -> str:
+        return self.protocols[0]
+
+    def temperature_for(self, pass_k: int | None) -> float | None:
+        """pass@k needs k different replies: sampled, in every framework."""
+        return PASS_K_TEMPERATURE if pass_k not in (None, 1) else self.temperature
+
+    def defaults(self, framework: str, pass_k: int | None) -> dict[str, object]:
+        """The value each setting has when the task runs as documented (every TaskProtocol field
+        but the ones naming what was run)."""
+        agentic = self.agentic
+        sampled = pass_k not in (None, 1)
+        return {
+            "num_fewshot": 0,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature_for(pass_k),
+            "top_p": None,
+            "top_k": None,
+            "stop": None,
+            # lm-eval records do_sample; its `_pass4` tasks sample, its others are greedy.
+            "do_sample": sampled if framework == "lm_eval" else None,
+            "pass_k": 1,
+            "program_timeout_s": None if agentic else DEFAULT_LIMITS.program_timeout_s,
+            "max_turns": self.max_turns,
+            "tools": list(self.tools) if agentic else None,
+            "tool_timeout_s": DEFAULT_LIMITS.tool_timeout_s if agentic else None,
+            "chat_template": True,
+            "system_prompt": None,
+            "sample_limits": None,
+            "generation_extra": None,
+        }
+
+    def declared(
+        self,
+        framework: str,
+        *,
+        pass_k: int = 1,
+        protocol: str | None = None,
+        tools: tuple[str, ...] | None = None,
+        max_turns: int | None = None,
+        program_timeout_s: float | None = None,
+        tool_timeout_s: float | None = None,
+        sandbox: str | None = None,
+    ) -> TaskProtocol:
+        """What a task of this variant declares for a run with these options: the record a
+        framework stores under PROTOCOL_KEY. What only the framework's log can say (a
+        command line's --max-tokens, sample limits, model options) is left to the loaders."""
+        agentic = self.agentic
+        return {
+            "framework": framework,
+            "variant": self.name,
+            "protocol": protocol if agentic and protocol else self.protocol,
+            "num_fewshot": 0,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature_for(pass_k),
+            "top_p": None,
+            "top_k": None,
+            "stop": None,
+            "do_sample": (pass_k != 1) if framework == "lm_eval" else None,
+            "pass_k": pass_k,
+            "program_timeout_s": None
+            if agentic
+            else (program_timeout_s or DEFAULT_LIMITS.program_timeout_s),
+            "max_turns": (max_turns or self.max_turns) if agentic else None,
+            "tools": list(tools or self.tools) if agentic else None,
+            "tool_timeout_s": (tool_timeout_s or DEFAULT_LIMITS.tool_timeout_s)
+            if agentic
+            else None,
+            "chat_template": True,
+            "system_prompt": None,
+            "sample_limits": None,
+            "generation_extra": None,
+            "model_options": None,
+            "sandbox": sandbox,
+        }
+
+
+PROGRAM = Variant(
+    name="program",
+    own_options=("program_timeout",),
+    protocols=("program",),
+    tools=(),
+    max_tokens=MAX_TOKENS,
+    temperature=GREEDY_TEMPERATURE,
+    max_turns=None,
+)
+AGENTIC = Variant(
+    name="agentic",
+    own_options=("max_turns", "tools", "protocol", "tool_timeout"),
+    protocols=AGENT_PROTOCOLS,
+    tools=(BASH.name,),
+    max_tokens=MAX_TOKENS,
+    temperature=None,
+    max_turns=MAX_TURNS,
+)
+VARIANTS: Mapping[str, Variant] = {variant.name: variant for variant in (PROGRAM, AGENTIC)}

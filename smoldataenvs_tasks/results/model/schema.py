@@ -45,6 +45,7 @@ from typing import (
 
 from smoldataenvs_tasks.data.source import Filters
 from smoldataenvs_tasks.results.model.errors import RunLoadError
+from smoldataenvs_tasks.variants import TaskProtocol
 
 # A check raises SubmissionFormatError naming the path when the value does not fit.
 FieldCheck = Callable[[Any, str], None]
@@ -277,31 +278,9 @@ TaskEntry = TypedDict(
 
 
 # -- the protocol (results/model/protocol.py) ----------------------------------------------------------
-class ProtocolSettings(TypedDict):
-    """Every setting that can change a score (results/model/protocol.py has the defaults); the
-    declaration order is the order of submission.json's `protocol_settings`."""
-
-    framework: str
-    variant: str
-    protocol: str | None
-    num_fewshot: int
-    max_tokens: int | None
-    temperature: float | None
-    top_p: float | None
-    top_k: float | None
-    stop: list[str] | None
-    do_sample: bool | None
-    pass_k: int
-    program_timeout_s: float | None
-    max_turns: int | None
-    tools: list[str] | None
-    tool_timeout_s: float | None
-    chat_template: bool
-    system_prompt: str | None
-    sample_limits: dict[str, Any] | None  # as Inspect logged them
-    generation_extra: dict[str, Any] | None  # as the framework logged them
-    model_options: dict[str, Any] | None  # as Inspect logged them
-    sandbox: str | None
+# The declaration lives with the variants (issue 47), where every framework's room can store it;
+# submission.json names it `protocol_settings`.
+ProtocolSettings = TaskProtocol
 
 
 class Sampling(TypedDict):
