@@ -51,6 +51,16 @@ from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.sandboxes.kinds import CHOICES, KINDS, SESSION_KINDS, SandboxKind, Staging
 from smoldataenvs_tasks.sandboxes.kinds import resolve as resolve_kind
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, GRADER_PROFILES, versioned
+from smoldataenvs_tasks.variants import (
+    AGENT_PROTOCOLS,
+    AGENTIC,
+    BASH,
+    MAX_TURNS,
+    TOOL_NAMES,
+    VARIANTS,
+    TaskProtocol,
+    Variant,
+)
 
 # The most a program or one tool call may be given: longer is a typo, not a plan (the dataset's
 # runner gives 90 s), and the runner's own deadline must stay a finite number of seconds.
@@ -58,8 +68,8 @@ MAX_TIMEOUT_S = 86_400.0
 # Where each framework stores a run's provenance: Inspect's task metadata `run`, lm-eval's doc
 # column `_run` (JSON text: Arrow needs one schema for every row).
 PROVENANCE_KEY = "run"
-PROTOCOLS = ("answer_file", "submit")
-TOOLS = ("bash", "python")
+PROTOCOLS = AGENT_PROTOCOLS
+TOOLS = TOOL_NAMES
 
 
 class OptionError(SmolDataEnvsError, ValueError):
@@ -90,6 +100,13 @@ class Framework:
     # lm-eval runs every program under the dataset's limit, the one its runs record
     # (`results/load/load_lm_eval.py`): another `program_timeout` would be ignored silently.
     fixed_program_timeout: bool = False
+    # What `results/` says of a framework's runs (issue 47: no framework compared by name there).
+    # The command that re-runs the samples a run left ungraded.
+    retry_hint: str = "run them again"
+    # Its logs record `do_sample` (lm-eval's generation_kwargs), so the protocol compares it.
+    records_do_sample: bool = False
+    # `verify --reexecute` can read its replies back and run them again.
+    reexecutable: bool = False
 
     def invalid(self, name: str, value: object, valid: str) -> OptionError:
         return OptionError(f"{self.flag} {name}={value} is not valid: {valid}")
@@ -187,14 +204,30 @@ class Framework:
             )
 
 
-INSPECT = Framework("inspect_ai", "-T")
+INSPECT = Framework(
+    "inspect_ai",
+    "-T",
+    retry_hint="`inspect eval-retry <log>` re-runs only those samples",
+    reexecutable=True,
+)
 LM_EVAL = Framework(
     "lm_eval",
     "--metadata",
     sandboxes=SESSION_KINDS,
     source_options=("mirror",),
     fixed_program_timeout=True,
+    retry_hint="lm-eval has no retry of single docs: run the task again",
+    records_do_sample=True,
+    reexecutable=True,
 )
+# Harbor runs each task in its own Docker environment, built FROM the grader image (the sandbox
+# image plus this package): the docker kind is the one it runs. A mirror is the only data-source
+# option (no revision flag: an export is of the pinned revision).
+HARBOR = Framework("harbor", "harbor export", sandboxes=("docker",), source_options=("mirror",))
+# The RL room runs the kinds with a session of ours, as lm-eval does.
+RL = Framework("rl", "rl", sandboxes=SESSION_KINDS)
+# Every framework by the name its runs record (`Run.framework`, `TaskProtocol.framework`).
+FRAMEWORKS: Mapping[str, Framework] = {f.name: f for f in (INSPECT, LM_EVAL, HARBOR, RL)}
 
 
 @dataclass(frozen=True)
@@ -203,6 +236,7 @@ class RunOptions:
     uses: `kind` is the sandbox kind "auto" chose here, `filters` the filters as recorded."""
 
     framework: Framework
+    variant: Variant
     split: str
     sandbox: str
     kind: SandboxKind
@@ -224,6 +258,7 @@ class RunOptions:
         cls,
         framework: Framework,
         *,
+        variant: str = "program",
         split: str = "test",
         sandbox: str = "auto",
         mirror: str | None = None,
@@ -234,10 +269,10 @@ class RunOptions:
         grader: str = DEFAULT_PROFILE,
         program_timeout: object = DEFAULT_LIMITS.program_timeout_s,
         tool_timeout: object = DEFAULT_LIMITS.tool_timeout_s,
-        max_turns: object = 17,
+        max_turns: object = MAX_TURNS,
         pass_k: object = 1,
-        tools: str | Sequence[str] = "bash",
-        protocol: str = "answer_file",
+        tools: str | Sequence[str] = BASH.name,
+        protocol: str = AGENTIC.protocol,
         mirror_url: str | None = None,
         concurrency: object = None,
     ) -> RunOptions:
@@ -245,6 +280,7 @@ class RunOptions:
         split may have to be downloaded first); the reward modes are checked by `plan_run`, as
         they may name a mode only the split holds. Raises OptionError, one line."""
         check = framework
+        check.choice("variant", variant, tuple(VARIANTS))
         check.choice("split", split, ALL_SPLITS)
         check.choice("protocol", protocol, PROTOCOLS)
         check.choice("grader", grader, GRADER_PROFILES)
@@ -268,12 +304,13 @@ class RunOptions:
         at_once = None
         if concurrency not in (None, ""):
             at_once = check.whole_number("concurrency", concurrency, "programs at once")
-        tool_names = tuple(name for name in as_list(tools) or [] if name) or ("bash",)
-        if set(tool_names) - set(TOOLS) or "bash" not in tool_names:
-            raise check.invalid("tools", tools, "choose bash, or bash,python")
+        tool_names = tuple(name for name in as_list(tools) or [] if name) or AGENTIC.tools
+        if set(tool_names) - set(TOOLS) or BASH.name not in tool_names:
+            raise check.invalid("tools", tools, f"choose {BASH.name}, or {','.join(TOOLS)}")
         check.tiers(tiers)
         return cls(
             framework=framework,
+            variant=VARIANTS[variant],
             split=split,
             sandbox=sandbox,
             kind=kind,
@@ -319,14 +356,16 @@ class RunProvenance(TypedDict):
 
 @dataclass(frozen=True)
 class RunPlan:
-    """A run's checked options, its data source, the tasks it runs, its sandbox kind and the
-    provenance it records."""
+    """A run's checked options, its data source, the tasks it runs, its sandbox kind, the
+    provenance it records and the protocol its task declares (stored under
+    `variants.PROTOCOL_KEY` beside the provenance)."""
 
     options: RunOptions
     source: DataSource
     records: list[TaskRecord]
     kind: SandboxKind
     provenance: RunProvenance
+    protocol: TaskProtocol
 
 
 def plan_run(options: RunOptions) -> RunPlan:
@@ -372,7 +411,22 @@ def plan_run(options: RunOptions) -> RunPlan:
         grader_version=versioned(options.grader),
         package_version=_package_version(),
     )
-    return RunPlan(options, source, records, options.kind, provenance)
+    return RunPlan(options, source, records, options.kind, provenance, task_protocol(options))
+
+
+def task_protocol(options: RunOptions) -> TaskProtocol:
+    """The protocol a run with these options declares: its variant's, with the options applied."""
+    return options.variant.declared(
+        options.framework.name,
+        records_do_sample=options.framework.records_do_sample,
+        pass_k=options.pass_k,
+        protocol=options.protocol,
+        tools=options.tools,
+        max_turns=options.max_turns,
+        program_timeout_s=options.program_timeout_s,
+        tool_timeout_s=options.tool_timeout_s,
+        sandbox=options.kind.name,
+    )
 
 
 def _package_version() -> str | None:

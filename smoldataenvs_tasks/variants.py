@@ -192,9 +192,10 @@ class Variant:
         """pass@k needs k different replies: sampled, in every framework."""
         return PASS_K_TEMPERATURE if pass_k not in (None, 1) else self.temperature
 
-    def defaults(self, framework: str, pass_k: int | None) -> dict[str, object]:
+    def defaults(self, pass_k: int | None, *, records_do_sample: bool) -> dict[str, object]:
         """The value each setting has when the task runs as documented (every TaskProtocol field
-        but the ones naming what was run)."""
+        but the ones naming what was run); `records_do_sample` for a framework whose runs record
+        it (`run_plan.Framework`)."""
         agentic = self.agentic
         sampled = pass_k not in (None, 1)
         return {
@@ -205,7 +206,7 @@ class Variant:
             "top_k": None,
             "stop": None,
             # lm-eval records do_sample; its `_pass4` tasks sample, its others are greedy.
-            "do_sample": sampled if framework == "lm_eval" else None,
+            "do_sample": sampled if records_do_sample else None,
             "pass_k": 1,
             "program_timeout_s": None if agentic else DEFAULT_LIMITS.program_timeout_s,
             "max_turns": self.max_turns,
@@ -221,6 +222,7 @@ class Variant:
         self,
         framework: str,
         *,
+        records_do_sample: bool = False,
         pass_k: int = 1,
         protocol: str | None = None,
         tools: tuple[str, ...] | None = None,
@@ -243,7 +245,7 @@ class Variant:
             "top_p": None,
             "top_k": None,
             "stop": None,
-            "do_sample": (pass_k != 1) if framework == "lm_eval" else None,
+            "do_sample": (pass_k != 1) if records_do_sample else None,
             "pass_k": pass_k,
             "program_timeout_s": None
             if agentic

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from smoldataenvs_tasks.run_plan import Framework, RunOptions, RunPlan, plan_run
-
-# Harbor runs each task in its own Docker environment, built FROM the grader image (the sandbox
-# image plus this package): the docker kind is the one it runs. A mirror is the only data-source
-# option (no revision flag: an export is of the pinned revision).
-HARBOR = Framework("harbor", "harbor export", sandboxes=("docker",), source_options=("mirror",))
+from smoldataenvs_tasks.run_plan import HARBOR, RunOptions, RunPlan, plan_run
+from smoldataenvs_tasks.variants import AGENTIC
 
 
 def plan_export(
@@ -28,6 +24,7 @@ def plan_export(
     Raises OptionError or RunPlanError, one line."""
     options = RunOptions.parse(
         HARBOR,
+        variant=AGENTIC.name,
         split=split,
         sandbox="docker",
         mirror=mirror,

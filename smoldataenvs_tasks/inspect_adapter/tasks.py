@@ -265,7 +265,7 @@ def _record_to_sample(
 def _create_task(variant: Variant, **given: Any) -> Task:
     """docs/design.md "Adding a framework": the options parsed, the run planned, the pipeline
     called by the scorers, the provenance stored as the task metadata's `run`."""
-    options = RunOptions.parse(INSPECT, **given)
+    options = RunOptions.parse(INSPECT, variant=variant, **given)
     _require_provider(options.kind)
     plan = plan_run(options)
     # What must hold before any sample starts (bwrap works, the environment or the Docker image

@@ -10,12 +10,9 @@ import os
 from collections.abc import Sequence
 
 from smoldataenvs_tasks.errors import SmolDataEnvsError
-from smoldataenvs_tasks.run_plan import Framework, RunOptions, RunPlan, plan_run
-from smoldataenvs_tasks.sandboxes.kinds import SESSION_KINDS
+from smoldataenvs_tasks.run_plan import RL, RunOptions, RunPlan, plan_run
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE
 
-# It runs the kinds with a session of ours, as lm-eval does.
-RL = Framework("rl", "rl", sandboxes=SESSION_KINDS)
 # The sandbox kind rewards and environments use unless told (`bwrap` when unset).
 ENV_SANDBOX = "SMOLDATAENVS_SANDBOX"
 DEFAULT_SANDBOX = "bwrap"
