@@ -24,8 +24,8 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 docker info >/dev/null 2>&1 || { log "no Docker engine answers (scripts/provision-docker.sh starts one)"; exit 1; }
 
-if [ -z "${FORCE:-}" ] && "$PY" -m smoldataenvs_tasks.sandboxes.docker image-status >/dev/null 2>&1; then
-  log "$("$PY" -m smoldataenvs_tasks.sandboxes.docker image-status)"
+if [ -z "${FORCE:-}" ] && "$PY" -m smoldataenvs_tasks.sandboxes image-status >/dev/null 2>&1; then
+  log "$("$PY" -m smoldataenvs_tasks.sandboxes image-status)"
   exit 0
 fi
 
@@ -72,4 +72,4 @@ fi
 log "base image: $BASE_IMAGE"
 args=(build-image --base-image "$BASE_IMAGE")
 [ -z "${FORCE:-}" ] || args+=(--force)
-"$PY" -m smoldataenvs_tasks.sandboxes.docker "${args[@]}"
+"$PY" -m smoldataenvs_tasks.sandboxes "${args[@]}"

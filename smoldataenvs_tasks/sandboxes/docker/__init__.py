@@ -6,7 +6,7 @@ Inspect's docker provider with `compose.remote.yaml`, or k8s with `values.yaml`:
     smoldataenvs sandbox build-image       # or scripts/build-sandbox-image.sh
     smoldataenvs sandbox image-status
     smoldataenvs sandbox cleanup
-    python -m smoldataenvs_tasks.sandboxes.docker image-status    # the same commands
+    python -m smoldataenvs_tasks.sandboxes image-status    # the same commands
 """
 
 from smoldataenvs_tasks.sandboxes.docker.cleanup import cleanup_stale
