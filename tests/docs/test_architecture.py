@@ -174,3 +174,30 @@ def test_no_results_module_imports_itself_back_even_from_a_function() -> None:
 def test_the_cycle_check_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def _folded(graph: dict[str, set[str]], depth: int = 3) -> dict[str, set[str]]:
+    """`graph` with every module below `depth` folded into the package holding it, so
+    `sandboxes.docker`'s modules are one node beside `sandboxes.cli`."""
+
+    def unit(name: str) -> str:
+        return ".".join(name.split(".")[:depth])
+
+    folded: dict[str, set[str]] = defaultdict(set)
+    for name, targets in graph.items():
+        folded[unit(name)] |= {unit(target) for target in targets} - {unit(name)}
+    return {name: folded[name] for name in folded}
+
+
+def test_no_package_imports_itself_back_even_from_a_function() -> None:
+    """A subpackage and its neighbours are never a circle, through any import: the sandbox
+    commands' `python -m` entry inside `sandboxes/docker/` imported `sandboxes.cli`, which imports
+    `docker/` (issue 47)."""
+    graph = _folded(_import_graph(at_import_only=False))
+    assert "smoldataenvs_tasks.sandboxes.docker" in graph
+    assert _cycle(graph) is None
+
+
+def test_the_fold_keeps_a_cycle_between_packages() -> None:
+    graph = {"p.a.x.one": {"p.a.y"}, "p.a.y": {"p.a.x.two"}, "p.a.x.two": set()}
+    assert _cycle(_folded(graph)) == ["p.a.x", "p.a.y", "p.a.x"]
