@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 
 from smoldataenvs_tasks.contract import ANSWER_FILE, INPUT_DIR, WORKDIR
+from smoldataenvs_tasks.variants import BASH
 
 PROGRAM_SYSTEM_PROMPT = (
     "You are a data analyst. You answer questions about data files by writing one short Python "
@@ -50,11 +51,15 @@ def program_prompt(question: str, files: Sequence[str], *, input_dir: str = INPU
     return f"{question.strip()}\n\n{where}\n\n{_PROGRAM_RULES}"
 
 
-def agent_system_prompt(*, tools: Sequence[str] = ("bash",), protocol: str = "answer_file") -> str:
-    """System prompt for the bash-agent protocol (and its `python` tool / `submit` variants)."""
-    if list(tools) == ["bash"]:
+def agent_system_prompt(
+    *, tools: Sequence[str] = (BASH.name,), protocol: str = "answer_file"
+) -> str:
+    """System prompt for the bash-agent protocol (and its `python` tool / `submit` variants).
+    The tool names are `variants.ToolSpec` names, so the prompt names the tools a model is given
+    (issue 47); the wording is unchanged (tests/inspect/test_tool_spec.py)."""
+    if list(tools) == [BASH.name]:
         tool_text = (
-            "Your only tool is `bash`: it runs one shell command and returns its output. "
+            f"Your only tool is `{BASH.name}`: it runs one shell command and returns its output. "
             "Nothing carries over between calls except files on disk."
         )
     else:

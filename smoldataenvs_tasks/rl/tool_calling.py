@@ -15,17 +15,20 @@ from __future__ import annotations
 from typing import Any
 
 from smoldataenvs_tasks.errors import SmolDataEnvsError
+from smoldataenvs_tasks.variants import BASH
 
 _COMMAND = "cat /home/user/input/probe.csv"
+# The probe's call is to the tool DataAnalysisEnv gives (`variants.BASH`): its name and parameter
+# are what TRL must parse back. The short description is the probe's own; no model reads it.
 _TOOL_SCHEMA = {
     "type": "function",
     "function": {
-        "name": "bash",
+        "name": BASH.name,
         "description": "Run a shell command.",
         "parameters": {
             "type": "object",
-            "properties": {"command": {"type": "string", "description": "The command."}},
-            "required": ["command"],
+            "properties": {BASH.parameter: {"type": "string", "description": "The command."}},
+            "required": [BASH.parameter],
         },
     },
 }
@@ -70,7 +73,10 @@ def check_tool_calling(processing_class: Any) -> None:
         "role": "assistant",
         "content": "",
         "tool_calls": [
-            {"type": "function", "function": {"name": "bash", "arguments": {"command": _COMMAND}}}
+            {
+                "type": "function",
+                "function": {"name": BASH.name, "arguments": {BASH.parameter: _COMMAND}},
+            }
         ],
     }
     prompt = tokenizer.apply_chat_template(
@@ -91,7 +97,7 @@ def check_tool_calling(processing_class: Any) -> None:
     found = [
         c.get("function", {}).get("arguments")
         for c in calls
-        if c.get("function", {}).get("name") == "bash"
+        if c.get("function", {}).get("name") == BASH.name
     ]
     if not any(_command_of(arguments) == _COMMAND for arguments in found):
         raise ToolCallingError(
@@ -109,4 +115,4 @@ def _command_of(arguments: Any) -> Any:
             arguments = json.loads(arguments)
         except ValueError:
             return None
-    return arguments.get("command") if isinstance(arguments, dict) else None
+    return arguments.get(BASH.parameter) if isinstance(arguments, dict) else None
