@@ -159,8 +159,11 @@ GREEDY_TEMPERATURE = 0.0
 PASS_K_TEMPERATURE = 0.8
 # The dataset authors' agent budget: assistant turns before a sample ends.
 MAX_TURNS = 17
-# The agent's answer rules: the answer file it writes, or Inspect's `submit()` tool.
-AGENT_PROTOCOLS = ("answer_file", "submit")
+# The agent's answer rules: the answer file it writes (its commands make it, so a replay of them
+# makes it again), or Inspect's `submit()` tool (the answer is the text of the model's call).
+ANSWER_FILE_PROTOCOL = "answer_file"
+SUBMIT_PROTOCOL = "submit"
+AGENT_PROTOCOLS = (ANSWER_FILE_PROTOCOL, SUBMIT_PROTOCOL)
 
 
 @dataclass(frozen=True)
