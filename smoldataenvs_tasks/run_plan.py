@@ -107,9 +107,13 @@ class Framework:
     records_do_sample: bool = False
     # `verify --reexecute` can read its replies back and run them again.
     reexecutable: bool = False
+    # How an option is written in the one line naming a bad one: `-T split=evl`, or a command
+    # line's `--split evl` (`validate`).
+    spelling: str = "{flag} {name}={value}"
 
     def invalid(self, name: str, value: object, valid: str) -> OptionError:
-        return OptionError(f"{self.flag} {name}={value} is not valid: {valid}")
+        option = self.spelling.format(flag=self.flag, name=name, value=value)
+        return OptionError(f"{option} is not valid: {valid}")
 
     def choice(self, name: str, value: object, allowed: Sequence[object]) -> None:
         if value not in allowed:
@@ -228,6 +232,10 @@ HARBOR = Framework("harbor", "harbor export", sandboxes=("docker",), source_opti
 RL = Framework("rl", "rl", sandboxes=SESSION_KINDS)
 # Every framework by the name its runs record (`Run.framework`, `TaskProtocol.framework`).
 FRAMEWORKS: Mapping[str, Framework] = {f.name: f for f in (INSPECT, LM_EVAL, HARBOR, RL)}
+# `smoldataenvs validate` plans its replay as the frameworks plan a run, with its own options
+# spelled as its command line spells them. It is no framework whose runs `results/` reads (an
+# agentic replay's log is Inspect's), so it is not in FRAMEWORKS.
+VALIDATE = Framework("validate", "--", sandboxes=SESSION_KINDS, spelling="--{name} {value}")
 
 
 @dataclass(frozen=True)
