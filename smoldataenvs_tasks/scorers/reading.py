@@ -30,9 +30,11 @@ Most sides take a quick path that never runs the token pattern: a plain number, 
 words, a sign, a currency or a percent sign around it, a hedge of plain numbers, a comma list,
 a range, a bare date, and (`read_words`) any side of plain words and numbers. Each quick path
 must give exactly what the full reading gives; tests/scorers/test_reading.py checks that by
-property and on every corpus side. That is why this is one module of ~1,100 lines: the quick
-paths and the full reading share their private tables (special words, units, fillers, the
-token pattern) and may not drift apart.
+property and on every corpus side. That is why this stays one long module: the quick paths
+and the full reading share their private tables (special words, units, fillers, the token
+pattern), and a quick path split from the reading it must equal would read those tables through
+another module's public names, where a change to one side need not reach the other. The module
+grows by a rung's words or a new shape, each beside the quick path that must agree with it.
 
     python -c "from smoldataenvs_tasks.scorers.reading import read; print(read('at least 12k'))"
 """

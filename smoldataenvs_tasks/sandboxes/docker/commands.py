@@ -15,9 +15,11 @@ Design notes (why, not what):
   it; beside other commands (Inspect's parallel tool calls) only its own process group
   (`_kill_command`).
 
-One module of over 500 lines on purpose: what ended a command is read from what ran it (the
-wrapper's marker, the cgroup's counters before and after, the kill that cut it off, the transport
-that carried it), so its running, its ending and its verdict share one class's state.
+One long module on purpose: what ended a command is read from what ran it (the wrapper's marker,
+the cgroup's counters before and after, the kill that cut it off, the transport that carried it),
+so its running, its ending and its verdict share one class's state; split apart, each half would
+have to be handed the other's state, and a change to how a command runs could miss how its end
+is told.
 """
 
 from __future__ import annotations
