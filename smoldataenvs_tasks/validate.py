@@ -23,7 +23,7 @@ import json
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,10 @@ from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.data.source import SourceError
 from smoldataenvs_tasks.errors import BadInput, SmolDataEnvsError
 from smoldataenvs_tasks.replay import ReplayBook, ReplayFormatError, ReplayRow
-from smoldataenvs_tasks.sandboxes.kinds import AUTO, OPENABLE, resolve_kind
+from smoldataenvs_tasks.run_plan import VALIDATE, OptionError, RunOptions, RunPlanError, plan_run
+from smoldataenvs_tasks.sandboxes.kinds import AUTO, OPENABLE
 from smoldataenvs_tasks.scorers.verdict import Category, Verdict
+from smoldataenvs_tasks.variants import AGENTIC, PROGRAM, Variant
 
 BUNDLED_GOLD = Path(__file__).parent / "sample" / "replays" / "gold_program.jsonl"
 # The sandbox contract's libraries (docs/design.md "The sandbox contract"), by import name.
@@ -198,15 +200,19 @@ async def probe_environment(sandbox: str, modules: tuple[str, ...] = CONTRACT_MO
 
 
 # -- replaying ---------------------------------------------------------------------------------
-def _is_agentic(book: ReplayBook) -> bool:
+def _variant_of(book: ReplayBook) -> Variant:
+    """The variant a replay file poses: trajectories with tool calls are the agent's."""
     rows = [row for rows in (*book.by_task.values(), *book.by_first_user.values()) for row in rows]
-    return any(turn.tool_calls for row in rows for turn in row.turns)
+    agentic = any(turn.tool_calls for row in rows for turn in row.turns)
+    return AGENTIC if agentic else PROGRAM
 
 
-def _row_for(book: ReplayBook, record: TaskRecord, agentic: bool) -> ReplayRow | None:
+def _row_for(book: ReplayBook, record: TaskRecord, variant: Variant) -> ReplayRow | None:
     from smoldataenvs_tasks.data.prompts import program_prompt
 
-    first_user = record.instruction if agentic else program_prompt(record.question, record.files)
+    first_user = (
+        record.instruction if variant.agentic else program_prompt(record.question, record.files)
+    )
     rows = book.rows_for(record.task_id, first_user)
     return rows[0] if rows else None
 
@@ -276,16 +282,20 @@ def validate_split(
     concurrency: int | None = None,
     probe: bool = True,
 ) -> ValidationResult:
-    """Replay `replay` (default: the bundled gold programs) over `split` in `sandbox`."""
-    from smoldataenvs_tasks.data.kinds import resolve_source
+    """Replay `replay` (default: the bundled gold programs) over `split` in `sandbox`.
 
-    # The split first: a typo must not be reported as a missing replay file.
-    source = resolve_source(split, mirror=mirror, revision=revision)
-    if split not in source.available_splits():
-        raise SourceError(
-            f"unknown split {split!r}: {source.describe()} has "
-            f"{', '.join(source.available_splits()) or 'no splits'}"
-        )
+    Planned as every framework plans a run (`run_plan.plan_run`): the options checked once and
+    named as this command spells them (`--split evl is not valid: ...`), the split read once.
+    Raises OptionError or RunPlanError (one line) for options that cannot run."""
+    # The options first: a misspelled split must not be reported as a missing replay file.
+    options = RunOptions.parse(
+        VALIDATE,
+        split=split,
+        sandbox=sandbox,
+        mirror=mirror,
+        revision=revision,
+        concurrency=concurrency,
+    )
     if replay is None:
         if split != SAMPLE_SPLIT:
             raise ValidationInputError(
@@ -294,17 +304,19 @@ def validate_split(
         replay = BUNDLED_GOLD
     replay = Path(replay)
     book = ReplayBook.load(replay)
-    agentic = _is_agentic(book)
+    # The replay file, not an option, says which variant it poses.
+    plan = plan_run(replace(options, variant=_variant_of(book)))
+    variant = plan.options.variant
     result = ValidationResult(
         split=split,
-        sandbox=resolve_kind(sandbox),
+        sandbox=plan.kind.name,
         replay=replay.name,
-        variant="agentic" if agentic else "program",
+        variant=variant.name,
         min_rate=min_rate,
     )
     pairs: list[tuple[TaskRecord, ReplayRow]] = []
-    for record in source.load_tasks(split):
-        row = _row_for(book, record, agentic)
+    for record in plan.records:
+        row = _row_for(book, record, variant)
         if row is None:
             result.no_replay.append(record.task_id)
         else:
@@ -313,15 +325,15 @@ def validate_split(
         result.python = asyncio.run(probe_environment(result.sandbox))
     if not pairs:
         return result
-    if agentic:
+    if variant.agentic:
         verdicts = _replay_agentic(
-            pairs, replay=replay, split=split, concurrency=concurrency,
-            sandbox=result.sandbox, mirror=mirror, revision=revision,
+            pairs, replay=replay, split=split, concurrency=plan.options.concurrency,
+            sandbox=result.sandbox, mirror=plan.options.mirror, revision=plan.options.revision,
         )  # fmt: skip
     else:
         verdicts = _replay_programs(
-            pairs, concurrency=concurrency, sandbox=result.sandbox, mirror=mirror,
-            revision=revision,
+            pairs, concurrency=plan.options.concurrency, sandbox=result.sandbox,
+            mirror=plan.options.mirror, revision=plan.options.revision,
         )  # fmt: skip
     result.results = [
         TaskResult(record.task_id, record.difficulty_tier, record.answer, verdict)
@@ -430,7 +442,7 @@ def validate_command(
     except BrokenEnvironment as exc:
         click.echo(f"BROKEN ENVIRONMENT: {exc}", err=True)
         sys.exit(2)
-    except (ReplayFormatError, SourceError, ValidationInputError) as exc:
+    except (ReplayFormatError, SourceError, ValidationInputError, OptionError, RunPlanError) as exc:
         # bad input: one line, exit code 2 (as a broken environment: nothing was certified)
         raise BadInput(str(exc)) from None
     if as_json:

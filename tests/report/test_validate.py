@@ -96,9 +96,20 @@ def test_validate_of_another_split_needs_a_replay_file():
 
 def test_validate_of_a_misspelled_split_names_the_split_not_the_replay_file():
     result = CliRunner().invoke(main, ["validate", "--split", "evl"])
-    assert result.exit_code != 0
-    assert "unknown split 'evl'" in result.output and "eval" in result.output
-    assert "--replay" not in result.output
+    assert result.exit_code == 2
+    # Checked by run_plan, as every framework's options are, and named as validate spells it.
+    assert result.output == ("Error: --split evl is not valid: choose train, test, eval, sample\n")
+
+
+@pytest.mark.parametrize("option", ["--mirror", "--revision"])
+def test_validate_refuses_a_data_source_beside_the_bundled_sample(tmp_path, option):
+    """The bundled sample has no mirror or revision: one given would be ignored, so the
+    replay would not be of what was asked (run_plan's rule for every framework)."""
+    value = str(tmp_path) if option == "--mirror" else "abc123"
+    result = CliRunner().invoke(main, ["validate", "--split", "sample", option, value])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"Error: {option} {value} is not valid: split=sample is")
+    assert len(result.output.splitlines()) == 1
 
 
 # --- a broken environment -------------------------------------------------------------------
