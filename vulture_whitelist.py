@@ -149,6 +149,7 @@ _.storage_mb
 _.schema_version
 _.artifacts
 _.agent
+_.exporter
 
 # TypedDict fields (results/model/schema.py, results/publish/leaderboard.py, run_plan.RunProvenance): written
 # and read as dict keys.

@@ -7,6 +7,7 @@ Each task is the agentic Inspect task's sample in Harbor's shape:
 
     <task>/instruction.md          the agentic task's prompt (data/prompts.py, as Inspect builds it)
     <task>/task.toml               the agentic task's limits, no network, [metadata] provenance
+                                   and the task protocol (`[metadata.task_protocol]`)
     <task>/environment/Dockerfile  FROM the grader image (image.py), the tables baked in
     <task>/environment/tables/     the staged tables, their sha256 in task.toml and task.json
     <task>/tests/test.sh           this package's grader on /workdir/answer.txt (verifier.py), in
@@ -36,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from smoldataenvs_tasks._pins import reward_mode_label
 from smoldataenvs_tasks.contract import (
@@ -60,21 +61,18 @@ from smoldataenvs_tasks.harbor_adapter.verifier import SANDBOX_UID as AGENT_UID
 from smoldataenvs_tasks.harbor_adapter.verifier import TASK_FILE_FORMAT
 from smoldataenvs_tasks.pipeline import prepare_tables
 from smoldataenvs_tasks.run_plan import PROVENANCE_KEY, RunPlan, RunProvenance
+from smoldataenvs_tasks.variants import AGENTIC, PROTOCOL_KEY, TaskProtocol
 
 EXPORT_MANIFEST = "smoldataenvs-export.json"
 # 2: the dataset's facts under the run plan's provenance (`run`), as every framework stores them.
-EXPORT_FORMAT = 2
+# 3: the task protocol the plan declares under PROTOCOL_KEY, in place of the loose `protocol`,
+# `max_turns` and `tool_timeout_s` (results/load/load_harbor.py reads both).
+EXPORT_FORMAT = 3
 METRIC_FILE = "metric.py"
 JOB_CONFIG = "harbor-job.yaml"
-# The agentic Inspect task's defaults (inspect_adapter/tasks.py `smoldataenvs`): 17 assistant
-# turns, each tool call `tool_timeout_s`. Harbor bounds an agent by wall time only, so the agent
-# gets the most those turns could spend in tools.
-MAX_TURNS = 17
-AGENT_TIMEOUT_S = MAX_TURNS * DEFAULT_LIMITS.tool_timeout_s
 # The reader's own 60 s (sandboxes/answer_file.py) plus the symbolic rung's worst case.
 VERIFIER_TIMEOUT_S = 180.0
 BUILD_TIMEOUT_S = 600.0
-PROTOCOL = "answer_file"
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -145,16 +143,41 @@ class EnvironmentSection(TypedDict):
     network_mode: str
 
 
+class TaskFacts(TypedDict):
+    """The task's own facts in its task.toml's `[metadata]` (the run's are the provenance)."""
+
+    benchmark: str
+    task_id: str
+    difficulty_tier: str
+    reward_mode: str
+    grader_image: str
+    graded: bool
+    network_mode: str
+    exporter: str
+    ungraded_reason: NotRequired[str]
+
+
+class TaskMetadata(TaskFacts):
+    """task.toml's `[metadata]`, free-form in Harbor: the task's facts, the run plan's provenance
+    under `run` (PROVENANCE_KEY; its `filters` a table of its own, left out when nothing is
+    filtered), the task protocol the plan declares under `task_protocol` (PROTOCOL_KEY) and the
+    tables' sha256. TOML has no null: a None field is left out of the text, and a reader takes a
+    missing one as None (`variants.PROTOCOL_FIELDS` names them all)."""
+
+    run: dict[str, Any]
+    task_protocol: TaskProtocol
+    table_sha256: dict[str, str]
+
+
 class TaskToml(TypedDict):
     """A task's task.toml in Harbor's `TaskConfig` shape (tests/harbor/test_harbor_run.py holds
-    every key here to a field of Harbor's own models). `metadata` is free-form in Harbor: the
-    task's facts, the run plan's provenance under `PROVENANCE_KEY` (its `filters` a table of its
-    own, left out when nothing is filtered) and the tables' sha256 under `table_sha256`."""
+    every key here to a field of Harbor's own models, and `metadata` to Harbor's free-form
+    table)."""
 
     schema_version: str
     # The one thing the separate verifier is given of the agent's container.
     artifacts: list[str]
-    metadata: dict[str, Any]
+    metadata: TaskMetadata
     # The grader runs in a container of its own, after the agent's was stopped: the gold is never
     # where the agent is, and nothing of the agent's runs while it grades. As root, so that it
     # can still end any process of the agent's uid and own /logs/verifier (verifier.py); it reads
@@ -166,9 +189,21 @@ class TaskToml(TypedDict):
     environment: EnvironmentSection
 
 
+def agent_timeout_s(protocol: TaskProtocol) -> float:
+    """Harbor bounds an agent by wall time only, so the agent gets the most the protocol's turns
+    could spend in tools: its `max_turns` calls of `tool_timeout_s` each."""
+    turns, per_call = protocol["max_turns"], protocol["tool_timeout_s"]
+    if turns is None or per_call is None:
+        raise ExportError(
+            f"a Harbor task is agentic; the {protocol['variant']} variant has no turns"
+        )
+    return turns * per_call
+
+
 def task_config(
-    metadata: dict[str, Any],
+    facts: TaskFacts,
     provenance: RunProvenance,
+    protocol: TaskProtocol,
     table_sha256: dict[str, str],
     network_mode: str = "no-network",
 ) -> TaskToml:
@@ -177,21 +212,24 @@ def task_config(
     filters = {key: value for key, value in (provenance["filters"] or {}).items() if value}
     if filters:
         run["filters"] = filters
+    metadata: TaskMetadata = {
+        **facts,
+        # The run plan's provenance and the protocol its task declares, under the keys every
+        # framework stores them at.
+        "run": run,
+        "task_protocol": protocol,
+        "table_sha256": dict(sorted(table_sha256.items())),
+    }
     return {
         "schema_version": "1.4",
         "artifacts": [ANSWER_FILE],
-        "metadata": {
-            **metadata,
-            # The run plan's provenance, under the key every framework stores it at.
-            PROVENANCE_KEY: run,
-            "table_sha256": dict(sorted(table_sha256.items())),
-        },
+        "metadata": metadata,
         "verifier": {
             "timeout_sec": VERIFIER_TIMEOUT_S,
             "user": "root",
             "environment_mode": "separate",
         },
-        "agent": {"timeout_sec": AGENT_TIMEOUT_S, "user": AGENT_UID},
+        "agent": {"timeout_sec": agent_timeout_s(protocol), "user": AGENT_UID},
         "environment": {
             "build_timeout_sec": BUILD_TIMEOUT_S,
             "cpus": int(DEFAULT_LIMITS.cpus),
@@ -228,12 +266,13 @@ def render_task_toml(config: TaskToml) -> str:
 
 
 def task_toml(
-    metadata: dict[str, Any],
+    facts: TaskFacts,
     provenance: RunProvenance,
+    protocol: TaskProtocol,
     table_sha256: dict[str, str],
     network_mode: str = "no-network",
 ) -> str:
-    return render_task_toml(task_config(metadata, provenance, table_sha256, network_mode))
+    return render_task_toml(task_config(facts, provenance, protocol, table_sha256, network_mode))
 
 
 def dockerfile(task_id: str, grader_image: str, has_tables: bool) -> str:
@@ -365,6 +404,11 @@ def _json(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def _answer_rule(protocol: TaskProtocol) -> str:
+    """The answer rule the instruction states: the plan's (Harbor's verifier reads the file)."""
+    return protocol["protocol"] or AGENTIC.protocol
+
+
 def _export_task(
     record: TaskRecord,
     task_dir: Path,
@@ -394,27 +438,28 @@ def _export_task(
         if prepared.problem is not None
         else None
     )
-    # The task's own facts; the run's (dataset, split, digests, grader) are the provenance.
-    metadata: dict[str, Any] = {
+    # The task's own facts; the run's (dataset, split, digests, grader) are the provenance, what
+    # the agent is asked and allowed the protocol.
+    facts: TaskFacts = {
         "benchmark": "SmolDataEnvs",
         "task_id": record.task_id,
         "difficulty_tier": record.difficulty_tier or "",
         "reward_mode": reward_mode_label(record.reward_mode),
         "grader_image": grader_image,
-        "protocol": PROTOCOL,
-        "max_turns": MAX_TURNS,
-        "tool_timeout_s": DEFAULT_LIMITS.tool_timeout_s,
         "graded": ungraded is None,
         "network_mode": network_mode,
         "exporter": f"smoldataenvs_tasks {package_version()}",
     }
     if ungraded is not None:
-        metadata["ungraded_reason"] = ungraded["reason"]
-    prompt = agent_user_prompt(record.instruction, record.question, record.files, protocol=PROTOCOL)
+        facts["ungraded_reason"] = ungraded["reason"]
+    protocol = plan.protocol
+    prompt = agent_user_prompt(
+        record.instruction, record.question, record.files, protocol=_answer_rule(protocol)
+    )
     _write(task_dir / "instruction.md", prompt.rstrip("\n") + "\n")
     _write(
         task_dir / "task.toml",
-        task_toml(metadata, provenance, prepared.table_sha256, network_mode),
+        task_toml(facts, provenance, protocol, prepared.table_sha256, network_mode),
     )
     _write(
         task_dir / "environment" / "Dockerfile",
@@ -433,18 +478,11 @@ def _export_task(
         # What a report of the job needs, copied into each verdict.json (verifier.py).
         "provenance": {
             PROVENANCE_KEY: provenance,
-            **{
-                key: metadata[key]
-                for key in (
-                    "difficulty_tier",
-                    "reward_mode",
-                    "protocol",
-                    "max_turns",
-                    "tool_timeout_s",
-                    "network_mode",
-                    "exporter",
-                )
-            },
+            PROTOCOL_KEY: protocol,
+            "difficulty_tier": facts["difficulty_tier"],
+            "reward_mode": facts["reward_mode"],
+            "network_mode": facts["network_mode"],
+            "exporter": facts["exporter"],
         },
     }
     # The gold: readable by the verifier's root only (Harbor copies modes into the container).
@@ -506,10 +544,8 @@ def export_dataset(
             "format": EXPORT_FORMAT,
             "benchmark": "SmolDataEnvs",
             PROVENANCE_KEY: provenance,
+            PROTOCOL_KEY: plan.protocol,
             "grader_image": grader_image,
-            "protocol": PROTOCOL,
-            "max_turns": MAX_TURNS,
-            "tool_timeout_s": DEFAULT_LIMITS.tool_timeout_s,
             "network_mode": network_mode,
             "exporter": f"smoldataenvs_tasks {package_version()}",
             "tasks": {names[r.task_id]: r.task_id for r in records},

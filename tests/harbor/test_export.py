@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import get_type_hints
 
 import pytest
 from click.testing import CliRunner
@@ -22,12 +23,14 @@ from smoldataenvs_tasks.harbor_adapter.export import (
     JOB_CONFIG,
     METRIC_FILE,
     ExportError,
+    TaskMetadata,
     export_dataset,
     task_dir_names,
 )
 from smoldataenvs_tasks.harbor_adapter.plan import plan_export
 from smoldataenvs_tasks.run_plan import PROVENANCE_KEY
 from smoldataenvs_tasks.scorers.verdict import versioned
+from smoldataenvs_tasks.variants import AGENTIC, MAX_TURNS, PROTOCOL_FIELDS, PROTOCOL_KEY
 
 pytestmark = pytest.mark.unit
 
@@ -81,7 +84,7 @@ def test_task_toml_carries_the_agentic_limits_no_network_and_provenance(exported
     assert config["environment"]["network_mode"] == "no-network"
     assert config["environment"]["memory_mb"] * 2**20 == DEFAULT_LIMITS.memory_bytes
     assert config["environment"]["cpus"] == DEFAULT_LIMITS.cpus
-    assert config["agent"]["timeout_sec"] == 17 * DEFAULT_LIMITS.tool_timeout_s
+    assert config["agent"]["timeout_sec"] == MAX_TURNS * DEFAULT_LIMITS.tool_timeout_s
     # The verifier in a container of its own, given only the answer file; the agent as uid 1000
     # in a container whose keep-alive is root's.
     assert config["verifier"]["environment_mode"] == "separate"
@@ -110,6 +113,29 @@ def test_task_toml_carries_the_agentic_limits_no_network_and_provenance(exported
         data = (task / "environment/tables" / name).read_bytes()
         assert hashlib.sha256(data).hexdigest() == digest
     assert meta["table_sha256"]
+
+
+def test_every_task_stores_the_protocol_its_plan_declares(exported: Path) -> None:
+    """task.toml's `[metadata.task_protocol]`, task.json (copied into every verdict.json) and the
+    manifest hold the plan's TaskProtocol under the key every framework stores it at. TOML has no
+    null: the fields left out are the None ones, and read back as None through the one list."""
+    planned = plan_export("sample").protocol
+    assert planned["variant"] == AGENTIC.name and planned["protocol"] == AGENTIC.protocol
+    assert planned["max_turns"] == MAX_TURNS
+    manifest = json.loads((exported / EXPORT_MANIFEST).read_text())
+    assert manifest[PROTOCOL_KEY] == planned and manifest["format"] == 3
+    for record in load_tasks("sample"):
+        task = exported / task_dir_names([record.task_id])[record.task_id]
+        stored = tomllib.loads((task / "task.toml").read_text())["metadata"][PROTOCOL_KEY]
+        assert set(PROTOCOL_FIELDS) - set(stored) == {k for k, v in planned.items() if v is None}
+        assert {name: stored.get(name) for name in PROTOCOL_FIELDS} == planned
+        task_file = json.loads((task / "tests/task.json").read_text())
+        assert task_file["provenance"][PROTOCOL_KEY] == planned
+    # The agent's wall time is what the declared turns could spend in tools.
+    config = tomllib.loads((task / "task.toml").read_text())
+    assert config["agent"]["timeout_sec"] == MAX_TURNS * DEFAULT_LIMITS.tool_timeout_s
+    # The declared shape names the metadata's two records by the keys every framework uses.
+    assert {PROVENANCE_KEY, PROTOCOL_KEY} <= set(get_type_hints(TaskMetadata))
 
 
 def test_a_task_without_tables_is_exported_as_ungraded_never_a_silent_zero(exported: Path) -> None:

@@ -15,6 +15,7 @@ from smoldataenvs_tasks.results.load.load_harbor import is_harbor_job, load_harb
 from smoldataenvs_tasks.results.model.errors import RunLoadError
 from smoldataenvs_tasks.scorers.decide import verdict_for_answer_file
 from smoldataenvs_tasks.scorers.verdict import Verdict
+from smoldataenvs_tasks.variants import PROTOCOL_KEY
 
 pytestmark = pytest.mark.unit
 
@@ -122,6 +123,81 @@ def test_a_job_of_this_export_reads_the_run_plans_provenance(tmp_path):
     assert run.dataset_revision == planned["dataset_revision"]
     assert run.tables_manifest_digest == planned["tables_manifest_digest"]
     assert run.tasks[task_id].reward_mode == task["provenance"]["reward_mode"]
+
+
+def _exported_task(tmp_path: Path, task_id: str) -> dict:
+    """tests/task.json of a real export of one task (what its verifier copies into verdict.json)."""
+    from smoldataenvs_tasks.harbor_adapter.export import export_dataset, task_dir_names
+
+    export_dataset("sample", tmp_path / "export", task_ids=[task_id])
+    task_dir = tmp_path / "export" / task_dir_names([task_id])[task_id]
+    return json.loads((task_dir / "tests/task.json").read_text())
+
+
+def _attempts(job: Path, n: int) -> None:
+    config = json.loads((job / "config.json").read_text())
+    (job / "config.json").write_text(json.dumps({**config, "n_attempts": n}))
+
+
+@pytest.mark.parametrize("attempts", [1, 3])
+def test_the_settings_of_a_job_are_the_same_whether_its_export_stored_the_protocol(
+    tmp_path, attempts
+):
+    """A new export stores the task protocol (under PROTOCOL_KEY); a job of an older one, which
+    kept only a loose `protocol`, reads as the same declaration: the settings a report computes
+    do not change with the export's age."""
+    from smoldataenvs_tasks.harbor_adapter.plan import plan_export
+
+    task_id = "sample/0001/orders.ipynb_qa_1"
+    task = _exported_task(tmp_path, task_id)
+    assert task["provenance"][PROTOCOL_KEY] == plan_export("sample").protocol
+    new_job = _job(tmp_path)
+    _trial(new_job, "a__1", verdict_for_answer_file("5", gold="5"), task_id, task)
+    old_root = tmp_path / "old"
+    old_root.mkdir()
+    old_job = _job(old_root)
+    _trial(old_job, "a__1", verdict_for_answer_file("5", gold="5"), task_id)
+    for job in (new_job, old_job):
+        _attempts(job, attempts)
+    new, old = load_harbor_job(new_job), load_harbor_job(old_job)
+    assert new.settings == old.settings
+    assert (new.framework, new.variant, new.protocol) == (old.framework, old.variant, old.protocol)
+    assert (new.variant, new.protocol) == ("agentic", "answer_file")
+    # What the job says over what was declared: Harbor's agent brings its own budget and tools.
+    assert new.settings["max_turns"] is None and new.settings["tools"] is None
+    assert new.settings["max_tokens"] is None and new.settings["pass_k"] == attempts
+    assert new.settings["sandbox"] == "harbor-docker"
+
+
+def test_a_stored_protocol_field_missing_reads_as_none_and_its_answer_rule_is_kept(tmp_path):
+    job = _job(tmp_path)
+    stored = {"framework": "harbor", "variant": "agentic", "protocol": "submit"}
+    task = {"task_id": "a/1", "table_sha256": {}, "record": {},
+            "provenance": {"run": {"split": "sample"}, PROTOCOL_KEY: stored}}  # fmt: skip
+    _trial(job, "a__1", verdict_for_answer_file("5", gold="5"), "a/1", task)
+    run = load_harbor_job(job)
+    assert run.protocol == run.settings["protocol"] == "submit"
+    # TOML has no null: what an export left out is None again, never a default filled in.
+    assert run.settings["chat_template"] is None and run.settings["num_fewshot"] is None
+
+
+@pytest.mark.parametrize(
+    ("stored", "line"),
+    [
+        ("answer_file", f"provenance {PROTOCOL_KEY} is not an object"),
+        ({"variant": ["agentic"]}, f"{PROTOCOL_KEY}.variant ['agentic'] is not text"),
+        ({"variant": "freestyle"}, f"{PROTOCOL_KEY}.variant 'freestyle' is no variant"),
+    ],
+)
+def test_a_stored_protocol_of_the_wrong_shape_is_one_line(tmp_path, stored, line):
+    job = _job(tmp_path)
+    task = {"task_id": "a/1", "table_sha256": {}, "record": {},
+            "provenance": {"run": {"split": "sample"}, PROTOCOL_KEY: stored}}  # fmt: skip
+    _trial(job, "a__1", verdict_for_answer_file("5", gold="5"), "a/1", task)
+    with pytest.raises(RunLoadError) as refused:
+        load_harbor_job(job)
+    assert line in str(refused.value) and "\n" not in str(refused.value)
+    assert "verdict.json" in str(refused.value)
 
 
 def test_a_provenance_field_of_the_wrong_type_is_one_line(tmp_path):

@@ -4,8 +4,15 @@ A job directory (`harbor run ... -o JOBS --job-name NAME` writes `JOBS/NAME/`) h
 and one folder per trial with Harbor's `result.json` (task name, agent and model, rewards, the
 exception if any) and `verifier/verdict.json`, which the exported task's grader wrote
 (`harbor_adapter/verifier.py`): the Verdict with the answer it read, whether it was graded, the
-task id, the table digests and the export's provenance. Only this JSON is read: no Harbor import, so any machine
-can report a job.
+task id, the table digests, the export's provenance and the task protocol it declared. Only this
+JSON is read: no Harbor import, so any machine can report a job.
+
+The settings are the declared protocol with what the job itself says over it: Harbor's agent
+brings its own model settings, tools and system prompt and is bounded by wall time (task.toml),
+so the declared reply budget, turns and tools are not the run's; Harbor's attempts are its
+pass_k and its environment the sandbox. A job of an export from before the protocol was stored
+(under `variants.PROTOCOL_KEY`) reads as the record that export declared: the agentic variant's
+with the loose `protocol` it kept. Both give the same settings.
 
 A trial with no verdict.json (its environment or verifier failed before grading) is ungraded
 `sandbox_failed`: the run's failure, which a headline counts as 0 (docs/reporting.md), never
@@ -21,7 +28,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID
 from smoldataenvs_tasks.contract import HARBOR_VERDICT_FILE, HARBOR_VERIFIER_DIR
@@ -30,10 +37,16 @@ from smoldataenvs_tasks.results.model.coverage import normal_filters
 from smoldataenvs_tasks.results.model.errors import RunLoadError
 from smoldataenvs_tasks.results.model.protocol import normal_settings
 from smoldataenvs_tasks.results.model.runs import Attempt, Run, TaskAttempts
-from smoldataenvs_tasks.run_plan import RunProvenance
+from smoldataenvs_tasks.run_plan import HARBOR, RunProvenance
 from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
+from smoldataenvs_tasks.variants import (
+    AGENTIC,
+    PROTOCOL_FIELDS,
+    PROTOCOL_KEY,
+    VARIANTS,
+    TaskProtocol,
+)
 
-FRAMEWORK = "harbor"
 # A trial's verdict, relative to its directory.
 TRIAL_VERDICT = f"{HARBOR_VERIFIER_DIR}/{HARBOR_VERDICT_FILE}"
 VERDICT_FORMAT = 1
@@ -77,6 +90,47 @@ def harbor_provenance(exported: dict[str, Any], where: str) -> RunProvenance:
     return nested_provenance(exported, where, "provenance")
 
 
+# The declared settings a Harbor agent brings its own of (its model's reply budget and sampling,
+# its tools, no turn budget but task.toml's wall time): unknown to the job, so unset.
+_AGENTS_OWN = ("max_tokens", "temperature", "do_sample", "max_turns", "tools", "tool_timeout_s")
+# Fields that name what was asked: text, when recorded.
+_NAMES = ("framework", "variant", "protocol")
+
+
+def declared_protocol(exported: dict[str, Any], where: str) -> TaskProtocol:
+    """The task protocol the export declared (copied into each verdict.json under PROTOCOL_KEY),
+    each field missing from it None; for an export from before it, the record it declared
+    without storing it: the agentic variant's, with the `protocol` it kept beside its facts."""
+    stored = exported.get(PROTOCOL_KEY)
+    if stored is None:
+        legacy = exported.get("protocol")
+        return AGENTIC.declared(HARBOR.name, protocol=legacy if isinstance(legacy, str) else None)
+    if not isinstance(stored, dict):
+        raise RunLoadError(f"{where}: provenance {PROTOCOL_KEY} is not an object")
+    for name in _NAMES:
+        if stored.get(name) is not None and not isinstance(stored[name], str):
+            raise RunLoadError(f"{where}: {PROTOCOL_KEY}.{name} {stored[name]!r:.60} is not text")
+    variant = stored.get("variant")
+    if variant is not None and variant not in VARIANTS:
+        raise RunLoadError(f"{where}: {PROTOCOL_KEY}.variant {variant!r:.60} is no variant")
+    return cast(TaskProtocol, {name: stored.get(name) for name in PROTOCOL_FIELDS})
+
+
+def job_settings(declared: TaskProtocol, config: dict[str, Any], environment: str) -> TaskProtocol:
+    """The run's settings: what the export declared, with what the Harbor job says over it."""
+    return normal_settings(
+        {
+            **declared,
+            **dict.fromkeys(_AGENTS_OWN),
+            "framework": HARBOR.name,
+            "variant": declared["variant"] or AGENTIC.name,
+            "protocol": declared["protocol"] or AGENTIC.protocol,
+            "pass_k": int(config.get("n_attempts") or 1),
+            "sandbox": f"harbor-{environment}",
+        }
+    )
+
+
 def _task_ids_of_graded_trials(results: dict[Path, dict[str, Any]]) -> dict[str, str]:
     """Harbor's task name -> the task id its verdict.json gives, over the trials graded."""
     found: dict[str, str] = {}
@@ -96,6 +150,7 @@ def load_harbor_job(job_dir: str | Path) -> Run:
         raise RunLoadError(f"{job}: a Harbor job with no trial results")
     tasks: dict[str, TaskAttempts] = {}
     exported: dict[str, Any] = {}  # the export's facts: protocol, exporter, provenance
+    exported_where = str(job)
     provenance: RunProvenance | None = None
     grader_versions: set[str] = set()
     models: set[str] = set()
@@ -138,7 +193,7 @@ def load_harbor_job(job_dir: str | Path) -> Run:
             digests = recorded.get("table_sha256") or None
             trial_provenance = recorded.get("provenance") or {}
             if provenance is None:
-                exported = dict(trial_provenance)
+                exported, exported_where = dict(trial_provenance), str(verdict_path)
                 provenance = harbor_provenance(exported, str(verdict_path))
             tier = str(trial_provenance.get("difficulty_tier") or "unknown")
             mode = str(trial_provenance.get("reward_mode") or "")
@@ -172,31 +227,18 @@ def load_harbor_job(job_dir: str | Path) -> Run:
         str(exported["exporter"]).split()[-1] if exported.get("exporter") else None
     )
     (model,) = models
-    settings = normal_settings(
-        {
-            "framework": FRAMEWORK,
-            "variant": "agentic",
-            "protocol": exported.get("protocol") or "answer_file",
-            # Harbor bounds the agent by wall time (task.toml), with the agent's own tools and
-            # system prompt: not the Inspect task's 17 bash turns, so never the same protocol.
-            "max_turns": None,
-            "tools": None,
-            "tool_timeout_s": None,
-            "pass_k": int(config.get("n_attempts") or 1),
-            "num_fewshot": 0,
-            "chat_template": True,
-            "sandbox": f"harbor-{environment}",
-        }
-    )
+    # Harbor bounds the agent by wall time (task.toml), with the agent's own tools and system
+    # prompt: not the Inspect task's bash turns, so never the same protocol.
+    settings = job_settings(declared_protocol(exported, exported_where), config, environment)
     return Run(
         source=job.name,
-        framework=FRAMEWORK,
+        framework=HARBOR.name,
         framework_version=None,
         model=model,
         task_name="smoldataenvs_harbor",
         split=provenance["split"] or "unknown",
-        variant="agentic",
-        protocol=str(exported.get("protocol") or "answer_file"),
+        variant=str(settings["variant"]),
+        protocol=str(settings["protocol"]),
         dataset=provenance["dataset"] or DATASET_REPO_ID,
         dataset_revision=provenance["dataset_revision"],
         tables_manifest_digest=provenance["tables_manifest_digest"],
