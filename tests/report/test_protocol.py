@@ -3,7 +3,6 @@ the ones the tasks really run with, and every setting that differs is named once
 
 from __future__ import annotations
 
-import inspect as pyinspect
 import json
 
 import pytest
@@ -11,16 +10,13 @@ import pytest
 from smoldataenvs_tasks._pins import SAMPLE_REVISION, SPLIT_SIZES, pinned_split_size
 from smoldataenvs_tasks.data.kinds import sample_source
 from smoldataenvs_tasks.results.model.protocol import (
-    AGENT_MAX_TOKENS,
-    AGENT_MAX_TURNS,
-    AGENT_TOOLS,
-    GREEDY_TEMPERATURE,
-    PASS_K_TEMPERATURE,
-    PROGRAM_MAX_TOKENS,
     deviations,
     normal_settings,
     signature,
+    task_defaults,
 )
+from smoldataenvs_tasks.run_plan import FRAMEWORKS
+from smoldataenvs_tasks.variants import AGENTIC, PROGRAM, VARIANTS
 from tests.lm_eval.test_cli_and_names import _yaml
 
 pytestmark = pytest.mark.unit
@@ -57,19 +53,61 @@ INSPECT_AGENTIC = normal_settings(
 )
 
 
-def test_the_defaults_are_the_ones_the_tasks_run_with():
-    from smoldataenvs_tasks.inspect_adapter import tasks
+def test_the_defaults_are_the_ones_the_tasks_declare():
+    """The defaults a run is held to are what every framework's task declares
+    (`Variant.declared`, stored under PROTOCOL_KEY): one declaration, so they cannot drift."""
+    for framework in FRAMEWORKS.values():
+        for variant in VARIANTS.values():
+            for pass_k in (1, 4):
+                declared = variant.declared(
+                    framework.name,
+                    records_do_sample=framework.records_do_sample,
+                    pass_k=pass_k,
+                    sandbox="docker",
+                )
+                expected = [] if pass_k == 1 else ["pass_k: 4 (default 1)"]
+                assert deviations(declared) == expected, (framework.name, variant.name, pass_k)
 
+
+def test_the_lm_eval_yamls_state_the_program_defaults():
     common = _yaml("_smoldataenvs_program_common")["generation_kwargs"]
     pass4 = _yaml("_smoldataenvs_program_pass4_common")["generation_kwargs"]
-    assert common["max_gen_toks"] == PROGRAM_MAX_TOKENS
-    assert common["temperature"] == GREEDY_TEMPERATURE and common["do_sample"] is False
-    assert pass4["temperature"] == PASS_K_TEMPERATURE == tasks.PASS_K_TEMPERATURE
-    agentic = pyinspect.signature(tasks.smoldataenvs.__wrapped__).parameters
-    assert agentic["max_turns"].default == AGENT_MAX_TURNS
-    assert agentic["tools"].default == ",".join(AGENT_TOOLS)
-    assert "max_tokens=1024" in pyinspect.getsource(tasks._create_task)
-    assert tasks.AGENT_MAX_TOKENS == AGENT_MAX_TOKENS
+    program = task_defaults({"framework": "lm_eval", "variant": "program", "pass_k": 1})
+    sampled = task_defaults({"framework": "lm_eval", "variant": "program", "pass_k": 4})
+    assert common["max_gen_toks"] == program["max_tokens"] == PROGRAM.max_tokens
+    assert common["temperature"] == program["temperature"] == PROGRAM.temperature
+    assert common["do_sample"] is program["do_sample"] is False
+    assert pass4["temperature"] == sampled["temperature"] == PROGRAM.temperature_for(4)
+    assert pass4["do_sample"] is sampled["do_sample"] is True
+
+
+def test_the_agent_defaults_are_its_variant_record():
+    agentic = task_defaults({"framework": "inspect_ai", "variant": "agentic", "pass_k": 1})
+    assert agentic["max_turns"] == AGENTIC.max_turns
+    assert agentic["tools"] == list(AGENTIC.tools) == ["bash"]
+    assert agentic["max_tokens"] == AGENTIC.max_tokens
+    assert agentic["temperature"] is None and agentic["do_sample"] is None
+
+
+@pytest.mark.parametrize(
+    ("variant", "framework"),
+    [
+        ("foo", "inspect_ai"),
+        (["agentic"], "inspect_ai"),
+        ({"a": 1}, ["lm_eval"]),
+        ("program", "x"),
+        (None, 3),
+    ],
+)
+def test_a_hostile_variant_or_framework_is_held_to_the_program_defaults(variant, framework):
+    """submission.json's settings are any JSON values: a name this package does not know (or
+    a list, which cannot be looked up) reads the program task's defaults, no traceback, and a
+    framework it does not know records no do_sample."""
+    settings = {**INSPECT_PROGRAM, "variant": variant, "framework": framework}
+    defaults = task_defaults(settings)
+    assert defaults["max_tokens"] == PROGRAM.max_tokens and defaults["do_sample"] is None
+    named = [line.split(":")[0] for line in deviations(settings)]
+    assert named == [key for key in ("framework", "variant") if not isinstance(settings[key], str)]
 
 
 def test_the_sample_pins_are_the_bundled_sample():

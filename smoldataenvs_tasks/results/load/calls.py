@@ -22,7 +22,7 @@ from typing import Any
 
 from smoldataenvs_tasks.results.model.errors import RunLoadError
 
-# Settings a call records that change a score, as ProtocolSettings names them (`seed` lives in
+# Settings a call records that change a score, as TaskProtocol names them (`seed` lives in
 # its model_options). The program timeout and the turn budget are the task's, not the calls'.
 CALL_KEYS = ("max_tokens", "temperature", "top_p", "seed")
 

@@ -28,12 +28,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from smoldataenvs_tasks.results.model.protocol import framework_of
 from smoldataenvs_tasks.results.model.schema import (
     Coverage,
     Filters,
     RunCoverage,
     field_names,
 )
+from smoldataenvs_tasks.run_plan import Framework
 
 FILTER_NAMES = field_names(Filters)
 _SHOWN_IDS = 5
@@ -68,13 +70,6 @@ def filter_items(filters: Filters) -> list[tuple[str, list[str] | None]]:
         ("reward_modes", filters["reward_modes"]),
         ("task_ids", filters["task_ids"]),
     ]
-
-
-# What re-runs the samples a run left ungraded, per framework.
-_RETRY = {
-    "inspect_ai": "`inspect eval-retry <log>` re-runs only those samples",
-    "lm_eval": "lm-eval has no retry of single docs: run the task again",
-}
 
 
 def _size_problem(split: str | None, revision: str | None, split_tasks: int | None) -> str | None:
@@ -174,7 +169,10 @@ def coverage_of(
         reasons += shortfalls
         if n_left_ungraded:
             why = ", ".join(f"{k} {v}" for k, v in sorted((left_ungraded_by_reason or {}).items()))
-            retry = _RETRY.get(str(framework), "run them again")
+            # What re-runs those samples: the framework's record says; a name this package
+            # does not know gets the record's default (the dataclass field's, on the class).
+            known = framework_of(framework)
+            retry = known.retry_hint if known is not None else Framework.retry_hint
             reasons.append(
                 f"{n_left_ungraded} task(s) left ungraded by the run ({why}), counted as 0: "
                 f"re-run them ({retry})"

@@ -1,8 +1,10 @@
 """The protocol of a run: every setting that can change its score, recorded in submission.json,
 compared with the task's defaults, and part of what makes two runs one measurement.
 
-A run's `settings` (loaders build them from what the frameworks logged: Inspect's plan config,
-eval config and task metadata; lm-eval's task config and results file) hold:
+A run's `settings` (loaders build them from the `variants.TaskProtocol` a task stored and what
+the framework logged it really used: Inspect's plan config, eval config and task metadata;
+lm-eval's task config and results file) hold the fields below. The defaults are the variant's
+record's (`variants.VARIANTS`, `Variant.defaults`), the numbers the tasks declare:
 
 | setting | default (program / agentic) | why it changes a score |
 |---|---|---|
@@ -34,58 +36,51 @@ import json
 from collections.abc import Mapping
 from typing import Any, cast
 
-from smoldataenvs_tasks.contract import DEFAULT_LIMITS
-from smoldataenvs_tasks.results.model.schema import ProtocolSettings, field_names
+from smoldataenvs_tasks.run_plan import FRAMEWORKS, Framework
 from smoldataenvs_tasks.sandboxes.kinds import KINDS
+from smoldataenvs_tasks.variants import PROGRAM, PROTOCOL_FIELDS, VARIANTS, TaskProtocol, Variant
 
-# Every setting, in submission.json's order (schema.ProtocolSettings declares them).
-SETTING_KEYS = field_names(ProtocolSettings)
+# Every setting, in submission.json's order (variants.TaskProtocol declares them).
+SETTING_KEYS = PROTOCOL_FIELDS
 # Settings that name what was run rather than how: never a deviation. `model_options` (a
 # reasoning effort, a seed) configure the model under test, as its name does.
 _IDENTITY = ("framework", "variant", "protocol", "model_options")
-# The program variant's reply budget and greedy decoding (the task YAMLs and the Inspect task
-# state the same numbers; tests/report/test_protocol.py ties them together).
-PROGRAM_MAX_TOKENS = 1024
-GREEDY_TEMPERATURE = 0.0
-PASS_K_TEMPERATURE = 0.8
-AGENT_MAX_TURNS = 17
-# One agent turn's budget (inspect_adapter/tasks.py AGENT_MAX_TOKENS; unbounded before issue 43).
-AGENT_MAX_TOKENS = 1024
-AGENT_TOOLS = ("bash",)
 # Sandbox kinds that isolate and run the one locked library set (docs/design.md), as the kinds'
 # records say: a new kind is a default protocol once its record is written.
 ISOLATING_SANDBOXES = tuple(name for name, record in KINDS.items() if record.isolates)
 SYSTEM_PROMPT_CHARS = 200
 
 
+def variant_of(name: object) -> Variant | None:
+    """The variant a run names, or None for a name this package does not know (submission.json's
+    settings are any JSON values: a list must not be looked up)."""
+    return VARIANTS.get(name) if isinstance(name, str) else None
+
+
+def framework_of(name: object) -> Framework | None:
+    """The framework a run names (`run_plan.FRAMEWORKS`), or None for one this package does not
+    know, whatever JSON value a submission holds there."""
+    return FRAMEWORKS.get(name) if isinstance(name, str) else None
+
+
+def names_its_protocol(name: object) -> bool:
+    """Whether a variant's label must say its answer rule: the agent has several (answer_file,
+    submit), the program task one; a name this package does not know shows its protocol too."""
+    variant = variant_of(name)
+    return variant is None or len(variant.protocols) > 1
+
+
 def task_defaults(settings: Mapping[str, object]) -> dict[str, object]:
     """The value each setting has when the task runs as documented, for this run's framework,
-    variant and number of attempts (pass_k samples at 0.8 by design)."""
-    agentic = settings.get("variant") == "agentic"
-    sampled = _int(settings.get("pass_k")) not in (None, 1)
-    lm_eval = settings.get("framework") == "lm_eval"
-    if sampled:
-        temperature: float | None = PASS_K_TEMPERATURE
-    else:
-        temperature = None if agentic else GREEDY_TEMPERATURE
-    return {
-        "num_fewshot": 0,
-        "max_tokens": AGENT_MAX_TOKENS if agentic else PROGRAM_MAX_TOKENS,
-        "temperature": temperature,
-        "top_p": None,
-        "top_k": None,
-        "stop": None,
-        "do_sample": sampled if lm_eval else None,
-        "pass_k": 1,
-        "program_timeout_s": None if agentic else DEFAULT_LIMITS.program_timeout_s,
-        "max_turns": AGENT_MAX_TURNS if agentic else None,
-        "tools": list(AGENT_TOOLS) if agentic else None,
-        "tool_timeout_s": DEFAULT_LIMITS.tool_timeout_s if agentic else None,
-        "chat_template": True,
-        "system_prompt": None,
-        "sample_limits": None,
-        "generation_extra": None,
-    }
+    variant and number of attempts (`variants.Variant.defaults`: pass_k > 1 samples). A variant
+    this package does not know is held to the program task's defaults, and a framework it does
+    not know records no do_sample."""
+    known = framework_of(settings.get("framework"))
+    variant = variant_of(settings.get("variant")) or PROGRAM
+    return variant.defaults(
+        _int(settings.get("pass_k")),
+        records_do_sample=known is not None and known.records_do_sample,
+    )
 
 
 def _int(value: Any) -> int | None:
@@ -151,9 +146,9 @@ def signature(settings: Mapping[str, object]) -> str:
     )
 
 
-def normal_settings(settings: Mapping[str, object]) -> ProtocolSettings:
+def normal_settings(settings: Mapping[str, object]) -> TaskProtocol:
     """The settings with every key present (None when not given), in SETTING_KEYS order."""
-    return cast(ProtocolSettings, {key: settings.get(key) for key in SETTING_KEYS})
+    return cast(TaskProtocol, {key: settings.get(key) for key in SETTING_KEYS})
 
 
 def clipped(text: Any) -> str | None:

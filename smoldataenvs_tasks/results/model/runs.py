@@ -17,8 +17,9 @@ from typing import Any, cast
 from smoldataenvs_tasks.data.source import Filters
 from smoldataenvs_tasks.results.model.errors import IncompatibleRunsError, RunLoadError
 from smoldataenvs_tasks.results.model.protocol import SETTING_KEYS, normal_settings, signature
-from smoldataenvs_tasks.results.model.schema import AttemptUsage, ProtocolSettings, Sampling
+from smoldataenvs_tasks.results.model.schema import AttemptUsage, Sampling
 from smoldataenvs_tasks.scorers.verdict import Verdict
+from smoldataenvs_tasks.variants import TaskProtocol
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def _default_sampling() -> Sampling:
     return {"temperature": None, "reducers": None}
 
 
-def _default_settings() -> ProtocolSettings:
+def _default_settings() -> TaskProtocol:
     return normal_settings({})
 
 
@@ -98,13 +99,13 @@ class Run:
     """One evaluation: one model, one split, one framework invocation."""
 
     source: str  # file name the run was read from (no directories: reports get shared)
-    framework: str  # "inspect_ai" or "lm_eval"
+    framework: str  # a name in run_plan.FRAMEWORKS (a hostile log may hold another)
     framework_version: str | None
     model: str
     task_name: str
     split: str
-    variant: str  # "program" or "agentic"
-    protocol: str  # "program", "answer_file" or "submit"
+    variant: str  # a name in variants.VARIANTS, or "unknown" when a log does not say
+    protocol: str  # one of that Variant's `protocols`
     dataset: str | None
     dataset_revision: str | None
     tables_manifest_digest: str | None
@@ -135,7 +136,7 @@ class Run:
     sampling: Sampling = field(default_factory=_default_sampling)
     # Every setting that can change the score (results/model/protocol.py): runs pool only when these
     # are identical, and a leaderboard ranks apart the runs whose settings are not the defaults.
-    settings: ProtocolSettings = field(default_factory=_default_settings)
+    settings: TaskProtocol = field(default_factory=_default_settings)
     # sha256 of the split's parquet the rows (and golds) came from; a verifier compares it with
     # its own copy's.
     split_sha256: str | None = None

@@ -187,7 +187,7 @@ class RunFields(TypedDict):
     """Where a run came from, as a submission records it."""
 
     source: str  # a file name (no directories: reports get shared)
-    framework: str  # "inspect_ai" or "lm_eval"
+    framework: str  # a name in run_plan.FRAMEWORKS (a hostile submission may hold another)
     framework_version: str | None
     model: str
     task: str
@@ -279,7 +279,9 @@ TaskEntry = TypedDict(
 
 # -- the protocol (results/model/protocol.py) ----------------------------------------------------------
 # The declaration lives with the variants (issue 47), where every framework's room can store it;
-# submission.json names it `protocol_settings`.
+# submission.json names it `protocol_settings`. The old name stays only while the loaders
+# (load/load_inspect.py, load/load_lm_eval.py) still import it; results/ elsewhere says
+# TaskProtocol.
 ProtocolSettings = TaskProtocol
 
 
@@ -360,7 +362,7 @@ class Header(TypedDict):
     sampling: Sampling
     # Any JSON values: `protocol.deviations` reads each setting with .get and names whatever it
     # finds that is not the default; `verify --logs` compares them with the logs.
-    protocol_settings: Annotated[ProtocolSettings, Instead(_json_object)]
+    protocol_settings: Annotated[TaskProtocol, Instead(_json_object)]
     split_sha256: str | list[str] | None
     train_tables: TrainTables
     # The price table's entries for this submission's models (`report --prices`): cost is
