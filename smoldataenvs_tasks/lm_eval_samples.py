@@ -57,6 +57,13 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def doc_column(key: str) -> str:
+    """The doc column a run-level record is stored in (`_run`, `_task_protocol`): its key with a
+    `_` before it, which no dataset column has, so the hooks strip every such column before a
+    doc is read back as a task row."""
+    return f"_{key}"
+
+
 # The filter our task YAMLs name; lm-eval writes one line per doc per filter.
 VERDICTS_FILTER = "verdicts"
 

@@ -110,17 +110,20 @@ def metadata_refusal(tasks: list[str], metadata: Mapping[str, object]) -> str | 
     from smoldataenvs_tasks.lm_eval.hooks import load_split
     from smoldataenvs_tasks.run_plan import LM_EVAL, OptionError
 
-    if "split" in metadata:
-        # lm-eval would pass it beside the task's own split: a TypeError traceback.
-        refused = LM_EVAL.invalid(
-            "split",
-            metadata["split"],
-            "the task's name chooses the split (smoldataenvs_program_eval, ..._test, ..._train, "
-            "..._sample)",
-        )
-        return f"error: {refused}"
+    # The task's name chooses its split and its replies per doc: lm-eval would pass a
+    # `--metadata` one beside the task's own (a TypeError traceback), or the docs would record
+    # a pass_k the task's `repeats` does not run.
+    own = {
+        "split": "the task's name chooses the split (smoldataenvs_program_eval, ..._test, "
+        "..._train, ..._sample)",
+        "pass_k": "the task's name chooses the replies per task (smoldataenvs_program_test_pass4 "
+        "samples four, ..._test one)",
+    }
+    for name, why in own.items():
+        if name in metadata:
+            return f"error: {LM_EVAL.invalid(name, metadata[name], why)}"
     keywords = inspect.signature(load_split).parameters.values()
-    options = [p.name for p in keywords if p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "split"]
+    options = [p.name for p in keywords if p.kind is p.POSITIONAL_OR_KEYWORD and p.name not in own]
     try:
         LM_EVAL.names(metadata, options)
     except OptionError as problem:

@@ -26,15 +26,19 @@ from typing import Any
 from smoldataenvs_tasks._pins import reward_mode_label
 from smoldataenvs_tasks.data.prompts import PROGRAM_SYSTEM_PROMPT, program_prompt
 from smoldataenvs_tasks.data.rows import TaskRecord
+from smoldataenvs_tasks.lm_eval_samples import doc_column
 from smoldataenvs_tasks.run_plan import LM_EVAL, PROVENANCE_KEY, RunOptions, plan_run
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict
+from smoldataenvs_tasks.variants import PROGRAM, PROTOCOL_KEY
 
 logger = logging.getLogger(__name__)
 
 # Run-level options and provenance travel inside each doc: lm-eval hands filters only responses
 # and docs, and `--log_samples` writes docs where `smoldataenvs report` reads them. `_run` is the
-# run's provenance (`run_plan.RunProvenance`, JSON), `_grading` what the filter needs beyond it.
-RUN_KEY = f"_{PROVENANCE_KEY}"
+# run's provenance (`run_plan.RunProvenance`, JSON), `_task_protocol` the protocol its task
+# declares (`variants.TaskProtocol`, JSON; issue 47), `_grading` what the filter needs beyond them.
+RUN_KEY = doc_column(PROVENANCE_KEY)
+PROTOCOL_COLUMN = doc_column(PROTOCOL_KEY)
 GRADING_KEY = "_grading"
 # The columns docs carried before the provenance had one key (reports still read them).
 LEGACY_RUN_FIELDS = (
@@ -49,7 +53,7 @@ LEGACY_RUN_FIELDS = (
     "_split_sha256",
     "_package_version",
 )
-RUN_FIELDS = (RUN_KEY, GRADING_KEY, *LEGACY_RUN_FIELDS)
+RUN_FIELDS = (RUN_KEY, PROTOCOL_COLUMN, GRADING_KEY, *LEGACY_RUN_FIELDS)
 
 
 def _doc_row(record: TaskRecord, run: dict[str, str]) -> dict[str, Any]:
@@ -74,6 +78,7 @@ def load_split(
     concurrency: int | str | None = None,
     grader: str = DEFAULT_PROFILE,
     program_timeout: float | str | None = None,
+    pass_k: int | str = 1,
     **_unrelated: Any,
 ):
     """`custom_dataset` loader: the split's rows as docs (every column kept).
@@ -81,8 +86,9 @@ def load_split(
     lm-eval calls it with the task's metadata merged with `--metadata` and `--model_args`, so
     unrelated keywords are accepted and ignored. `concurrency` (`--metadata concurrency=N`) is
     how many programs run at once (default: one per CPU); `grader` (`--metadata grader=strict`)
-    the grader profile. Every option is checked as Inspect checks its `-T` options
-    (`smoldataenvs_tasks.run_plan`).
+    the grader profile. `pass_k` is the task's own: a `_pass4` task's YAML gives its `repeats`
+    here, so the protocol its docs record (`plan.protocol`) says it samples four replies. Every
+    option is checked as Inspect checks its `-T` options (`smoldataenvs_tasks.run_plan`).
     """
     import datasets
 
@@ -90,6 +96,8 @@ def load_split(
 
     options = RunOptions.parse(
         LM_EVAL,
+        # lm-eval poses the program variant only (its agentic runs are Inspect's and TRL's).
+        variant=PROGRAM.name,
         split=split,
         mirror=mirror,
         revision=revision,
@@ -99,6 +107,7 @@ def load_split(
         task_ids=task_ids,
         concurrency=concurrency,
         grader=grader,
+        pass_k=pass_k,
         program_timeout=DEFAULT_LIMITS.program_timeout_s
         if program_timeout is None
         else program_timeout,
@@ -107,6 +116,7 @@ def load_split(
     grading = {"mirror": options.mirror, "concurrency": options.concurrency}
     run = {
         RUN_KEY: json.dumps(plan.provenance, sort_keys=True),
+        PROTOCOL_COLUMN: json.dumps(plan.protocol, sort_keys=True),
         GRADING_KEY: json.dumps(grading, sort_keys=True),
     }
     rows = [_doc_row(record, run) for record in plan.records]

@@ -138,6 +138,17 @@ def test_a_split_in_the_metadata_is_refused_naming_the_tasks_that_choose_one():
     )
 
 
+@pytest.mark.unit
+@pytest.mark.parametrize("task", [TASK, "smoldataenvs_program_sample_pass4"])
+def test_a_pass_k_in_the_metadata_is_refused_naming_the_tasks_that_choose_one(task):
+    # The _pass4 tasks give it beside the user's (a TypeError traceback); another task's docs
+    # would record replies its `repeats` does not run (issue 47).
+    says = metadata_refusal([task], {"pass_k": 4})
+    assert says is not None and says.startswith(
+        "error: --metadata pass_k=4 is not valid: the task's name chooses the replies per task"
+    )
+
+
 def test_lm_evals_task_metadata_reaches_the_check_at_task_creation():
     with pytest.raises(OptionError, match="--metadata concurrency=abc is not valid"):
         lm_eval.simple_evaluate(

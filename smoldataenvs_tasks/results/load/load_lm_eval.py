@@ -19,14 +19,16 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import types
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, Union, cast, get_args, get_origin, get_type_hints
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, SAMPLE_SPLIT
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.data.source import Filters
 from smoldataenvs_tasks.lm_eval_samples import (
     SamplesFileError,
+    doc_column,
     holds_verdicts,
     json_value,
     read_samples_file,
@@ -49,12 +51,15 @@ from smoldataenvs_tasks.results.model.runs import (
     tables_key,
 )
 from smoldataenvs_tasks.results.model.schema import ProtocolSettings
-from smoldataenvs_tasks.run_plan import RunProvenance
+from smoldataenvs_tasks.run_plan import LM_EVAL, RunProvenance
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict, versioned
+from smoldataenvs_tasks.variants import PROGRAM, PROTOCOL_FIELDS, PROTOCOL_KEY, TaskProtocol
 
 _LM_EVAL_TASK_PREFIX = "smoldataenvs_program_"
 # generation_kwargs the protocol names on its own; any other one is recorded as it is.
 _KNOWN_GENERATION = ("until", "max_gen_toks", "do_sample", "temperature", "top_p", "top_k")
+# The doc column the hooks store the task's declared protocol in (`lm_eval/hooks.py`).
+_PROTOCOL_COLUMN = doc_column(PROTOCOL_KEY)
 
 
 def _timestamp(results_file: Path) -> str:
@@ -331,18 +336,21 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
         coverage = _coverage_fields(provenance, meta, results, task_name)
         ours_version = provenance["package_version"]
         split = _split_of(task_name, config)
-        stated = _settings(results, config, meta, where, repeats, provenance["sandbox"])
+        declared = _declared_protocol(first_doc, f"{name}#{task_name}")
+        stated = _settings(results, config, meta, where, repeats, provenance["sandbox"], declared)
         settings = normal_settings(calls.applied(stated))
         runs.append(
             Run(
                 source=f"{results_file.name}#{task_name}",
-                framework="lm_eval",
+                framework=LM_EVAL.name,
                 framework_version=version,
                 model=model,
                 task_name=task_name,
                 split=split,
-                variant="program",
-                protocol="program",
+                # lm-eval runs the program variant only (`_settings` holds a stored declaration
+                # to it)
+                variant=PROGRAM.name,
+                protocol=PROGRAM.protocol,
                 dataset=_text(meta.get("dataset"), f"{where}.metadata.dataset") or DATASET_REPO_ID,
                 dataset_revision=provenance["dataset_revision"] or _lm_eval_revision(meta, split),
                 tables_manifest_digest=provenance["tables_manifest_digest"]
@@ -358,6 +366,7 @@ def load_lm_eval_results(results_file: Path) -> list[Run]:
                 created=created,
                 # Inspect records the task's package beside inspect_ai; lm-eval runs record it
                 # in every doc (hooks.load_split) and verdict row; older runs did not.
+                # keyed by the package's name (the framework's happens to be the same)
                 package_versions={
                     "lm_eval": str(version),
                     **({"smoldataenvs_tasks": ours_version} if ours_version else {}),
@@ -400,10 +409,23 @@ def _settings(
     where: str,
     repeats: int,
     sandbox: str | None,
+    declared: TaskProtocol | None,
 ) -> ProtocolSettings:
-    """The run's protocol (results/model/protocol.py) from lm-eval's own record of it: the task
-    config as run (--gen_kwargs and --num_fewshot applied) and the results file's chat
-    template and system instruction."""
+    """The run's protocol (results/model/protocol.py): what its task declared (the docs'
+    `_task_protocol`), overlaid with lm-eval's own record of what it ran: the task config as run
+    (--gen_kwargs and --num_fewshot applied, `repeats`) and the results file's chat template and
+    system instruction. A run from before issue 47 stored no declaration: the program variant's,
+    with the sandbox its provenance (or its --metadata) names, is what its task declared then."""
+    recorded_sandbox = sandbox or _text(meta.get("sandbox"), f"{where}.metadata.sandbox") or "auto"
+    if declared is None:
+        declared = PROGRAM.declared(
+            LM_EVAL.name,
+            records_do_sample=LM_EVAL.records_do_sample,
+            pass_k=repeats,
+            sandbox=recorded_sandbox,
+        )
+    else:
+        declared = _checked_declaration(declared, where, sandbox, recorded_sandbox)
     generation = _mapping(config.get("generation_kwargs"), f"{where}.generation_kwargs")
     until = generation.get("until")
     if isinstance(until, str):
@@ -415,35 +437,93 @@ def _settings(
         raise RunLoadError(f"{where}.generation_kwargs.do_sample: not true or false")
     extra = {str(k): v for k, v in sorted(generation.items()) if k not in _KNOWN_GENERATION}
     system = results.get("system_instruction")
-    return normal_settings(
-        {
-            "framework": "lm_eval",
-            "variant": "program",
-            "protocol": "program",
-            "num_fewshot": _count(config.get("num_fewshot"), f"{where}.num_fewshot") or 0,
-            "max_tokens": _count(generation.get("max_gen_toks"), f"{where}.max_gen_toks"),
-            "temperature": _number(generation.get("temperature"), f"{where}.temperature"),
-            "top_p": _number(generation.get("top_p"), f"{where}.top_p"),
-            "top_k": _number(generation.get("top_k"), f"{where}.top_k"),
-            "stop": [str(s) for s in until] if until else None,
-            "do_sample": do_sample,
-            "pass_k": repeats,
-            # lm-eval runs every program under the contract's limit: nothing can change it.
-            "program_timeout_s": DEFAULT_LIMITS.program_timeout_s,
-            "max_turns": None,
-            "tools": None,
-            "tool_timeout_s": None,
-            # lm-eval records the template it applied; None when --apply_chat_template was off.
-            "chat_template": results.get("chat_template") is not None,
-            "system_prompt": clipped(system if isinstance(system, str) else None),
-            "sample_limits": None,
-            # Other generation settings lm-eval passed on (they change the sampling too).
-            "generation_extra": _json_safe(extra) or None,
-            "model_options": None,
-            # hooks.load_split's default when no --metadata sandbox was given
-            "sandbox": sandbox or _text(meta.get("sandbox"), f"{where}.metadata.sandbox") or "auto",
-        }
-    )
+    # What lm-eval ran with: its generation_kwargs are the whole of what it sent (a key missing
+    # there was lm-eval's default, not the task's), so each stands even when unset.
+    observed = {
+        "num_fewshot": _count(config.get("num_fewshot"), f"{where}.num_fewshot") or 0,
+        "max_tokens": _count(generation.get("max_gen_toks"), f"{where}.max_gen_toks"),
+        "temperature": _number(generation.get("temperature"), f"{where}.temperature"),
+        "top_p": _number(generation.get("top_p"), f"{where}.top_p"),
+        "top_k": _number(generation.get("top_k"), f"{where}.top_k"),
+        "stop": [str(s) for s in until] if until else None,
+        "do_sample": do_sample,
+        "pass_k": repeats,
+        # lm-eval runs every program under the contract's limit: nothing can change it.
+        "program_timeout_s": DEFAULT_LIMITS.program_timeout_s,
+        # lm-eval records the template it applied; None when --apply_chat_template was off.
+        "chat_template": results.get("chat_template") is not None,
+        "system_prompt": clipped(system if isinstance(system, str) else None),
+        # Other generation settings lm-eval passed on (they change the sampling too).
+        "generation_extra": _json_safe(extra) or None,
+    }
+    return normal_settings({**declared, **observed})
+
+
+def _checked_declaration(
+    declared: TaskProtocol, where: str, sandbox: str | None, recorded_sandbox: str
+) -> TaskProtocol:
+    """A stored declaration names what lm-eval runs (the program variant, with its answer rule)
+    and the sandbox the run's provenance names; otherwise a doc was edited after the run (a
+    forged `sandbox` would hide a run outside any sandbox)."""
+    problems = []
+    if declared["framework"] != LM_EVAL.name:
+        problems.append(f"framework {declared['framework']!r}, not {LM_EVAL.name!r}")
+    if declared["variant"] != PROGRAM.name or declared["protocol"] not in PROGRAM.protocols:
+        problems.append(
+            f"variant {declared['variant']!r} with protocol {declared['protocol']!r}, not "
+            f"lm-eval's {PROGRAM.name!r}"
+        )
+    if declared["sandbox"] is None:
+        declared = {**declared, "sandbox": recorded_sandbox}
+    elif sandbox is not None and declared["sandbox"] != sandbox:
+        problems.append(f"sandbox {declared['sandbox']!r}, but the run's provenance {sandbox!r}")
+    if problems:
+        raise RunLoadError(
+            f"{where}: the docs' {_PROTOCOL_COLUMN} names {'; '.join(problems)}: a doc was "
+            "edited after the run"
+        )
+    return declared
+
+
+def _declared_protocol(doc: dict[str, Any], where: str) -> TaskProtocol | None:
+    """The protocol the task declared, as the hooks stored it in every doc (JSON text under
+    `_task_protocol`), each field of the type `variants.TaskProtocol` declares (a field the
+    record lacks reads as None); None for a run from before it was stored."""
+    raw = doc.get(_PROTOCOL_COLUMN)
+    if raw is None:
+        return None
+    at = f"{where} doc {_PROTOCOL_COLUMN}"
+    record = _json_line(raw, at) if isinstance(raw, str) else raw
+    if not isinstance(record, dict):
+        raise RunLoadError(f"{at}: not an object")
+    hints = get_type_hints(TaskProtocol)
+    fields = {}
+    for key in PROTOCOL_FIELDS:
+        value = record.get(key)
+        if value is not None and not _fits(value, hints[key]):
+            raise RunLoadError(f"{at}.{key}: {value!r:.60} is not of its declared type")
+        fields[key] = value
+    return cast(TaskProtocol, fields)
+
+
+def _fits(value: Any, wanted: Any) -> bool:
+    """Whether a stored JSON value has the type TaskProtocol declares for it (an int stands for
+    a float; a bool is no number)."""
+    origin = get_origin(wanted)
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, option) for option in get_args(wanted) if option is not None)
+    if origin is list:
+        (item,) = get_args(wanted)
+        return isinstance(value, list) and all(_fits(element, item) for element in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if wanted is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if wanted is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if wanted in (str, bool):
+        return isinstance(value, wanted)
+    return wanted is type(None) and value is None
 
 
 def _json_safe(value: Any) -> Any:
