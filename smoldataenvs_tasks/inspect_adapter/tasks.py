@@ -27,7 +27,7 @@ import functools
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from inspect import Parameter, signature
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -71,22 +71,30 @@ from smoldataenvs_tasks.run_plan import INSPECT, PROVENANCE_KEY, RunOptions, pla
 from smoldataenvs_tasks.sandboxes.kinds import CHOICES as SANDBOX_CHOICES
 from smoldataenvs_tasks.sandboxes.kinds import SandboxKind
 from smoldataenvs_tasks.scorers.verdict import VERDICT_GENERATIONS
+from smoldataenvs_tasks.variants import (
+    AGENTIC,
+    BASH,
+    MAX_TURNS,
+    PROGRAM,
+    PROTOCOL_KEY,
+    PYTHON,
+    SUBMIT_PROTOCOL,
+    VARIANTS,
+    Variant,
+)
 
 logger = logging.getLogger(__name__)
 
 # Follows the grader: N is the generation of verdict rules (scorers/verdict.py), A the interface.
+# eval.yaml restates it for inspect_evals' listing; tests/inspect/test_eval_yaml.py holds it here.
 TASK_VERSION = f"{len(VERDICT_GENERATIONS)}-A"
 
-Variant = Literal["agentic", "program"]
+# The -T choices Inspect shows; RunOptions.parse checks them against variants.AGENT_PROTOCOLS and
+# scorers' GRADER_PROFILES (a Literal's default must be written as one).
 Protocol = Literal["answer_file", "submit"]
 Grader = Literal["default", "strict"]
 
 HEADLINE_SPLIT = "test"
-# One agent turn's reply budget: what the program task's one reply may hold (a whole program).
-AGENT_MAX_TOKENS = 1024
-# pass@k samples k replies per task at this temperature, as the lm-eval `_pass4` tasks do
-# (their YAML states the same number; a test checks they agree).
-PASS_K_TEMPERATURE = 0.8
 _SANDBOX_OPTION = "--sandbox"
 _SANDBOX_OPTION_ENV = "INSPECT_EVAL_SANDBOX"
 
@@ -107,24 +115,27 @@ def _refuse_inspect_sandbox_option() -> None:
         )
 
 
-# The agentic task's own options. The program task takes them too, unused, as the agentic task
-# takes program_timeout: `inspect eval-set` gives every task the same -T set.
-_AGENTIC_ONLY = ("max_turns", "tools", "protocol", "tool_timeout")
+def _others_options(variant: Variant) -> tuple[str, ...]:
+    """The options of the other variants (`Variant.own_options`): a task accepts them unused, as
+    `inspect eval-set` gives every task the same -T set."""
+    return tuple(
+        name for other in VARIANTS.values() if other is not variant for name in other.own_options
+    )
 
 
-def _one_line_errors(
-    *, unused: Sequence[str] = ()
-) -> Callable[[Callable[..., Task]], Callable[..., Task]]:
+def _one_line_errors(variant: Variant) -> Callable[[Callable[..., Task]], Callable[..., Task]]:
     """A task option or data problem found while building the task becomes Inspect's
     PrerequisiteError: one line with the fix instead of a 200-line traceback.
 
     An unknown `-T` name is refused the same way, naming the task's options (those it declares,
-    then `unused`, accepted and dropped). Inspect hands a task only the `-T` names its signature
-    declares and merely warns about the others, unless the signature takes `**kwargs`: the
-    signature shown to Inspect gets one, so every name arrives here to be checked."""
+    then the other variants' it does not, accepted and dropped). Inspect hands a task only the
+    `-T` names its signature declares and merely warns about the others, unless the signature
+    takes `**kwargs`: the signature shown to Inspect gets one, so every name arrives here to be
+    checked."""
 
     def decorate(make_task: Callable[..., Task]) -> Callable[..., Task]:
         declared = signature(make_task)
+        unused = [name for name in _others_options(variant) if name not in declared.parameters]
         options = [*declared.parameters, *unused]
 
         @functools.wraps(make_task)
@@ -224,8 +235,8 @@ def _require_provider(sandbox: SandboxKind) -> None:
         ) from None
 
 
-def _user_prompt(record: TaskRecord, variant: Variant, protocol: Protocol) -> str:
-    if variant == "program":
+def _user_prompt(record: TaskRecord, variant: Variant, protocol: str) -> str:
+    if not variant.agentic:
         return program_prompt(record.question, record.files)
     return agent_user_prompt(record.instruction, record.question, record.files, protocol=protocol)
 
@@ -233,7 +244,7 @@ def _user_prompt(record: TaskRecord, variant: Variant, protocol: Protocol) -> st
 def _record_to_sample(
     record: TaskRecord,
     variant: Variant,
-    protocol: Protocol,
+    protocol: str,
     stage_root: Path,
     mirror_url: str | None = None,
 ) -> Sample:
@@ -264,8 +275,9 @@ def _record_to_sample(
 
 def _create_task(variant: Variant, **given: Any) -> Task:
     """docs/design.md "Adding a framework": the options parsed, the run planned, the pipeline
-    called by the scorers, the provenance stored as the task metadata's `run`."""
-    options = RunOptions.parse(INSPECT, variant=variant, **given)
+    called by the scorers, the provenance stored as the task metadata's `run` and the protocol
+    the task declares (`plan.protocol`) beside it, under `variants.PROTOCOL_KEY`."""
+    options = RunOptions.parse(INSPECT, variant=variant.name, **given)
     _require_provider(options.kind)
     plan = plan_run(options)
     # What must hold before any sample starts (bwrap works, the environment or the Docker image
@@ -273,7 +285,7 @@ def _create_task(variant: Variant, **given: Any) -> Task:
     plan.kind.check_prerequisites()
     cleanup_stage_dirs()  # stage dirs left by runs whose process is gone
     stage_root = new_stage_dir()
-    protocol = cast(Protocol, options.protocol)
+    protocol = options.protocol
     tool_names = list(options.tools)
     dataset = MemoryDataset(
         [
@@ -288,25 +300,28 @@ def _create_task(variant: Variant, **given: Any) -> Task:
         sandbox_kind=plan.kind.name, mirror=options.mirror, revision=options.revision
     )
     grader, pass_k = options.grader, options.pass_k
+    declared = plan.protocol
+    # The task's defaults, as its protocol declares them: a reply budget per model turn (without
+    # one many local servers generate up to their whole context window per turn: issue 43), and
+    # the variant's temperature, sampled for pass@k (as lm-eval's _pass4 tasks sample). What the
+    # run used (Inspect's --max-tokens, --temperature override them) is the log's plan config.
+    temperature = declared["temperature"]
+    config = GenerateConfig(temperature=temperature, max_tokens=declared["max_tokens"])
 
     solver: Solver | Any
-    # pass@k needs k different replies: sampled, as lm-eval's _pass4 tasks sample them.
-    sampling: dict[str, Any] = {"temperature": PASS_K_TEMPERATURE} if pass_k > 1 else {}
-    config = GenerateConfig(**sampling)
-    if variant == "program":
+    if not variant.agentic:
         solver = [
             system_message(PROGRAM_SYSTEM_PROMPT),
-            program_reply(sampling.get("temperature", 0.0)),
+            program_reply(temperature or 0.0),
         ]
         scorer = program_scorer(program_timeout=limits.program_timeout_s, grader=grader)
-        config = GenerateConfig(**{"temperature": 0.0, **sampling}, max_tokens=1024)
         turn_limit = None
     else:
         tool_objects = [bash_tool(timeout=options.tool_timeout_s)]
-        if "python" in tool_names:
+        if PYTHON.name in tool_names:
             tool_objects.append(python_tool(timeout=options.tool_timeout_s))
         system = agent_system_prompt(tools=tool_names, protocol=protocol)
-        if protocol == "submit":
+        if protocol == SUBMIT_PROTOCOL:
             solver = react(
                 prompt=AgentPrompt(instructions=system, assistant_prompt=None),
                 tools=tool_objects,
@@ -317,9 +332,6 @@ def _create_task(variant: Variant, **given: Any) -> Task:
             solver = [system_message(system), use_tools(tool_objects), agent_turns()]
             scorer = answer_file_scorer(grader=grader)
         turn_limit = options.max_turns
-        # Each turn bounded: without max_tokens many local servers generate up to their whole
-        # context window per turn (issue 43: a stopped run kept a server busy for 4 minutes).
-        config = GenerateConfig(**sampling, max_tokens=AGENT_MAX_TOKENS)
 
     return Task(
         dataset=dataset,
@@ -336,25 +348,15 @@ def _create_task(variant: Variant, **given: Any) -> Task:
         metadata={
             "benchmark": "SmolDataEnvs",
             PROVENANCE_KEY: plan.provenance,
-            # The protocol: every setting of this framework that can change a score.
-            "variant": variant,
-            "protocol": "program" if variant == "program" else protocol,
-            "tools": tool_names if variant == "agentic" else [],
-            "max_turns": turn_limit,
-            "program_timeout_s": limits.program_timeout_s,
-            "tool_timeout_s": options.tool_timeout_s,
-            "pass_k": pass_k,
-            "temperature": config.temperature,
-            # The task's defaults; what the run used (Inspect's --max-tokens, --temperature
-            # override them) is the log's plan config, which reports read as the protocol.
-            "max_tokens": config.max_tokens,
-            "num_fewshot": 0,
+            # Every setting of this task that can change a score, as it declares them
+            # (results/load/load_inspect.py overlays what the log says the run used).
+            PROTOCOL_KEY: declared,
         },
     )
 
 
 @task(name=package_name("smoldataenvs"))
-@_one_line_errors()
+@_one_line_errors(AGENTIC)
 def smoldataenvs(
     split: str = HEADLINE_SPLIT,
     mirror: str | None = None,
@@ -363,8 +365,8 @@ def smoldataenvs(
     reward_modes: str | list[str] | None = None,
     task_ids: str | list[str] | None = None,
     sandbox: str = "auto",
-    max_turns: int = 17,
-    tools: str = "bash",
+    max_turns: int = MAX_TURNS,
+    tools: str = BASH.name,
     protocol: Protocol = "answer_file",
     tool_timeout: float = DEFAULT_LIMITS.tool_timeout_s,
     program_timeout: float = DEFAULT_LIMITS.program_timeout_s,
@@ -387,7 +389,7 @@ def smoldataenvs(
             provider), "docker-compose" (Inspect's docker provider with our compose.yaml),
             "docker-remote" / "k8s" (the sandbox fetches its own tables; docs/cluster.md) or
             "local" (isolates nothing). Inspect's --sandbox option is not supported.
-        max_turns: Assistant turns before the sample ends (the dataset authors used 17).
+        max_turns: Assistant turns before the sample ends (MAX_TURNS: the dataset authors' 17).
         tools: "bash" (the SFT schema) or "bash,python".
         protocol: "answer_file" (the dataset's) or "submit" (Inspect's react() + submit()).
         tool_timeout: Seconds per tool call.
@@ -400,7 +402,7 @@ def smoldataenvs(
             _pass4 tasks) reduced to mean, pass_at_1 and pass_at_k.
     """
     return _create_task(
-        variant="agentic",
+        variant=AGENTIC,
         split=split,
         mirror=mirror,
         revision=revision,
@@ -420,7 +422,7 @@ def smoldataenvs(
 
 
 @task(name=package_name("smoldataenvs_program"))
-@_one_line_errors(unused=_AGENTIC_ONLY)
+@_one_line_errors(PROGRAM)
 def smoldataenvs_program(
     split: str = HEADLINE_SPLIT,
     mirror: str | None = None,
@@ -458,7 +460,7 @@ def smoldataenvs_program(
             _pass4 tasks) reduced to mean, pass_at_1 and pass_at_k.
     """
     return _create_task(
-        variant="program",
+        variant=PROGRAM,
         split=split,
         mirror=mirror,
         revision=revision,
@@ -467,10 +469,6 @@ def smoldataenvs_program(
         task_ids=task_ids,
         sandbox=sandbox,
         program_timeout=program_timeout,
-        max_turns=1,
-        tools="bash",
-        protocol="answer_file",
-        tool_timeout=DEFAULT_LIMITS.tool_timeout_s,
         mirror_url=mirror_url,
         grader=grader,
         pass_k=pass_k,

@@ -8,7 +8,8 @@ import logging
 import pytest
 from inspect_ai import eval as inspect_eval
 
-from smoldataenvs_tasks.inspect_adapter.tasks import AGENT_MAX_TOKENS, NO_TOOL_CALLS, smoldataenvs
+from smoldataenvs_tasks.inspect_adapter.tasks import NO_TOOL_CALLS, smoldataenvs
+from smoldataenvs_tasks.variants import AGENTIC
 from tests.replies import ORDERS_TASK, REVENUE_TASK, agentic_row, write_jsonl
 
 
@@ -45,7 +46,7 @@ def test_a_model_that_never_calls_a_tool_is_said_and_each_turn_is_bounded(tmp_pa
     assert "docs/local-models.md" in caplog.text
     # Every model call of the run went with the turn's budget.
     calls = [e for s in log.samples or [] for e in s.events if e.event == "model"]
-    assert calls and all(e.config.max_tokens == AGENT_MAX_TOKENS for e in calls)
+    assert calls and all(e.config.max_tokens == AGENTIC.max_tokens for e in calls)
 
 
 def test_each_task_ends_in_its_own_solver():

@@ -18,11 +18,11 @@ from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
 from smoldataenvs_tasks.inspect_adapter.tasks import (
     HEADLINE_SPLIT,
-    PASS_K_TEMPERATURE,
     smoldataenvs,
     smoldataenvs_program,
 )
 from smoldataenvs_tasks.lm_eval.paths import TASKS_DIR
+from smoldataenvs_tasks.variants import PASS_K_TEMPERATURE, PROTOCOL_KEY
 from tests.replies import GOLD_PROGRAM, MISSING_TABLE_TASK, ORDERS_TASK
 
 BIN = Path(sys.executable).parent
@@ -176,7 +176,7 @@ def test_pass_k_samples_like_lm_evals_pass4_tasks(tmp_path):
     )
     assert log.status == "success", log.error
     assert log.eval.config.epochs == 2
-    assert log.eval.metadata["temperature"] == PASS_K_TEMPERATURE
+    assert log.eval.metadata[PROTOCOL_KEY]["temperature"] == PASS_K_TEMPERATURE
     assert log.plan.config.temperature == PASS_K_TEMPERATURE
     reducers = {score.reducer for score in log.results.scores}
     assert {"mean", "pass_at_1", "pass_at_2"} <= reducers

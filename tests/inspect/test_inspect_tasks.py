@@ -19,6 +19,7 @@ from inspect_ai.log import EvalLog, read_eval_log, read_eval_log_sample
 from inspect_ai.scorer import Score
 
 from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs, smoldataenvs_program
+from smoldataenvs_tasks.variants import PROTOCOL_KEY
 from tests.replies import (
     BAD_PROGRAM_REPLIES,
     GOLD_AGENTIC,
@@ -352,7 +353,7 @@ def test_task_metadata_records_provenance(tmp_path):
     assert meta["grader_version"] == f"{GRADER_VERSION}+default"
     assert meta["grader"] == "default"
     assert meta["sandbox"] == "bwrap"
-    assert log.eval.metadata["protocol"] == "program"
+    assert log.eval.metadata[PROTOCOL_KEY]["protocol"] == "program"
     assert meta["dataset_revision"]
     assert meta["tables_manifest_digest"]
     score = log.samples[0].scores[SCORERS["program"]]

@@ -19,6 +19,7 @@ from smoldataenvs_tasks.inspect_adapter._compat import PrerequisiteError
 from smoldataenvs_tasks.inspect_adapter.tasks import smoldataenvs, smoldataenvs_program
 from smoldataenvs_tasks.run_plan import INSPECT, OptionError
 from smoldataenvs_tasks.sandboxes.kinds import KINDS
+from smoldataenvs_tasks.variants import PROTOCOL_KEY
 from tests.replies import GOLD_PROGRAM
 
 PROGRAM_OPTIONS = (
@@ -116,7 +117,12 @@ def test_the_program_task_takes_the_agentic_tasks_options_for_an_eval_set():
         split="sample", sandbox="bwrap", max_turns=5, tools="bash,python", protocol="submit"
     )
     assert task.metadata is not None
-    assert task.metadata["max_turns"] is None and task.metadata["protocol"] == "program"
+    declared = task.metadata[PROTOCOL_KEY]
+    assert (declared["max_turns"], declared["tools"], declared["protocol"]) == (
+        None,
+        None,
+        "program",
+    )
 
 
 @pytest.mark.slow

@@ -28,6 +28,7 @@ from smoldataenvs_tasks.inspect_adapter.setup import (
 )
 from smoldataenvs_tasks.inspect_adapter.tasks import _record_to_sample, smoldataenvs_program
 from smoldataenvs_tasks.sandboxes.kinds import kind
+from smoldataenvs_tasks.variants import AGENTIC, PROGRAM
 from tests.replies import MISSING_TABLE_TASK, ORDERS_TASK, REVENUE_TASK, SAMPLE_DIR, fenced
 
 
@@ -41,7 +42,7 @@ def _record(task_id: str) -> TaskRecord:
 
 def test_record_to_sample_gives_the_program_prompt_the_gold_and_the_record(tmp_path):
     record = _record(REVENUE_TASK)
-    sample = _record_to_sample(record, "program", "answer_file", tmp_path)
+    sample = _record_to_sample(record, PROGRAM, "answer_file", tmp_path)
     assert sample.id == REVENUE_TASK
     assert sample.input == program_prompt(record.question, record.files)
     assert sample.target == "7438.11"
@@ -62,7 +63,7 @@ def test_record_to_sample_gives_the_program_prompt_the_gold_and_the_record(tmp_p
 
 def test_record_to_sample_names_the_empty_reward_mode_and_passes_a_mirror_url(tmp_path):
     [record] = [r for r in load_tasks("sample") if r.reward_mode == ""][:1]
-    sample = _record_to_sample(record, "program", "answer_file", tmp_path, "http://mirror")
+    sample = _record_to_sample(record, PROGRAM, "answer_file", tmp_path, "http://mirror")
     assert (sample.metadata or {})["reward_mode"] == "empty"
     assert (sample.metadata or {})["mirror_url"] == "http://mirror"
 
@@ -71,7 +72,7 @@ def test_record_to_sample_names_the_empty_reward_mode_and_passes_a_mirror_url(tm
 def test_record_to_sample_gives_the_agent_the_rows_own_instruction(tmp_path, protocol):
     record = _record(ORDERS_TASK)
     assert record.instruction  # the bundled rows carry the SFT data's instruction
-    sample = _record_to_sample(record, "agentic", protocol, tmp_path)
+    sample = _record_to_sample(record, AGENTIC, protocol, tmp_path)
     expected = (
         record.instruction
         if protocol == "answer_file"
@@ -100,7 +101,7 @@ def _run_setup(sandbox_kind: str, task_ids: list[str], tmp_path) -> EvalLog:
     stage_root = new_stage_dir()
     task = Task(
         dataset=[
-            _record_to_sample(_record(t), "program", "answer_file", stage_root) for t in task_ids
+            _record_to_sample(_record(t), PROGRAM, "answer_file", stage_root) for t in task_ids
         ],
         setup=prepare_sample(sandbox_kind="bwrap", mirror=None, revision=None),
         solver=_list_inputs(),
