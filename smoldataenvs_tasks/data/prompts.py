@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from smoldataenvs_tasks.contract import ANSWER_FILE, INPUT_DIR, WORKDIR
-from smoldataenvs_tasks.variants import BASH
+from smoldataenvs_tasks.variants import ANSWER_FILE_PROTOCOL, BASH, SUBMIT_PROTOCOL
 
 PROGRAM_SYSTEM_PROMPT = (
     "You are a data analyst. You answer questions about data files by writing one short Python "
@@ -52,7 +52,7 @@ def program_prompt(question: str, files: Sequence[str], *, input_dir: str = INPU
 
 
 def agent_system_prompt(
-    *, tools: Sequence[str] = (BASH.name,), protocol: str = "answer_file"
+    *, tools: Sequence[str] = (BASH.name,), protocol: str = ANSWER_FILE_PROTOCOL
 ) -> str:
     """System prompt for the bash-agent protocol (and its `python` tool / `submit` variants).
     The tool names are `variants.ToolSpec` names, so the prompt names the tools a model is given
@@ -68,7 +68,7 @@ def agent_system_prompt(
             f"Your tools are {names}: each call runs in a fresh process and returns its output. "
             "Nothing carries over between calls except files on disk."
         )
-    if protocol == "submit":
+    if protocol == SUBMIT_PROTOCOL:
         finish = (
             "When you have the answer, call the `submit` tool with the value alone. "
             "Do not stop without submitting."
@@ -98,7 +98,7 @@ def agent_instruction(
     files: Sequence[str],
     *,
     answer_format: str | None = None,
-    protocol: str = "answer_file",
+    protocol: str = ANSWER_FILE_PROTOCOL,
     input_dir: str = INPUT_DIR,
 ) -> str:
     """An instruction with the elements of the dataset's own, for rows without `instruction`."""
@@ -121,7 +121,7 @@ def agent_instruction(
     if answer_format:
         parts.append(answer_format.strip())
     parts.append(_ANSWER_FORMAT)
-    if protocol == "submit":
+    if protocol == SUBMIT_PROTOCOL:
         parts.append("Submit only that value with the `submit` tool, then stop.")
     else:
         parts.append(
@@ -149,14 +149,18 @@ def adapt_instruction_for_submit(instruction: str) -> str:
 
 
 def agent_user_prompt(
-    instruction: str | None, question: str, files: Sequence[str], *, protocol: str = "answer_file"
+    instruction: str | None,
+    question: str,
+    files: Sequence[str],
+    *,
+    protocol: str = ANSWER_FILE_PROTOCOL,
 ) -> str:
     """The agentic variant's user turn for a row: its own `instruction` (adapted to the submit
     protocol) or one built from its question. Inspect's agentic task and the Harbor export's
     instruction.md both come from here, so an agent sees the same words in either."""
     if not instruction:
         return agent_instruction(question, files, protocol=protocol)
-    if protocol == "submit":
+    if protocol == SUBMIT_PROTOCOL:
         return adapt_instruction_for_submit(instruction)
     return instruction
 
