@@ -7,13 +7,20 @@
 The reward looks the gold answer up by `task_id` in the data the row names (its `split`, and the
 `mirror` directory or dataset `revision` it was read from, None for the defaults), so a trainer's
 logs and a model's context never hold it, and a row is graded against the data it came from.
+
+Each row also carries the task protocol its plan declares (`variants.TaskProtocol`, JSON text
+under `variants.PROTOCOL_KEY`, as lm-eval's docs keep it: Arrow needs one schema for every row):
+TRL hands it to the reward and to `DataAnalysisEnv.reset` with the other columns, so a trainer's
+log says what the model was asked and allowed, and a reward or environment refuses a row of the
+other variant in one line.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from smoldataenvs_tasks._pins import ALL_SPLITS, reward_mode_label
 from smoldataenvs_tasks.data.prompts import (
@@ -25,11 +32,10 @@ from smoldataenvs_tasks.data.prompts import (
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.rl.plan import RL, plan_split
+from smoldataenvs_tasks.variants import PROGRAM, PROTOCOL_KEY
 
 # The splits whose numbers are reported: a model trained on them has seen the exam.
 HELD_OUT_SPLITS = ("test", "eval")
-
-Variant = Literal["program", "agentic"]
 
 
 class HeldOutSplitError(SmolDataEnvsError, ValueError):
@@ -76,7 +82,7 @@ def rl_dataset(
     mirror: str | os.PathLike[str] | None = None,
     revision: str | None = None,
     allow_heldout: bool = False,
-    variant: Variant = "program",
+    variant: str = PROGRAM.name,
     tiers: str | Sequence[str] | None = None,
     reward_modes: str | Sequence[str] | None = None,
     task_ids: str | Sequence[str] | None = None,
@@ -84,22 +90,23 @@ def rl_dataset(
     """A `datasets.Dataset` of the split's tasks (`plan_run`'s, with the filters Inspect and
     lm-eval take): `prompt` (conversational), `task_id`, `split`, `mirror` (the mirror directory
     the rows were read from, given or $SMOLDATAENVS_MIRROR; None for the Hub cache and the
-    sample), `revision` (the one given, else None), `difficulty_tier`, `reward_mode`.
-    `variant="agentic"` gives the prompt `DataAnalysisEnv` completes. No column holds the gold
-    answer."""
+    sample), `revision` (the one given, else None), `difficulty_tier`, `reward_mode`, and the
+    declared protocol under PROTOCOL_KEY (JSON text). `variant` is a name in `variants.VARIANTS`:
+    "agentic" gives the prompt `DataAnalysisEnv` completes. No column holds the gold answer."""
     check_split(split, allow_heldout=allow_heldout)
-    if variant not in ("program", "agentic"):
-        RL.choice("variant", variant, ("program", "agentic"))
-    from datasets import Dataset
-
     plan = plan_split(
         split,
+        variant=variant,
         mirror=mirror,
         revision=revision,
         tiers=tiers,
         reward_modes=reward_modes,
         task_ids=task_ids,
     )
+    from datasets import Dataset
+
+    agentic = plan.options.variant.agentic
+    protocol = json.dumps(plan.protocol, ensure_ascii=False)
     # Where the rows came from, so the reward grades against the same data whatever it was
     # made with (a mirror named by the environment variable is named here too).
     mirror_dir = getattr(plan.source, "root", None) if plan.source.kind == "mirror" else None
@@ -111,11 +118,12 @@ def rl_dataset(
     return Dataset.from_list(
         [
             {
-                "prompt": program_messages(r) if variant == "program" else agent_messages(),
+                "prompt": agent_messages() if agentic else program_messages(r),
                 "task_id": r.task_id,
                 **source,
                 "difficulty_tier": r.difficulty_tier,
                 "reward_mode": reward_mode_label(r.reward_mode),
+                PROTOCOL_KEY: protocol,
             }
             for r in plan.records
         ]

@@ -22,8 +22,10 @@ through the loop thread there raised "cannot schedule new futures after shutdown
 session folder, its cgroups and mounts behind).
 
 Each row is graded against the data it names (`rl_dataset`'s split, mirror and revision
-columns); `split=` is only for rows that name none. `provenance` is the `RunProvenance` an
-evaluation of the same data records; `ProvenanceCallback` logs it into TRL's log history.
+columns); `split=` is only for rows that name none. A row whose declared protocol (its
+`task_protocol` column) is the program variant's is refused in one line. `provenance` is the
+`RunProvenance` an evaluation of the same data records; `ProvenanceCallback` logs it into TRL's
+log history.
 
 Sessions live on one event loop in a thread of this module's (`_LOOP`), whichever thread TRL
 calls from: a session's processes and pipes belong to the loop that started them.
@@ -51,7 +53,7 @@ from smoldataenvs_tasks.run_plan import RunProvenance
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxSession
 from smoldataenvs_tasks.sandboxes.tool_output import combined_output, shown_to_model
 from smoldataenvs_tasks.scorers.verdict import Verdict
-from smoldataenvs_tasks.variants import BASH, ToolSpec
+from smoldataenvs_tasks.variants import AGENTIC, BASH, ToolSpec
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -170,7 +172,12 @@ class DataAnalysisEnv:
         self._tool_timeout = tool_timeout
         self._limits = limits
         self._tasks = TaskLookup(
-            owner="DataAnalysisEnv", mirror=mirror, revision=revision, split=split, profile=profile
+            owner="DataAnalysisEnv",
+            variant=AGENTIC,
+            mirror=mirror,
+            revision=revision,
+            split=split,
+            profile=profile,
         )
         self._episode = _Episode()
         # Holds the episode, not this object: the episode ends when this object is collected,
@@ -184,8 +191,9 @@ class DataAnalysisEnv:
         return self._tasks.provenance
 
     def reset(self, **row: Any) -> str:
-        """Start the episode of `row` (a dataset row: its task_id, and the split, mirror and
-        revision it names) and return the task text."""
+        """Start the episode of `row` (a dataset row: its task_id, the split, mirror and
+        revision it names, and its declared protocol, which must be the agentic variant's) and
+        return the task text."""
         self._episode.end()
         task_id = row.get("task_id")
         if not task_id:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.run_plan import RL, RunOptions, RunPlan, plan_run
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE
+from smoldataenvs_tasks.variants import PROGRAM
 
 # The sandbox kind rewards and environments use unless told (`bwrap` when unset).
 ENV_SANDBOX = "SMOLDATAENVS_SANDBOX"
@@ -27,6 +28,7 @@ def configured_sandbox(sandbox: str | None = None) -> str:
 def plan_split(
     split: str,
     *,
+    variant: str = PROGRAM.name,
     sandbox: str | None = None,
     mirror: str | os.PathLike[str] | None = None,
     revision: str | None = None,
@@ -35,9 +37,11 @@ def plan_split(
     task_ids: str | Sequence[str] | None = None,
     grader: str = DEFAULT_PROFILE,
 ) -> RunPlan:
-    """`plan_run` over `split` with this room's options: its rows, filtered, and provenance."""
+    """`plan_run` over `split` with this room's options: its rows, filtered, its provenance and
+    the protocol `variant` (a name in `variants.VARIANTS`) declares."""
     options = RunOptions.parse(
         RL,
+        variant=variant,
         split=split,
         sandbox=configured_sandbox(sandbox),
         mirror=os.fspath(mirror) if mirror is not None else None,

@@ -15,14 +15,16 @@ raises, as any infrastructure failure of a run does.
 
 Each row is graded against the data it names (`rl_dataset`'s `split`, `mirror` and `revision`
 columns); a reward made with another mirror or revision than a row names refuses it in one line
-saying what to pass. The reward's `provenance` is the `RunProvenance` an evaluation of the same
-data records (`rl/provenance.py`), logged once into TRL's log history.
+saying what to pass, and so does a row whose declared protocol (`task_protocol`) is the agentic
+variant's, which `DataAnalysisEnv` grades. The reward's `provenance` is the `RunProvenance` an
+evaluation of the same data records (`rl/provenance.py`), logged once into TRL's log history.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import logging
 import os
 import threading
@@ -41,6 +43,7 @@ from smoldataenvs_tasks.rl import provenance as provenance_log
 from smoldataenvs_tasks.rl.plan import RL, configured_sandbox, plan_split
 from smoldataenvs_tasks.run_plan import RunPlan, RunProvenance
 from smoldataenvs_tasks.scorers.verdict import DATASET_DEFECTS, GRADER_PROFILES, Category, Verdict
+from smoldataenvs_tasks.variants import AGENTIC, PROGRAM, PROTOCOL_KEY, Variant
 
 # log_metric names: one fraction of the batch per verdict category.
 METRIC_PREFIX = "smoldataenvs"
@@ -106,21 +109,33 @@ class SourceMismatchError(SmolDataEnvsError, ValueError):
     """A row names another data source than the reward or environment was made with."""
 
 
+class VariantMismatchError(SourceMismatchError):
+    """A row's declared protocol is another variant's (or answer rule's) than the reward or
+    environment grades: a program reward given an agentic row, or the reverse."""
+
+
+# What grades each variant's rows, for the message refusing a row of the other one.
+_GRADED_BY: dict[str, str] = {PROGRAM.name: "program_reward", AGENTIC.name: "DataAnalysisEnv"}
+
+
 class TaskLookup:
     """Task records by data source and task id, each source planned once (`plan_run`, as an
-    evaluation plans it), for `owner` (the reward's or environment's name in messages) made with
-    `mirror`/`revision` (None: follow the rows) and `split` (the split of rows naming none)."""
+    evaluation plans it), for `owner` (the reward's or environment's name in messages) of
+    `variant`, made with `mirror`/`revision` (None: follow the rows) and `split` (the split of
+    rows naming none)."""
 
     def __init__(
         self,
         *,
         owner: str,
+        variant: Variant,
         mirror: str | os.PathLike[str] | None = None,
         revision: str | None = None,
         split: str | None = None,
         profile: str = "default",
     ) -> None:
         self.owner = owner
+        self.variant = variant
         self.mirror = os.fspath(mirror) if mirror is not None else None
         self.revision = revision
         self.split = split
@@ -132,7 +147,9 @@ class TaskLookup:
 
     def source(self, task_id: str, row: dict[str, Any]) -> RowSource:
         """The source `row` (a dataset row, or the columns of one) names, checked against what
-        this owner was made with; one line saying what to pass when they disagree."""
+        this owner was made with, and its declared protocol against this owner's variant; one
+        line saying what to pass when they disagree."""
+        self.check_protocol(task_id, row.get(PROTOCOL_KEY))
         split = row.get("split") or self.split
         if not split:
             raise SourceMismatchError(
@@ -144,6 +161,32 @@ class TaskLookup:
             task_id, "revision", row.get("revision"), self.revision, lambda a, b: a == b
         )
         return RowSource(str(split), mirror, revision)
+
+    def check_protocol(self, task_id: str, stored: object) -> None:
+        """A row's declared protocol (rl_dataset's JSON text under PROTOCOL_KEY; absent from a
+        dataset of the caller's own) names this owner's variant and answer rule."""
+        if stored is None or stored == "":
+            return
+        try:
+            declared = json.loads(stored) if isinstance(stored, str) else stored
+        except ValueError:
+            declared = None
+        if not isinstance(declared, dict):
+            raise VariantMismatchError(
+                f"the row of task {task_id!r} has a {PROTOCOL_KEY} column that is not the JSON "
+                f"object rl_dataset writes ({str(stored)[:60]!r})"
+            )
+        variant, protocol = declared.get("variant"), declared.get("protocol")
+        ours = self.variant
+        if variant == ours.name and protocol in (None, ours.protocol):
+            return
+        other = _GRADED_BY.get(str(variant))
+        raise VariantMismatchError(
+            f"the row of task {task_id!r} poses the {variant} variant (protocol {protocol}), but "
+            f"{self.owner} grades the {ours.name} variant (protocol {ours.protocol}): give it "
+            f"rl_dataset(..., variant={ours.name!r}) rows"
+            + (f", or grade {variant} rows with {other}" if other else "")
+        )
 
     def _agree(
         self,
@@ -170,6 +213,7 @@ class TaskLookup:
             if source not in self._plans:
                 plan = plan_split(
                     source.split,
+                    variant=self.variant.name,
                     sandbox=sandbox,
                     mirror=source.mirror,
                     revision=source.revision,
@@ -289,8 +333,8 @@ class ProgramReward:
         self.concurrency = concurrency
         self.limits = limits
         self.tasks = TaskLookup(
-            owner="make_program_reward", mirror=mirror, revision=revision, split=split,
-            profile=profile,
+            owner="make_program_reward", variant=PROGRAM, mirror=mirror, revision=revision,
+            split=split, profile=profile,
         )  # fmt: skip
         # TRL names a reward function's logged columns after its __name__.
         self.__name__ = name
@@ -327,7 +371,7 @@ class ProgramReward:
         columns: dict[str, Sequence[Any] | None] | None = None,
     ) -> GradedBatch:
         """Each completion graded against the data its row names (`columns`: the rows' split,
-        mirror and revision columns, any of them absent)."""
+        mirror and revision columns and their declared protocol, any of them absent)."""
         if len(task_ids) != len(completions):
             raise SmolDataEnvsError(
                 f"{len(completions)} completions but {len(task_ids)} task ids: the dataset "
@@ -385,7 +429,7 @@ class ProgramReward:
         trainer_state: Any = None,
         log_metric: Callable[[str, float], None] | None = None,
         log_extra: Callable[[str, list[Any]], None] | None = None,
-        **_columns: Any,
+        **columns: Any,
     ) -> list[float | None]:
         completions = list(completions or [])
         if task_id is None:
@@ -393,7 +437,15 @@ class ProgramReward:
                 "program_reward needs the dataset's task_id column (rl_dataset has one)"
             )
         batch = self.grade(
-            completions, list(task_id), {"split": split, "mirror": mirror, "revision": revision}
+            completions,
+            list(task_id),
+            {
+                "split": split,
+                "mirror": mirror,
+                "revision": revision,
+                # TRL hands every other column too; the declared protocol is checked.
+                PROTOCOL_KEY: columns.get(PROTOCOL_KEY),
+            },
         )
         if trainer_state is not None:
             provenance_log.log_to(trainer_state, self.tasks.provenances)

@@ -8,6 +8,7 @@ from smoldataenvs_tasks.data.kinds import load_tasks
 from smoldataenvs_tasks.data.prompts import PROGRAM_SYSTEM_PROMPT, agent_system_prompt
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.rl import HeldOutSplitError, rl_dataset
+from smoldataenvs_tasks.variants import PROTOCOL_KEY
 
 
 @pytest.mark.unit
@@ -38,6 +39,7 @@ def test_rows_carry_the_task_and_never_its_gold():
         "revision",
         "difficulty_tier",
         "reward_mode",
+        PROTOCOL_KEY,
     ]
     assert sorted(dataset["task_id"]) == sorted(records)
     for row in dataset:

@@ -17,6 +17,7 @@ import trl
 
 from smoldataenvs_tasks.rl import make_program_reward, rl_dataset
 from smoldataenvs_tasks.scorers.verdict import Category
+from smoldataenvs_tasks.variants import PROTOCOL_KEY
 
 SPECIAL_TOKENS = ["<unk>", "<pad>", "<s>", "</s>"]
 CHAT_TEMPLATE = (
@@ -74,6 +75,8 @@ class Recording:
         self.reward = reward
         self.__name__ = reward.__name__
         self.calls: list[tuple[list[float | None], dict[str, float]]] = []
+        # The declared protocol column as TRL handed it, one entry per completion.
+        self.protocols: list[str] = []
 
     def __call__(self, *args, log_metric=None, **kwargs):
         metrics: dict[str, float] = {}
@@ -83,6 +86,7 @@ class Recording:
             if log_metric is not None:
                 log_metric(name, value)
 
+        self.protocols += kwargs.get(PROTOCOL_KEY) or []
         rewards = self.reward(*args, log_metric=both, **kwargs)
         self.calls.append((rewards, metrics))
         return rewards
@@ -130,3 +134,7 @@ def test_grpo_takes_two_steps_on_program_reward_and_logs_its_rewards(tmp_path):
             name = f"smoldataenvs/{category.value}"
             assert entry[name] == pytest.approx(metrics[name]), name
         assert sum(metrics.values()) == pytest.approx(1.0)
+    # TRL hands the rows' declared protocol to the reward with the other columns (the reward
+    # checks it names the program variant), one per completion.
+    assert len(reward.protocols) == 2 * args.per_device_train_batch_size
+    assert set(reward.protocols) == set(dataset[PROTOCOL_KEY])

@@ -72,7 +72,8 @@ def test_a_row_naming_no_split_is_refused_unless_the_reward_names_one():
 def test_the_environment_with_no_argument_follows_the_rows_mirror(train_mirror):
     # No sandbox is opened: the first reset needs only the row's source and its record.
     env = DataAnalysisEnv()
-    row = next(r for r in rl_dataset("train", mirror=train_mirror) if r["task_id"] == ORDERS_TASK)
+    rows = rl_dataset("train", mirror=train_mirror, variant="agentic")
+    row = next(r for r in rows if r["task_id"] == ORDERS_TASK)
     source = env._tasks.source(ORDERS_TASK, row)
     assert (source.split, source.mirror) == ("train", str(train_mirror))
     assert env._tasks.record(ORDERS_TASK, source, "bwrap").task_id == ORDERS_TASK
