@@ -3,6 +3,16 @@ Inspect's own log API (`read_eval_log`, `read_eval_log_samples`).
 
     python -c "from smoldataenvs_tasks.results.load.load_inspect import load_inspect_log; \
         print(load_inspect_log('logs/x.eval').model)"
+
+The protocol is what the task declared (the `TaskProtocol` its metadata stores under
+`variants.PROTOCOL_KEY`; a log written before issue 47 held the same fields as loose metadata keys,
+read the same way) overlaid with what the log says the run used: the plan's generate config, the
+eval config's sample limits and turn limit (`_settings`).
+
+One module over 500 lines: it is one reading of one log, whose parts (the header's provenance and
+protocol, each sample's verdicts, errors, retries and calls) read the same Inspect objects in one
+pass; what the other loaders share already has a module of its own (calls, provenance, retries,
+usage, fingerprint), and a split would pass the header and the half-read samples between them.
 """
 
 from __future__ import annotations
@@ -34,12 +44,14 @@ from smoldataenvs_tasks.results.model.runs import (
     tables_key,
 )
 from smoldataenvs_tasks.results.model.schema import ProtocolSettings, Sampling
+from smoldataenvs_tasks.run_plan import INSPECT
 from smoldataenvs_tasks.scorers.verdict import (
     DEFAULT_PROFILE,
     GRADER_PROFILES,
     UngradedReason,
     Verdict,
 )
+from smoldataenvs_tasks.variants import PROTOCOL_FIELDS, PROTOCOL_KEY, VARIANTS
 
 INSPECT_SUFFIXES = (".eval", ".json")
 # Sample fields the report never needs; skipping them makes big logs load fast. The events stay:
@@ -207,7 +219,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         raise NotASmolDataEnvsLog(f"{name}: not a SmolDataEnvs log (task {spec.task!r})")
     if header.status != "success" and not allow_incomplete:
         raise unfinished(name, header.status)
-    fields = _MetaReader(meta, name)
+    fields = _declared_protocol(meta, name)
     provenance = inspect_provenance(meta, name)
     profile = provenance["grader"]
     if profile not in GRADER_PROFILES:
@@ -318,7 +330,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
     sampling["temperature"] = used["temperature"]
     return Run(
         source=name,
-        framework="inspect_ai",
+        framework=INSPECT.name,
         framework_version=packages.get("inspect_ai"),
         # `hf//root/models/x` names the model by a folder of this machine: its last part only.
         model=public_model_name(*str(spec.model).split("/", 1)),
@@ -409,18 +421,35 @@ def _observe_calls(calls: CallSettings, sample: Any, where: str) -> None:
         calls.observe({key: getattr(config, key, None) for key in CALL_KEYS}, where)
 
 
-class _MetaReader:
-    """Typed reads of the protocol settings in the task metadata the log recorded (its
-    provenance is `results/load/provenance.py`'s); a wrong type is one RunLoadError naming the
-    field."""
+def _declared_protocol(meta: dict[str, Any], name: str) -> _MetaReader:
+    """The protocol the task declared, field by field of its declaration (`PROTOCOL_FIELDS`; a
+    field the record lacks reads as None): the TaskProtocol the task metadata stores under
+    PROTOCOL_KEY or, in a log written before issue 47 stored one, the same fields as loose keys
+    at the metadata's top."""
+    if PROTOCOL_KEY not in meta:
+        return _MetaReader({key: meta.get(key) for key in PROTOCOL_FIELDS}, name, "")
+    stored = meta[PROTOCOL_KEY]
+    if not isinstance(stored, dict):
+        raise RunLoadError(
+            f"{name}: eval metadata {PROTOCOL_KEY} is {type(stored).__name__} "
+            f"{stored!r:.60}, not the task's protocol record"
+        )
+    return _MetaReader({key: stored.get(key) for key in PROTOCOL_FIELDS}, name, f"{PROTOCOL_KEY}.")
 
-    def __init__(self, meta: dict[str, Any], name: str) -> None:
+
+class _MetaReader:
+    """Typed reads of the protocol the task declared, as the log recorded it (its provenance is
+    `results/load/provenance.py`'s); a wrong type is one RunLoadError naming the field."""
+
+    def __init__(self, meta: dict[str, Any], name: str, prefix: str) -> None:
         self.meta = meta
         self.name = name
+        # where the fields sit in the metadata: under PROTOCOL_KEY, or at its top in older logs
+        self.prefix = prefix
 
     def _bad(self, key: str, wanted: str) -> RunLoadError:
         return RunLoadError(
-            f"{self.name}: eval metadata {key} is {type(self.meta[key]).__name__} "
+            f"{self.name}: eval metadata {self.prefix}{key} is {type(self.meta[key]).__name__} "
             f"{self.meta[key]!r:.60}, not {wanted}"
         )
 
@@ -506,7 +535,7 @@ def _settings(
     generate config is what the run used (the task's own, with --max-tokens, --temperature
     and the rest of the command line applied), the eval config its sample limits."""
     config = header.plan.config if header.plan else None
-    agentic = variant == "agentic"
+    agentic = variant in VARIANTS and VARIANTS[variant].agentic
     limits = {
         key: value
         for key in _SAMPLE_LIMITS
@@ -518,7 +547,7 @@ def _settings(
     pass_k = fields.count("pass_k")
     return normal_settings(
         {
-            "framework": "inspect_ai",
+            "framework": INSPECT.name,
             "variant": variant,
             "protocol": fields.text("protocol"),
             "num_fewshot": fields.count("num_fewshot") or 0,
