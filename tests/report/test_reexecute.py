@@ -10,13 +10,16 @@ are in tests/security/test_forged_submissions.py.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
+from smoldataenvs_tasks._pins import DATASET_REVISION
 from smoldataenvs_tasks.cli import main
+from smoldataenvs_tasks.results.model.errors import RunLoadError
 from smoldataenvs_tasks.results.publish.leaderboard import (
     RANKED,
     REEXECUTED,
@@ -24,11 +27,14 @@ from smoldataenvs_tasks.results.publish.leaderboard import (
     Standing,
 )
 from smoldataenvs_tasks.results.publish.submission import submission_json
-from smoldataenvs_tasks.results.verify.reexecute import replay_hints
+from smoldataenvs_tasks.results.verify.reexecute import reexecute_runs, replay_hints
+from smoldataenvs_tasks.results.verify.transcript import ATTEMPT_READERS
+from smoldataenvs_tasks.results.verify.verifier_data import VerifierData
+from smoldataenvs_tasks.run_plan import FRAMEWORKS
 from tests.replies import REVENUE_TASK, fenced, forge_revenue_as_gold
 from tests.report.conftest import run_inspect
 from tests.report.replays import MIXED, Reply, write_replay
-from tests.report.synthetic import synthetic_submission
+from tests.report.synthetic import synthetic_run, synthetic_submission
 
 
 def invoke(*args: Any) -> Result:
@@ -91,6 +97,37 @@ def test_a_reexecuted_entry_ranks_in_its_own_tier_above_the_regraded_one():
 
 
 # --- honest runs --------------------------------------------------------------------------------
+
+
+@pytest.mark.unit
+def test_the_reexecutable_frameworks_are_the_ones_whose_replies_are_read():
+    """`Framework.reexecutable` (run_plan) and the readers of what a model wrote
+    (results/verify/transcript.py) name the same frameworks."""
+    assert set(ATTEMPT_READERS) == {f.name for f in FRAMEWORKS.values() if f.reexecutable}
+
+
+_NO_DATA = VerifierData("test", DATASET_REVISION, "nowhere", {}, 0, "")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("framework", ["harbor", "rl", "not_a_framework"])
+def test_a_framework_that_is_not_reexecutable_is_skipped_by_name(framework):
+    run = synthetic_run("m", [[1.0]], framework=framework)
+    done = reexecute_runs([run], _NO_DATA)
+    assert done.attempts == []
+    assert done.skipped == [f"{run.source}: {framework} runs are not re-executed here"]
+
+
+@pytest.mark.unit
+def test_the_submit_protocol_is_skipped_and_an_unknown_variant_is_not():
+    """Only the agent's submit protocol skips re-execution (its answer is the model's own
+    text); a variant name this package does not know, as a log's metadata may give, is
+    re-executed as the program task: here it reaches the samples file, which is absent."""
+    submit = replace(synthetic_run("m", [[1.0]]), variant="agentic", protocol="submit")
+    assert "the submit protocol's answer" in reexecute_runs([submit], _NO_DATA).skipped[0]
+    unknown = replace(synthetic_run("m", [[1.0]]), variant="not_a_variant", protocol="submit")
+    with pytest.raises(RunLoadError, match="no samples file"):
+        reexecute_runs([unknown], _NO_DATA)
 
 
 @pytest.mark.slow

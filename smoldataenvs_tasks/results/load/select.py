@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from smoldataenvs_tasks.results.model.errors import RunLoadError
+from smoldataenvs_tasks.results.model.protocol import names_its_protocol
 from smoldataenvs_tasks.results.model.runs import Run, settings_key
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -87,7 +88,9 @@ def group_runs(
     ordered = [groups[key] for key in sorted(groups)]
     for group in ordered:
         run = group.runs[0]
-        variant = run.variant if run.variant == "program" else f"{run.variant}-{run.protocol}"
+        variant = (
+            f"{run.variant}-{run.protocol}" if names_its_protocol(run.variant) else run.variant
+        )
         group.folder = _slug(f"{group.model}__{run.split}__{variant}")
     _distinguish(ordered)
     return ordered

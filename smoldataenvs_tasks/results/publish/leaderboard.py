@@ -61,6 +61,7 @@ from smoldataenvs_tasks.results.figures.stats import (
 from smoldataenvs_tasks.results.figures.task_outcomes import TaskOutcomes, outcomes_from_entries
 from smoldataenvs_tasks.results.load.fingerprint import content_duplicates, overlap
 from smoldataenvs_tasks.results.model.coverage import coverage_phrase
+from smoldataenvs_tasks.results.model.protocol import names_its_protocol
 from smoldataenvs_tasks.results.model.schema import (
     Cost,
     EstimateEntry,
@@ -307,9 +308,9 @@ def _date(sub: Submission) -> str | None:
 
 
 def _variant(sub: Submission) -> str:
-    if sub["variant"] == "program":
-        return "program"
-    return f"{sub['variant']} ({sub['protocol']})"
+    if names_its_protocol(sub["variant"]):
+        return f"{sub['variant']} ({sub['protocol']})"
+    return sub["variant"]
 
 
 def _text(value: str | list[str]) -> str:

@@ -56,12 +56,14 @@ from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.pipeline import ToolCall
 from smoldataenvs_tasks.results.model.errors import RunLoadError
+from smoldataenvs_tasks.results.model.protocol import framework_of, variant_of
 from smoldataenvs_tasks.results.model.runs import Run
 from smoldataenvs_tasks.results.verify.checks import FAIL, NOTE, OK, SKIP, Check
 from smoldataenvs_tasks.results.verify.transcript import Recorded, recorded_attempts
 from smoldataenvs_tasks.results.verify.verifier_data import VerifierData
 from smoldataenvs_tasks.sandboxes.tool_output import combined_output, shown_to_model
 from smoldataenvs_tasks.scorers.verdict import Category, UngradedReason, Verdict
+from smoldataenvs_tasks.variants import ANSWER_FILE_PROTOCOL, PROGRAM
 
 EXACT, INEXACT, NONDETERMINISTIC, NOT_REPLAYABLE, DIFFERS = (
     "exact",
@@ -447,10 +449,14 @@ def reexecute_runs(
     skipped: list[str] = []
     started = time.monotonic()
     for run in runs:
-        if run.framework not in ("inspect_ai", "lm_eval"):
+        framework = framework_of(run.framework)
+        if framework is None or not framework.reexecutable:
             skipped.append(f"{run.source}: {run.framework} runs are not re-executed here")
             continue
-        if run.variant == "agentic" and run.protocol != "answer_file":
+        # A variant this package does not know is re-executed as the program task (its replies
+        # run as programs): a name a log's metadata gives must not skip the check.
+        variant = variant_of(run.variant) or PROGRAM
+        if variant.agentic and run.protocol != ANSWER_FILE_PROTOCOL:
             skipped.append(
                 f"{run.source}: the {run.protocol} protocol's answer is the model's own text, "
                 "re-graded by `regrade`; nothing to re-execute"
@@ -459,7 +465,7 @@ def reexecute_runs(
         items = _to_grade(run, data, recorded_attempts(run))
         if not items:
             continue
-        replay = _agent_replays if run.variant == "agentic" else _program_runs
+        replay = _agent_replays if variant.agentic else _program_runs
         attempts += replay(run, items, data, sandbox=sandbox, mirror=mirror)
     return Reexecution(attempts, time.monotonic() - started, skipped)
 

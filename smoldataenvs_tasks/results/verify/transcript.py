@@ -13,7 +13,7 @@ re-execution runs the messages (`recorded_attempts`), and `verify --logs` fails,
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from smoldataenvs_tasks.pipeline import ToolCall
 from smoldataenvs_tasks.results.model.errors import RunLoadError
 from smoldataenvs_tasks.results.model.runs import Run
 from smoldataenvs_tasks.results.verify.checks import FAIL, OK, SKIP, Check
+from smoldataenvs_tasks.run_plan import INSPECT, LM_EVAL
 from smoldataenvs_tasks.variants import AGENT_TOOLS
 
 # The agent tools whose calls a replay runs, and the argument each takes its text in: read from
@@ -50,14 +51,17 @@ def recorded_attempts(run: Run) -> dict[tuple[str, int], Recorded]:
         raise RunLoadError(
             f"{run.source}: no samples file on this machine to read the replies from"
         )
-    if run.framework == "inspect_ai":
-        return {
-            (str(sample.id), int(sample.epoch)): _from_messages(sample)
-            for sample in _inspect_samples(run.location, run.source)
-        }
-    if run.framework == "lm_eval":
-        return _lm_eval_attempts(run.location)
-    raise RunLoadError(f"{run.source}: {run.framework} runs cannot be re-executed here")
+    read = ATTEMPT_READERS.get(run.framework)
+    if read is None:
+        raise RunLoadError(f"{run.source}: {run.framework} runs cannot be re-executed here")
+    return read(run.location, run.source)
+
+
+def _inspect_attempts(location: str, name: str) -> dict[tuple[str, int], Recorded]:
+    return {
+        (str(sample.id), int(sample.epoch)): _from_messages(sample)
+        for sample in _inspect_samples(location, name)
+    }
 
 
 def _inspect_samples(location: str, name: str) -> Iterator[Any]:
@@ -124,7 +128,8 @@ def _from_messages(sample: Any) -> Recorded:
     return Recorded(reply, tuple(calls))
 
 
-def _lm_eval_attempts(location: str) -> dict[tuple[str, int], Recorded]:
+def _lm_eval_attempts(location: str, name: str) -> dict[tuple[str, int], Recorded]:
+    """(lm-eval's samples file names its errors itself: `name` is for Inspect's reader.)"""
     from pathlib import Path
 
     from smoldataenvs_tasks.lm_eval_samples import holds_verdicts, samples_line_replies
@@ -177,15 +182,27 @@ def derived_mismatches(sample: Any) -> list[str]:
     return out
 
 
+# Where each framework's log keeps what the model wrote: the frameworks whose records say
+# `reexecutable` (run_plan.FRAMEWORKS; a test holds the two together).
+ATTEMPT_READERS: Mapping[str, Callable[[str, str], dict[tuple[str, int], Recorded]]] = {
+    INSPECT.name: _inspect_attempts,
+    LM_EVAL.name: _lm_eval_attempts,
+}
+# The frameworks whose logs keep the model's words twice, with their samples' reader: Inspect's
+# messages, and the completion and tool events derived from them. lm-eval keeps its replies once.
+_DERIVED_COPIES = {INSPECT.name: _inspect_samples}
+
+
 def check_transcript(runs: Sequence[Run]) -> Check:
     """The `transcript` check of `verify --logs` (module docstring)."""
     found: list[str] = []
     n_samples = 0
     for run in runs:
-        if run.framework != "inspect_ai" or run.location is None:
+        read = _DERIVED_COPIES.get(run.framework)
+        if read is None or run.location is None:
             continue
         try:
-            for sample in _inspect_samples(run.location, run.source):
+            for sample in read(run.location, run.source):
                 n_samples += 1
                 found += [f"{run.source}: {line}" for line in derived_mismatches(sample)]
         except RunLoadError as exc:
