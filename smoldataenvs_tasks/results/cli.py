@@ -22,6 +22,12 @@ check.
 
 The computation lives in `smoldataenvs_tasks.results` (load, select, stats, submission, verify,
 leaderboard, render, compare); this module is the command-line glue.
+
+One module (over 500 lines): it is the top room of results/ (pyproject.toml's import contract:
+`cli` above `verify | render`), and `verify` and `leaderboard` share its options and their
+one-line refusals (`--logs`, `--mirror`, `--reexecute`/`--sandbox` through `_reexecute_kind`), so
+the two cannot come to check a submission differently. Most of its length is click's option
+declarations and their help; what each command computes lives in the rooms below.
 """
 
 from __future__ import annotations

@@ -17,6 +17,12 @@ and the per-task *outcomes*. Every other field is a figure `assemble` computes f
 so `recompute` rebuilds a submission from its own header, runs and tasks, and `smoldataenvs
 verify` compares the two field by field.
 
+One module (over 500 lines): building a submission from runs (`build_submission`) and rebuilding
+it from its own records (`recompute`) both end in the one `assemble`, beside the header and run
+records they assemble from. Split, the two paths could come to compute a figure differently, and
+the verifier's field-by-field check would then fail honest submissions or pass edited ones. The
+figures themselves (statistics, diagnostics, cost, outcomes) already live in results/figures/.
+
     from smoldataenvs_tasks.results.load.inputs import load_runs
     from smoldataenvs_tasks.results.publish.submission import build_submission, verify_submission
     sub = build_submission(load_runs(["logs/"]))
