@@ -34,6 +34,8 @@ def _previous_doc(doc: dict[str, Any]) -> dict[str, Any]:
     doc = dict(doc)
     run = json.loads(doc.pop("_run"))
     grading = json.loads(doc.pop("_grading"))
+    # nor did it store the task's protocol (issue 47)
+    doc.pop("_task_protocol", None)
     doc.update(
         {
             "_sandbox": run["sandbox"],
