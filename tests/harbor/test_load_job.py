@@ -184,9 +184,13 @@ def test_a_stored_protocol_field_missing_reads_as_none_and_its_answer_rule_is_ke
 @pytest.mark.parametrize(
     ("stored", "line"),
     [
-        ("answer_file", f"provenance {PROTOCOL_KEY} is not an object"),
-        ({"variant": ["agentic"]}, f"{PROTOCOL_KEY}.variant ['agentic'] is not text"),
-        ({"variant": "freestyle"}, f"{PROTOCOL_KEY}.variant 'freestyle' is no variant"),
+        ("answer_file", f"provenance {PROTOCOL_KEY}: not an object"),
+        (
+            {"variant": ["agentic"]},
+            f"{PROTOCOL_KEY}.variant: ['agentic'] is not of its declared type",
+        ),
+        ({"max_turns": "17"}, f"{PROTOCOL_KEY}.max_turns: '17' is not of its declared type"),
+        ({"variant": "freestyle"}, f"{PROTOCOL_KEY}.variant: 'freestyle' is no variant"),
     ],
 )
 def test_a_stored_protocol_of_the_wrong_shape_is_one_line(tmp_path, stored, line):

@@ -28,11 +28,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID
 from smoldataenvs_tasks.contract import HARBOR_VERDICT_FILE, HARBOR_VERIFIER_DIR
-from smoldataenvs_tasks.results.load.provenance import nested_provenance, read_provenance
+from smoldataenvs_tasks.results.load.provenance import (
+    nested_provenance,
+    read_protocol,
+    read_provenance,
+)
 from smoldataenvs_tasks.results.model.coverage import normal_filters
 from smoldataenvs_tasks.results.model.errors import RunLoadError
 from smoldataenvs_tasks.results.model.protocol import normal_settings
@@ -41,7 +45,6 @@ from smoldataenvs_tasks.run_plan import HARBOR, RunProvenance
 from smoldataenvs_tasks.scorers.verdict import UngradedReason, Verdict
 from smoldataenvs_tasks.variants import (
     AGENTIC,
-    PROTOCOL_FIELDS,
     PROTOCOL_KEY,
     VARIANTS,
     TaskProtocol,
@@ -93,8 +96,6 @@ def harbor_provenance(exported: dict[str, Any], where: str) -> RunProvenance:
 # The declared settings a Harbor agent brings its own of (its model's reply budget and sampling,
 # its tools, no turn budget but task.toml's wall time): unknown to the job, so unset.
 _AGENTS_OWN = ("max_tokens", "temperature", "do_sample", "max_turns", "tools", "tool_timeout_s")
-# Fields that name what was asked: text, when recorded.
-_NAMES = ("framework", "variant", "protocol")
 
 
 def declared_protocol(exported: dict[str, Any], where: str) -> TaskProtocol:
@@ -105,15 +106,11 @@ def declared_protocol(exported: dict[str, Any], where: str) -> TaskProtocol:
     if stored is None:
         legacy = exported.get("protocol")
         return AGENTIC.declared(HARBOR.name, protocol=legacy if isinstance(legacy, str) else None)
-    if not isinstance(stored, dict):
-        raise RunLoadError(f"{where}: provenance {PROTOCOL_KEY} is not an object")
-    for name in _NAMES:
-        if stored.get(name) is not None and not isinstance(stored[name], str):
-            raise RunLoadError(f"{where}: {PROTOCOL_KEY}.{name} {stored[name]!r:.60} is not text")
-    variant = stored.get("variant")
-    if variant is not None and variant not in VARIANTS:
-        raise RunLoadError(f"{where}: {PROTOCOL_KEY}.variant {variant!r:.60} is no variant")
-    return cast(TaskProtocol, {name: stored.get(name) for name in PROTOCOL_FIELDS})
+    at = f"{where} provenance {PROTOCOL_KEY}"
+    declared = read_protocol(stored, at)
+    if declared["variant"] is not None and declared["variant"] not in VARIANTS:
+        raise RunLoadError(f"{at}.variant: {declared['variant']!r:.60} is no variant")
+    return declared
 
 
 def job_settings(declared: TaskProtocol, config: dict[str, Any], environment: str) -> TaskProtocol:

@@ -19,9 +19,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-import types
 from pathlib import Path
-from typing import Any, TypedDict, Union, cast, get_args, get_origin, get_type_hints
+from typing import Any, TypedDict
 
 from smoldataenvs_tasks._pins import DATASET_REPO_ID, SAMPLE_SPLIT
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
@@ -37,7 +36,11 @@ from smoldataenvs_tasks.lm_eval_samples import (
 )
 from smoldataenvs_tasks.results.load.calls import CallSettings, header_values
 from smoldataenvs_tasks.results.load.fingerprint import output_digest
-from smoldataenvs_tasks.results.load.provenance import lm_eval_provenance, read_provenance
+from smoldataenvs_tasks.results.load.provenance import (
+    lm_eval_provenance,
+    read_protocol,
+    read_provenance,
+)
 from smoldataenvs_tasks.results.load.usage import recorded_seconds
 from smoldataenvs_tasks.results.model.coverage import FILTER_NAMES, normal_filters
 from smoldataenvs_tasks.results.model.errors import RunLoadError
@@ -53,7 +56,7 @@ from smoldataenvs_tasks.results.model.runs import (
 from smoldataenvs_tasks.results.model.schema import ProtocolSettings
 from smoldataenvs_tasks.run_plan import LM_EVAL, RunProvenance
 from smoldataenvs_tasks.scorers.verdict import DEFAULT_PROFILE, Verdict, versioned
-from smoldataenvs_tasks.variants import PROGRAM, PROTOCOL_FIELDS, PROTOCOL_KEY, TaskProtocol
+from smoldataenvs_tasks.variants import PROGRAM, PROTOCOL_KEY, TaskProtocol
 
 _LM_EVAL_TASK_PREFIX = "smoldataenvs_program_"
 # generation_kwargs the protocol names on its own; any other one is recorded as it is.
@@ -493,37 +496,7 @@ def _declared_protocol(doc: dict[str, Any], where: str) -> TaskProtocol | None:
     if raw is None:
         return None
     at = f"{where} doc {_PROTOCOL_COLUMN}"
-    record = _json_line(raw, at) if isinstance(raw, str) else raw
-    if not isinstance(record, dict):
-        raise RunLoadError(f"{at}: not an object")
-    hints = get_type_hints(TaskProtocol)
-    fields = {}
-    for key in PROTOCOL_FIELDS:
-        value = record.get(key)
-        if value is not None and not _fits(value, hints[key]):
-            raise RunLoadError(f"{at}.{key}: {value!r:.60} is not of its declared type")
-        fields[key] = value
-    return cast(TaskProtocol, fields)
-
-
-def _fits(value: Any, wanted: Any) -> bool:
-    """Whether a stored JSON value has the type TaskProtocol declares for it (an int stands for
-    a float; a bool is no number)."""
-    origin = get_origin(wanted)
-    if origin in (Union, types.UnionType):
-        return any(_fits(value, option) for option in get_args(wanted) if option is not None)
-    if origin is list:
-        (item,) = get_args(wanted)
-        return isinstance(value, list) and all(_fits(element, item) for element in value)
-    if origin is dict:
-        return isinstance(value, dict)
-    if wanted is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if wanted is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if wanted in (str, bool):
-        return isinstance(value, wanted)
-    return wanted is type(None) and value is None
+    return read_protocol(_json_line(raw, at) if isinstance(raw, str) else raw, at)
 
 
 def _json_safe(value: Any) -> Any:

@@ -3,7 +3,8 @@
 Every framework stores `run_plan.RunProvenance` under one key (Inspect's task metadata `run`,
 lm-eval's doc column `_run`); both loaders read it here, each field checked against the type
 that declaration gives it. Logs from before that key existed are read from where they kept the
-same facts (`legacy_*`).
+same facts (`legacy_*`). The task protocol a framework stores beside it (`variants.TaskProtocol`
+under `PROTOCOL_KEY`) is read here too, each field of its declared type (`read_protocol`).
 
     python -c "from smoldataenvs_tasks.results.load.provenance import read_provenance; \
 print(read_provenance({'split': 'eval', 'split_tasks': 144}, 'x.eval'))"
@@ -12,12 +13,14 @@ print(read_provenance({'split': 'eval', 'split_tasks': 144}, 'x.eval'))"
 from __future__ import annotations
 
 import json
+import types
 from collections.abc import Mapping
-from typing import Any, cast, get_args, get_type_hints
+from typing import Any, Union, cast, get_args, get_origin, get_type_hints
 
 from smoldataenvs_tasks.results.model.coverage import FILTER_NAMES, normal_filters
 from smoldataenvs_tasks.results.model.errors import RunLoadError
 from smoldataenvs_tasks.run_plan import PROVENANCE_KEY, RunProvenance
+from smoldataenvs_tasks.variants import PROTOCOL_FIELDS, TaskProtocol
 
 # lm-eval docs before PROVENANCE_KEY: one `_` column per field.
 _LEGACY_DOC_COLUMNS = {
@@ -118,3 +121,40 @@ def lm_eval_provenance(doc: Mapping[str, Any], row: Mapping[str, Any], where: st
         if field in get_type_hints(RunProvenance) and legacy.get(field) in (None, ""):
             legacy[field] = value
     return read_provenance(legacy, where)
+
+
+def read_protocol(record: object, where: str) -> TaskProtocol:
+    """A stored task protocol (a JSON object: an lm-eval doc's column, parsed; an Inspect
+    log's metadata; a Harbor verdict's provenance), each field of the type `variants.TaskProtocol`
+    declares; a field the record lacks (TOML has no null: a Harbor task.toml leaves None out)
+    reads as None."""
+    if not isinstance(record, dict):
+        raise RunLoadError(f"{where}: not an object")
+    hints = get_type_hints(TaskProtocol)
+    fields = {}
+    for key in PROTOCOL_FIELDS:
+        value = record.get(key)
+        if value is not None and not _fits(value, hints[key]):
+            raise RunLoadError(f"{where}.{key}: {value!r:.60} is not of its declared type")
+        fields[key] = value
+    return cast(TaskProtocol, fields)
+
+
+def _fits(value: Any, wanted: Any) -> bool:
+    """Whether a stored JSON value has the type TaskProtocol declares for it (an int stands for
+    a float; a bool is no number)."""
+    origin = get_origin(wanted)
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, option) for option in get_args(wanted) if option is not None)
+    if origin is list:
+        (item,) = get_args(wanted)
+        return isinstance(value, list) and all(_fits(element, item) for element in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if wanted is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if wanted is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if wanted in (str, bool):
+        return isinstance(value, wanted)
+    return wanted is type(None) and value is None
