@@ -32,6 +32,7 @@ from smoldataenvs_tasks.results.cli import (
 )
 from smoldataenvs_tasks.results.publish.submission import COVERAGE_INPUTS, verify_submission
 from smoldataenvs_tasks.rl.environment import DataAnalysisEnv
+from smoldataenvs_tasks.rl.verifiers_v1 import ProgramTaskConfig, ProgramTasksetConfig
 from smoldataenvs_tasks.sandboxes.bwrap import bwrap_status
 from smoldataenvs_tasks.sandboxes.cli import build_sandbox_image, sandbox_image_status
 from smoldataenvs_tasks.sandboxes.docker.image import docker_status
@@ -133,6 +134,9 @@ DataAnalysisEnv.last_verdict
 _.on_step_end
 _.on_train_end
 _.control
+# pydantic runs a model's validators: the verifiers 0.4 taskset's configs (rl/verifiers_v1.py).
+ProgramTaskConfig._settings_are_valid
+ProgramTasksetConfig._split_is_valid
 
 # The sandbox kinds' records name code as "module:attribute" strings (sandboxes/kinds.py), loaded
 # on use.

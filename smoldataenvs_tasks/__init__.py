@@ -14,6 +14,7 @@ The Inspect tasks, for Python:
     1.0
 """
 
+import importlib.util
 from typing import Any
 
 from smoldataenvs_tasks.scorers.grader import GradeResult, grade
@@ -31,6 +32,11 @@ __all__ = [
 
 _INSPECT_TASKS = ("smoldataenvs", "smoldataenvs_program")
 
+if importlib.util.find_spec("verifiers") is not None:
+    # verifiers 0.4's `vf-eval smoldataenvs-tasks` runs the one Taskset subclass this package's
+    # `__all__` lists; listed only where verifiers is installed, so `import *` works without it.
+    __all__ += ["SmolDataEnvsTaskset"]
+
 
 def __getattr__(name: str) -> Any:
     # The tasks import Inspect: only when asked for, so `smoldataenvs grade` and lm-eval stay light.
@@ -45,4 +51,8 @@ def __getattr__(name: str) -> Any:
         from smoldataenvs_tasks.rl.verifiers_env import load_environment
 
         return load_environment
+    if name == "SmolDataEnvsTaskset":
+        from smoldataenvs_tasks.rl.verifiers_v1 import SmolDataEnvsTaskset
+
+        return SmolDataEnvsTaskset
     raise AttributeError(f"module 'smoldataenvs_tasks' has no attribute {name!r}")

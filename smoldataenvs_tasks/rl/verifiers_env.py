@@ -17,8 +17,10 @@ exception of a reward function into a logged 0.0, which would train on a failure
 if it were the model's; so the function marks the rollout, and `ProgramRubric`'s scoring raises
 once verifiers' own has run.
 
-verifiers 0.4 keeps only its v1 Taskset/Harness API (`SingleTurnEnv`, `Rubric` and the `vf-eval`
-this module serves are gone, and it requires openai < 3); the `rl` extra keeps the 0.3 line.
+verifiers 0.4 dropped `SingleTurnEnv`, `Rubric` and the `vf-eval` this module serves; its v1
+`Taskset` API is served by `verifiers_v1` (`vf-eval smoldataenvs-tasks --env.taskset.split ...`),
+in a venv of its own: 0.4 requires openai < 3 and Inspect's OpenAI providers openai >= 3.4
+(docs/rl.md). The `rl` extra keeps the 0.3 line.
 """
 
 from __future__ import annotations
@@ -40,6 +42,21 @@ from smoldataenvs_tasks.rl.reward import (
 _FAILURE_KEY = "smoldataenvs_infrastructure_error"
 
 
+async def grade_completion(reward: ProgramReward, completion: Any, info: dict[str, Any]) -> float:
+    """One completion of `info`'s task (its task id, split, mirror, revision) graded by `reward`'s
+    settings on the caller's event loop: 1.0 or 0.0, 0.0 for a task the data cannot grade (noted
+    once), `RewardInfrastructureError` for the run's own failure. The 0.3 rubric and the 0.4
+    taskset (`verifiers_v1`) both grade through here."""
+    task_id = str(info["task_id"])
+    reply, source = reward.reply(completion, task_id, info)
+    [graded] = await reward.grade_replies_async([reply], source)
+    value = reward_of(graded.verdict)
+    if value is None:
+        note_ungradable(task_id, graded.verdict)
+        return 0.0
+    return value
+
+
 def rubric_function(reward: ProgramReward) -> Any:
     """The rubric's reward function: one rollout's completion graded by `reward`'s settings,
     on verifiers' own event loop."""
@@ -47,25 +64,18 @@ def rubric_function(reward: ProgramReward) -> Any:
     async def smoldataenvs_program(
         completion: Any, info: dict[str, Any], state: dict[str, Any] | None = None
     ) -> float:
-        task_id = str(info["task_id"])
-        reply, source = reward.reply(completion, task_id, info)
-        [graded] = await reward.grade_replies_async([reply], source)
         try:
-            value = reward_of(graded.verdict)
+            return await grade_completion(reward, completion, info)
         except RewardInfrastructureError as error:
             if state is not None:
                 state[_FAILURE_KEY] = str(error)
             raise
-        if value is None:
-            note_ungradable(task_id, graded.verdict)
-            return 0.0
-        return value
 
     return smoldataenvs_program
 
 
 class VerifiersVersionError(SmolDataEnvsError, ImportError):
-    """The installed verifiers has no SingleTurnEnv/Rubric (0.4 and later)."""
+    """The installed verifiers has no SingleTurnEnv/Rubric (0.4 and later: `verifiers_v1`)."""
 
 
 def _verifiers() -> Any:
@@ -75,8 +85,10 @@ def _verifiers() -> Any:
     if not all(hasattr(vf, name) for name in ("SingleTurnEnv", "Rubric")):
         raise VerifiersVersionError(
             f"verifiers {getattr(vf, '__version__', '?')} has no SingleTurnEnv/Rubric (0.4 kept "
-            "only its v1 Taskset/Harness API): install the rl extra's verifiers, "
-            "pip install 'verifiers>=0.3.1,<0.4'"
+            "only its v1 Taskset API): with 0.4 run `vf-eval smoldataenvs-tasks "
+            "--env.taskset.split SPLIT --env.agent.harness.id null` in a venv of its own (0.4 "
+            "needs openai<3, Inspect's OpenAI providers >=3.4; docs/rl.md), or for "
+            "load_environment install the rl extra's verifiers, pip install 'verifiers>=0.3.1,<0.4'"
         )
     return vf
 

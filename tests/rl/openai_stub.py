@@ -1,8 +1,9 @@
 """A stand-in for a remote OpenAI-compatible server (vLLM, an API) that answers each chat
 completion with a recorded reply: the bundled gold program of the task whose prompt it was sent.
 
-It speaks only what a chat client needs (`POST /v1/chat/completions`, `GET /v1/models`), on
-127.0.0.1, in a thread of the test process. A prompt that is no sample task's gets an empty reply.
+It speaks only what a chat client needs (`POST /v1/chat/completions`, streamed when asked, and
+`GET /v1/models`), on 127.0.0.1, in a thread of the test process. A prompt that is no sample
+task's gets an empty reply.
 """
 
 from __future__ import annotations
@@ -58,10 +59,14 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(prompt, list):
             prompt = "".join(part.get("text", "") for part in prompt)
         text = type(self).replies.get(prompt, "")
+        reply_id = f"chatcmpl-{len(type(self).requests)}"
+        if request.get("stream"):
+            self._stream(reply_id, request.get("model", "gold"), text)
+            return
         self._send(
             200,
             {
-                "id": f"chatcmpl-{len(type(self).requests)}",
+                "id": reply_id,
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": request.get("model", "gold"),
@@ -75,6 +80,34 @@ class _Handler(BaseHTTPRequestHandler):
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
             },
         )
+
+    def _stream(self, reply_id: str, model: str, text: str) -> None:
+        # verifiers 0.4's harness programs stream (`stream: true`): the reply as one chunk, the
+        # finish and usage, then `[DONE]`, which its relay waits for.
+        chunk = {"id": reply_id, "object": "chat.completion.chunk", "created": int(time.time())}
+        events = [
+            {
+                **chunk,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+            }
+            for delta in ({"role": "assistant", "content": ""}, {"content": text})
+        ]
+        events.append(
+            {
+                **chunk,
+                "model": model,
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        )
+        body = b"".join(f"data: {json.dumps(event)}\n\n".encode() for event in events)
+        body += b"data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 
 @contextmanager

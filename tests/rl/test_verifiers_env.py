@@ -154,4 +154,7 @@ def test_verifiers_0_4_is_one_line_naming_the_version_to_install(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     [line] = run.stdout.strip().splitlines()
     assert "verifiers 0.4.0 has no SingleTurnEnv/Rubric" in line
+    # What a 0.4 user runs instead (tests/rl/test_verifiers_v1.py runs it), and why not here.
+    assert "vf-eval smoldataenvs-tasks --env.taskset.split SPLIT" in line
+    assert "0.4 needs openai<3, Inspect's OpenAI providers >=3.4" in line
     assert "pip install 'verifiers>=0.3.1,<0.4'" in line
