@@ -15,6 +15,7 @@ from smoldataenvs_tasks._pins import DATASET_REPO_ID, DATASET_REVISION, SPLIT_SI
 from smoldataenvs_tasks.inspect_adapter.scoring import SCORER_METRICS
 from smoldataenvs_tasks.inspect_adapter.tasks import HEADLINE_SPLIT, TASK_VERSION
 from smoldataenvs_tasks.sandboxes.kinds import CHOICES
+from smoldataenvs_tasks.variants import MAX_TURNS
 from tests.inspect.metric_epochs import run_metrics
 
 EVAL_YAML = Path(smoldataenvs_tasks.__file__).parent / "eval.yaml"
@@ -32,7 +33,13 @@ def test_it_names_the_packages_tasks_at_the_headline_splits_size(card):
         assert made.name == f"smoldataenvs_tasks/{name}"
         assert samples == SPLIT_SIZES[HEADLINE_SPLIT]
     assert set(tasks) == {"smoldataenvs", "smoldataenvs_program"}
+
+
+def test_it_restates_the_task_version_and_the_agents_turn_budget(card):
+    # TASK_VERSION is computed from the grader's generations (inspect_adapter/tasks.py) and the
+    # turn budget declared in variants.py; the card restates both for inspect_evals' listing.
     assert card["version"] == TASK_VERSION
+    assert f"for up to {MAX_TURNS} turns" in " ".join(card["description"].split())
 
 
 def test_it_names_the_dataset_its_revision_and_splits(card):

@@ -84,7 +84,7 @@ def test_a_task_option_mistake_is_one_prerequisite_line(task, options, says):
 )
 def test_valid_option_values_in_every_spelling_are_taken(options, recorded):
     task = smoldataenvs_program(split="sample", sandbox="bwrap", **options)
-    recorded_here = {**task.metadata, **task.metadata["run"]}
+    recorded_here = {**task.metadata[PROTOCOL_KEY], **task.metadata["run"]}
     assert {key: recorded_here[key] for key in recorded} == recorded
 
 
