@@ -19,6 +19,7 @@ from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS
 from smoldataenvs_tasks.results.load.inputs import load_runs
 from smoldataenvs_tasks.results.verify.reexecute import _limits
+from smoldataenvs_tasks.variants import PROTOCOL_KEY
 from tests.replies import REVENUE_TASK, agentic_row, fenced, forge_revenue_as_gold, write_jsonl
 from tests.report.conftest import run_inspect
 from tests.report.replays import MIXED, Reply, gold_completions, write_replay
@@ -219,7 +220,10 @@ def test_a_log_s_own_time_limits_do_not_bound_the_verifier(program_log, plain_ag
     for log_file, key in ((program_log, "program_timeout_s"), (plain_agent, "tool_timeout_s")):
         for stated in (1e6, 2.0):
             log = read_eval_log(str(log_file))
-            log.eval.metadata[key] = stated
+            # Where the log states its limits: the task's stored protocol (issue 47), loose
+            # metadata keys before it.
+            meta = log.eval.metadata
+            meta.get(PROTOCOL_KEY, meta)[key] = stated
             forged = tmp_path / f"{key}-{stated}" / log_file.name
             write_eval_log(log, str(forged))
             [run] = load_runs([str(forged)])
