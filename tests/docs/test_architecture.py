@@ -201,3 +201,41 @@ def test_no_package_imports_itself_back_even_from_a_function() -> None:
 def test_the_fold_keeps_a_cycle_between_packages() -> None:
     graph = {"p.a.x.one": {"p.a.y"}, "p.a.y": {"p.a.x.two"}, "p.a.x.two": set()}
     assert _cycle(_folded(graph)) == ["p.a.x", "p.a.y", "p.a.x"]
+
+
+def _protocol_literals() -> dict[object, list[str]]:
+    """Where the protocol's numbers are written in the package: the agent's 17 turns, the 1024
+    tokens of a reply and the 0.8 of pass@k sampling. A 1024 that is a factor of a byte size
+    (`256 * 1024`, `1024**2`) or a cache's `maxsize`, and the power analysis' `POWER = 0.80`,
+    are other quantities that happen to share the digits."""
+    found: dict[object, list[str]] = {17: [], 1024: [], 0.8: []}
+    for path in _modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        other_quantities = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult | ast.Pow):
+                other_quantities |= {id(node.left), id(node.right)}
+            elif isinstance(node, ast.keyword) and node.arg == "maxsize":
+                other_quantities.add(id(node.value))
+            elif isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "POWER":
+                other_quantities.add(id(node.value))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Constant) or id(node) in other_quantities:
+                continue
+            for number in found:
+                if type(node.value) is type(number) and node.value == number:
+                    found[number].append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    return found
+
+
+def test_the_protocol_numbers_are_written_once() -> None:
+    """17, 1024 and 0.8 each once, in variants.py; everything else reads them from there
+    (issue 47). The task YAMLs restate them and are held to them by tests/lm_eval."""
+    found = _protocol_literals()
+    assert {
+        number: [where.split(":")[0] for where in places] for number, places in found.items()
+    } == {
+        17: ["variants.py"],
+        1024: ["variants.py"],
+        0.8: ["variants.py"],
+    }
