@@ -307,15 +307,17 @@ def _create_task(variant: Variant, **given: Any) -> Task:
     # run used (Inspect's --max-tokens, --temperature override them) is the log's plan config.
     temperature = declared["temperature"]
     config = GenerateConfig(temperature=temperature, max_tokens=declared["max_tokens"])
+    # The agent's turn budget is Inspect's turn limit (None for the program task's one reply).
+    turn_limit = declared["max_turns"]
 
     solver: Solver | Any
     if not variant.agentic:
         solver = [
             system_message(PROGRAM_SYSTEM_PROMPT),
+            # The program variant always has one: greedy, or sampled for pass@k.
             program_reply(temperature or 0.0),
         ]
         scorer = program_scorer(program_timeout=limits.program_timeout_s, grader=grader)
-        turn_limit = None
     else:
         tool_objects = [bash_tool(timeout=options.tool_timeout_s)]
         if PYTHON.name in tool_names:
@@ -331,7 +333,6 @@ def _create_task(variant: Variant, **given: Any) -> Task:
         else:
             solver = [system_message(system), use_tools(tool_objects), agent_turns()]
             scorer = answer_file_scorer(grader=grader)
-        turn_limit = options.max_turns
 
     return Task(
         dataset=dataset,
