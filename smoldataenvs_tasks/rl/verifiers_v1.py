@@ -65,7 +65,7 @@ class ProgramTaskConfig(vf.TaskConfig):
         return self
 
 
-class ProgramTask(vf.Task[ProgramTaskData, vf.State, ProgramTaskConfig]):
+class SmolDataEnvsTask(vf.Task[ProgramTaskData, vf.State, ProgramTaskConfig]):
     @vf.reward
     async def smoldataenvs_program(self, task: ProgramTaskData, trace: Any) -> float:
         config = self.config
@@ -115,10 +115,10 @@ def task_data(row: dict[str, Any]) -> ProgramTaskData:
     )
 
 
-class SmolDataEnvsTaskset(vf.Taskset[ProgramTask, ProgramTasksetConfig]):
-    """`rl_dataset`'s rows of the split the config names, each a `ProgramTask`."""
+class SmolDataEnvsTaskset(vf.Taskset[SmolDataEnvsTask, ProgramTasksetConfig]):
+    """`rl_dataset`'s rows of the split the config names, each a `SmolDataEnvsTask`."""
 
-    def load(self) -> Iterator[ProgramTask]:
+    def load(self) -> Iterator[SmolDataEnvsTask]:
         config = self.config
         rows = rl_dataset(
             config.split,
@@ -127,4 +127,4 @@ class SmolDataEnvsTaskset(vf.Taskset[ProgramTask, ProgramTasksetConfig]):
             allow_heldout=config.allow_heldout,
         )
         for row in rows:
-            yield ProgramTask(task_data(row), config.task)
+            yield SmolDataEnvsTask(task_data(row), config.task)
