@@ -104,15 +104,23 @@ def test_a_stored_protocol_of_the_wrong_shape_is_one_line(sandbox_kind, tmp_path
     not_a_record = _rewritten(
         log_file, tmp_path / "string.eval", {**metadata, PROTOCOL_KEY: "program"}
     )
-    with pytest.raises(RunLoadError, match=f"eval metadata {PROTOCOL_KEY} is str 'program'"):
+    with pytest.raises(RunLoadError, match=f"eval metadata {PROTOCOL_KEY}: not an object"):
         load_inspect_log(not_a_record)
     wrong_field = _rewritten(
         log_file,
         tmp_path / "field.eval",
         {**metadata, PROTOCOL_KEY: {**metadata[PROTOCOL_KEY], "pass_k": "4"}},
     )
-    with pytest.raises(RunLoadError, match=f"eval metadata {PROTOCOL_KEY}.pass_k is str"):
+    with pytest.raises(RunLoadError, match=f"{PROTOCOL_KEY}.pass_k: '4' is not of its declared"):
         load_inspect_log(wrong_field)
+    # Of its declared type but out of range: the Inspect loader's own checks still apply.
+    negative = _rewritten(
+        log_file,
+        tmp_path / "negative.eval",
+        {**metadata, PROTOCOL_KEY: {**metadata[PROTOCOL_KEY], "pass_k": -1}},
+    )
+    with pytest.raises(RunLoadError, match=f"eval metadata {PROTOCOL_KEY}.pass_k is int -1"):
+        load_inspect_log(negative)
     # A record missing a field reads it as None, as a record of an older declaration would.
     short = {k: v for k, v in metadata[PROTOCOL_KEY].items() if k != "num_fewshot"}
     fewer = _rewritten(log_file, tmp_path / "fewer.eval", {**metadata, PROTOCOL_KEY: short})

@@ -28,7 +28,7 @@ from typing import Any
 from smoldataenvs_tasks._pins import DATASET_REPO_ID
 from smoldataenvs_tasks.results.load.calls import CALL_KEYS, CallSettings, header_values
 from smoldataenvs_tasks.results.load.fingerprint import trajectory_digest
-from smoldataenvs_tasks.results.load.provenance import inspect_provenance
+from smoldataenvs_tasks.results.load.provenance import inspect_provenance, read_protocol
 from smoldataenvs_tasks.results.load.retries import attempt_of_samples, moment
 from smoldataenvs_tasks.results.load.usage import inspect_usage, span_seconds
 from smoldataenvs_tasks.results.model.coverage import FILTER_NAMES, normal_filters
@@ -424,17 +424,12 @@ def _observe_calls(calls: CallSettings, sample: Any, where: str) -> None:
 def _declared_protocol(meta: dict[str, Any], name: str) -> _MetaReader:
     """The protocol the task declared, field by field of its declaration (`PROTOCOL_FIELDS`; a
     field the record lacks reads as None): the TaskProtocol the task metadata stores under
-    PROTOCOL_KEY or, in a log written before issue 47 stored one, the same fields as loose keys
-    at the metadata's top."""
+    PROTOCOL_KEY (read as every loader reads one, `provenance.read_protocol`) or, in a log
+    written before issue 47 stored one, the same fields as loose keys at the metadata's top."""
     if PROTOCOL_KEY not in meta:
         return _MetaReader({key: meta.get(key) for key in PROTOCOL_FIELDS}, name, "")
-    stored = meta[PROTOCOL_KEY]
-    if not isinstance(stored, dict):
-        raise RunLoadError(
-            f"{name}: eval metadata {PROTOCOL_KEY} is {type(stored).__name__} "
-            f"{stored!r:.60}, not the task's protocol record"
-        )
-    return _MetaReader({key: stored.get(key) for key in PROTOCOL_FIELDS}, name, f"{PROTOCOL_KEY}.")
+    stored = read_protocol(meta[PROTOCOL_KEY], f"{name}: eval metadata {PROTOCOL_KEY}")
+    return _MetaReader(dict(stored), name, f"{PROTOCOL_KEY}.")
 
 
 class _MetaReader:
