@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from smoldataenvs_tasks.variants import PROTOCOL_KEY
 from tests.journeys.standin import (
     AGENTIC_SCORER,
     gold_outcomes,
@@ -36,7 +37,8 @@ def test_the_agentic_task_from_the_hub_on_first_use(user, hub, standin_data, tmp
     log = read_log(one_log(tmp_path / "logs"))
     assert sample_outcomes(log, AGENTIC_SCORER) == gold_outcomes(standin_data, SPLIT, ids)
     metadata = log.eval.metadata["run"]
-    assert (log.eval.metadata["variant"], metadata["data_source"]) == ("agentic", "hub")
+    protocol = log.eval.metadata[PROTOCOL_KEY]
+    assert (protocol["variant"], metadata["data_source"]) == ("agentic", "hub")
     assert (metadata["split_tasks"], metadata["n_tasks"]) == (250, 4)
     assert metadata["split_sha256"] == standin_data.split_sha256(SPLIT)
     tables = served_table_sha256()
