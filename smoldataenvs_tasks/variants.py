@@ -145,6 +145,9 @@ class TaskProtocol(TypedDict):
 
 
 PROTOCOL_FIELDS: tuple[str, ...] = tuple(TaskProtocol.__annotations__)
+# The fields with no one default value: those naming what was run, and the sandbox (any isolating
+# kind will do: results/model/protocol.py's own rule).
+_NO_DEFAULT = ("framework", "variant", "protocol", "model_options", "sandbox")
 
 
 # -- the variants -------------------------------------------------------------------------------
@@ -199,26 +202,13 @@ class Variant:
         """The value each setting has when the task runs as documented (every TaskProtocol field
         but the ones naming what was run); `records_do_sample` for a framework whose runs record
         it (`run_plan.Framework`)."""
-        agentic = self.agentic
-        sampled = pass_k not in (None, 1)
+        declared = self.declared(
+            "", records_do_sample=records_do_sample, pass_k=1 if pass_k is None else pass_k
+        )
+        # One attempt per task is the default; more is a deviation a report names.
         return {
-            "num_fewshot": 0,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature_for(pass_k),
-            "top_p": None,
-            "top_k": None,
-            "stop": None,
-            # lm-eval records do_sample; its `_pass4` tasks sample, its others are greedy.
-            "do_sample": sampled if records_do_sample else None,
+            **{key: value for key, value in declared.items() if key not in _NO_DEFAULT},
             "pass_k": 1,
-            "program_timeout_s": None if agentic else DEFAULT_LIMITS.program_timeout_s,
-            "max_turns": self.max_turns,
-            "tools": list(self.tools) if agentic else None,
-            "tool_timeout_s": DEFAULT_LIMITS.tool_timeout_s if agentic else None,
-            "chat_template": True,
-            "system_prompt": None,
-            "sample_limits": None,
-            "generation_extra": None,
         }
 
     def declared(
