@@ -60,22 +60,37 @@ def plan_split(
         raise spelled from None
 
 
-# How the data layer tells Inspect's and lm-eval's users to name a mirror; a Python caller of this
-# room passes it as an argument instead.
+# How the layers below tell Inspect's and lm-eval's users to name a mirror or a sandbox; a Python
+# caller of this room passes either as an argument instead.
 _FRAMEWORK_MIRROR_HINT = (
     "`-T mirror=DIR` (lm-eval: `--metadata mirror=DIR`; or SMOLDATAENVS_MIRROR=DIR)"
 )
 _PYTHON_MIRROR_HINT = (
     "`mirror=DIR` to rl_dataset and to the reward or DataAnalysisEnv (or SMOLDATAENVS_MIRROR=DIR)"
 )
+_FRAMEWORK_SANDBOX_HINT = "-T sandbox=bwrap"
+_PYTHON_SANDBOX_HINT = f'sandbox="bwrap" (or {ENV_SANDBOX}=bwrap)'
+_PYTHON_SPELLINGS = (
+    (_FRAMEWORK_MIRROR_HINT, _PYTHON_MIRROR_HINT),
+    (_FRAMEWORK_SANDBOX_HINT, _PYTHON_SANDBOX_HINT),
+)
+
+
+def spelled_for_python(text: str) -> str:
+    """`text` with its advice spelled for this room's callers (`mirror=DIR`, `sandbox="bwrap"`,
+    not `-T`)."""
+    for framework_hint, python_hint in _PYTHON_SPELLINGS:
+        text = text.replace(framework_hint, python_hint)
+    return text
 
 
 def _for_python(error: SmolDataEnvsError) -> SmolDataEnvsError:
-    """The same error, its advice spelled for this room's callers (`mirror=DIR`, not `-T`)."""
+    """The same error, its advice spelled for this room's callers."""
     text = str(error)
-    if _FRAMEWORK_MIRROR_HINT not in text:
+    spelled = spelled_for_python(text)
+    if spelled == text:
         return error
     try:
-        return type(error)(text.replace(_FRAMEWORK_MIRROR_HINT, _PYTHON_MIRROR_HINT))
+        return type(error)(spelled)
     except TypeError:  # an error class that is not built from its message alone
         return error

@@ -40,7 +40,7 @@ from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.pipeline import GradedReply, ProgramReply, grade_program_replies_async
 from smoldataenvs_tasks.rl import provenance as provenance_log
-from smoldataenvs_tasks.rl.plan import RL, configured_sandbox, plan_split
+from smoldataenvs_tasks.rl.plan import RL, configured_sandbox, plan_split, spelled_for_python
 from smoldataenvs_tasks.run_plan import RunPlan, RunProvenance
 from smoldataenvs_tasks.scorers.verdict import DATASET_DEFECTS, GRADER_PROFILES, Category, Verdict
 from smoldataenvs_tasks.variants import AGENTIC, PROGRAM, PROTOCOL_KEY, Variant
@@ -84,7 +84,7 @@ def reward_of(verdict: Verdict) -> float | None:
     if verdict.detail in DATASET_DEFECTS:
         return None
     raise RewardInfrastructureError(
-        f"a reply could not be graded ({verdict.detail}): {verdict.reason}; "
+        f"a reply could not be graded ({verdict.detail}): {spelled_for_python(verdict.reason)}; "
         "this is the run's failure, not the model's (check the sandbox with `smoldataenvs "
         "validate --split sample`)"
     )

@@ -84,8 +84,11 @@ def test_a_broken_sandbox_raises_instead_of_scoring_zero(monkeypatch):
     env = load_environment("sample", sandbox="docker")
     rows = {row["task_id"]: row for row in env.dataset}
     task = "sample/0001/orders.ipynb_qa_1"
-    with pytest.raises(RewardInfrastructureError, match="sandbox_failed"):
+    with pytest.raises(RewardInfrastructureError, match="sandbox_failed") as raised:
         _score(env, rows[task], gold_completions()[task])
+    # The advice is spelled for a Python caller, not as Inspect's -T option.
+    assert 'sandbox="bwrap"' in str(raised.value)
+    assert "-T " not in str(raised.value)
 
 
 @pytest.mark.slow
