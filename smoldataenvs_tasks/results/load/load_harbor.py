@@ -18,7 +18,9 @@ A trial with no verdict.json (its environment or verifier failed before grading)
 `sandbox_failed`: the run's failure, which a headline counts as 0 (docs/reporting.md), never
 left out silently; it is the task another trial of the same Harbor task was graded as. A job with
 no verdict at all is refused in one line: nothing in it says which export or split it ran, so no
-submission of it could be verified. Harbor's attempts (`-k N`) are the epochs.
+submission of it could be verified. Harbor's attempts (`-k N`) are the epochs, as the job's
+config.json planned them (`n_attempts`), not as many as the trials found: a trial folder deleted
+from every task leaves a partial run.
 
     python -c "from smoldataenvs_tasks.results.load.load_harbor import load_harbor_job; \
         print(load_harbor_job('jobs/my-job').pass1())"
@@ -139,6 +141,18 @@ def _task_ids_of_graded_trials(results: dict[Path, dict[str, Any]]) -> dict[str,
     return found
 
 
+def _planned_attempts(config: dict[str, Any], job: Path) -> int | None:
+    """The attempts per task the job planned (config.json's `n_attempts`, Harbor's `-k`), or None
+    where it records none. From the plan, not from the trials found: an attempt deleted from
+    every task would otherwise leave a run that looks complete at one attempt fewer."""
+    planned = config.get("n_attempts")
+    if planned is None:
+        return None
+    if isinstance(planned, bool) or not isinstance(planned, int) or planned < 1:
+        raise RunLoadError(f"{job}/config.json: n_attempts {planned!r:.40} is not a count")
+    return planned
+
+
 def load_harbor_job(job_dir: str | Path) -> Run:
     job = Path(job_dir)
     config = _json(job / "config.json")
@@ -241,7 +255,7 @@ def load_harbor_job(job_dir: str | Path) -> Run:
         tables_manifest_digest=provenance["tables_manifest_digest"],
         grader_version=sorted(graded_versions)[0] if len(graded_versions) == 1 else None,
         sandbox=f"harbor-{environment}",
-        epochs=max(len(t.attempts) for t in tasks.values()),
+        epochs=_planned_attempts(config, job) or max(len(t.attempts) for t in tasks.values()),
         tasks=tasks,
         run_id=f"harbor:{config.get('job_name') or job.name}",
         created=created,
