@@ -115,7 +115,7 @@ def declared_protocol(exported: dict[str, Any], where: str) -> TaskProtocol:
     return declared
 
 
-def job_settings(declared: TaskProtocol, config: dict[str, Any], environment: str) -> TaskProtocol:
+def job_settings(declared: TaskProtocol, attempts: int, environment: str) -> TaskProtocol:
     """The run's settings: what the export declared, with what the Harbor job says over it."""
     return normal_settings(
         {
@@ -124,7 +124,7 @@ def job_settings(declared: TaskProtocol, config: dict[str, Any], environment: st
             "framework": HARBOR.name,
             "variant": declared["variant"] or AGENTIC.name,
             "protocol": declared["protocol"] or AGENTIC.protocol,
-            "pass_k": int(config.get("n_attempts") or 1),
+            "pass_k": attempts,
             "sandbox": f"harbor-{environment}",
         }
     )
@@ -240,7 +240,8 @@ def load_harbor_job(job_dir: str | Path) -> Run:
     (model,) = models
     # Harbor bounds the agent by wall time (task.toml), with the agent's own tools and system
     # prompt: not the Inspect task's bash turns, so never the same protocol.
-    settings = job_settings(declared_protocol(exported, exported_where), config, environment)
+    epochs = _planned_attempts(config, job) or max(len(t.attempts) for t in tasks.values())
+    settings = job_settings(declared_protocol(exported, exported_where), epochs, environment)
     return Run(
         source=job.name,
         framework=HARBOR.name,
@@ -255,7 +256,7 @@ def load_harbor_job(job_dir: str | Path) -> Run:
         tables_manifest_digest=provenance["tables_manifest_digest"],
         grader_version=sorted(graded_versions)[0] if len(graded_versions) == 1 else None,
         sandbox=f"harbor-{environment}",
-        epochs=_planned_attempts(config, job) or max(len(t.attempts) for t in tasks.values()),
+        epochs=epochs,
         tasks=tasks,
         run_id=f"harbor:{config.get('job_name') or job.name}",
         created=created,
