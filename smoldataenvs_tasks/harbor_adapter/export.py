@@ -265,16 +265,6 @@ def render_task_toml(config: TaskToml) -> str:
     return header + "\n\n".join(_toml_tables("", config)) + "\n"
 
 
-def task_toml(
-    facts: TaskFacts,
-    provenance: RunProvenance,
-    protocol: TaskProtocol,
-    table_sha256: dict[str, str],
-    network_mode: str = "no-network",
-) -> str:
-    return render_task_toml(task_config(facts, provenance, protocol, table_sha256, network_mode))
-
-
 def dockerfile(task_id: str, grader_image: str, has_tables: bool) -> str:
     lines = [
         f"# SmolDataEnvs task {task_id}: the grader image (the sandbox image plus this",
@@ -459,7 +449,9 @@ def _export_task(
     _write(task_dir / "instruction.md", prompt.rstrip("\n") + "\n")
     _write(
         task_dir / "task.toml",
-        task_toml(facts, provenance, protocol, prepared.table_sha256, network_mode),
+        render_task_toml(
+            task_config(facts, provenance, protocol, prepared.table_sha256, network_mode)
+        ),
     )
     _write(
         task_dir / "environment" / "Dockerfile",
