@@ -68,8 +68,6 @@ MAX_TIMEOUT_S = 86_400.0
 # Where each framework stores a run's provenance: Inspect's task metadata `run`, lm-eval's doc
 # column `_run` (JSON text: Arrow needs one schema for every row).
 PROVENANCE_KEY = "run"
-PROTOCOLS = AGENT_PROTOCOLS
-TOOLS = TOOL_NAMES
 
 
 class OptionError(SmolDataEnvsError, ValueError):
@@ -290,7 +288,7 @@ class RunOptions:
         check = framework
         check.choice("variant", variant, tuple(VARIANTS))
         check.choice("split", split, ALL_SPLITS)
-        check.choice("protocol", protocol, PROTOCOLS)
+        check.choice("protocol", protocol, AGENT_PROTOCOLS)
         check.choice("grader", grader, GRADER_PROFILES)
         check.choice("sandbox", sandbox, framework.sandboxes)
         given_sources = {"mirror": mirror, "revision": revision}
@@ -313,8 +311,8 @@ class RunOptions:
         if concurrency not in (None, ""):
             at_once = check.whole_number("concurrency", concurrency, "programs at once")
         tool_names = tuple(name for name in as_list(tools) or [] if name) or AGENTIC.tools
-        if set(tool_names) - set(TOOLS) or BASH.name not in tool_names:
-            raise check.invalid("tools", tools, f"choose {BASH.name}, or {','.join(TOOLS)}")
+        if set(tool_names) - set(TOOL_NAMES) or BASH.name not in tool_names:
+            raise check.invalid("tools", tools, f"choose {BASH.name}, or {','.join(TOOL_NAMES)}")
         check.tiers(tiers)
         return cls(
             framework=framework,
