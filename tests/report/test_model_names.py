@@ -1,5 +1,5 @@
 """No machine path in a run's model name (issue 43 item 7): Inspect names a local model by the
-folder it was given (`hf//root/models/SmolLM2`), and that path landed in submission.json."""
+folder it was given (`hf//srv/models/SmolLM2`), and that path landed in submission.json."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from tests.replies import GOLD_PROGRAM, ORDERS_TASK
 @pytest.mark.parametrize(
     ("provider", "name", "shown"),
     [
-        ("hf", "/root/models/SmolLM2-135M", "hf/SmolLM2-135M"),
-        ("hf", "/root/models/Qwen2.5-0.5B/", "hf/Qwen2.5-0.5B"),
+        ("hf", "/srv/models/SmolLM2-135M", "hf/SmolLM2-135M"),
+        ("hf", "/srv/models/Qwen2.5-0.5B/", "hf/Qwen2.5-0.5B"),
         ("hf", "~/models/x", "hf/x"),
-        ("openai-api", "llamacpp//root/m/smollm2.gguf", "openai-api/llamacpp/smollm2"),
+        ("openai-api", "llamacpp//srv/m/smollm2.gguf", "openai-api/llamacpp/smollm2"),
         ("replay", "smoldataenvs_tasks/sample/replays/gold_program.jsonl", "replay/gold_program"),
         ("hf", "local", "hf/local"),
         ("openai-api", "vllm/Qwen/Qwen2.5-7B-Instruct", "openai-api/vllm/Qwen/Qwen2.5-7B-Instruct"),

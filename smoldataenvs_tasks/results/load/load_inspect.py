@@ -332,7 +332,7 @@ def load_inspect_log(log_file: str | Path, *, allow_incomplete: bool = False) ->
         source=name,
         framework=INSPECT.name,
         framework_version=packages.get("inspect_ai"),
-        # `hf//root/models/x` names the model by a folder of this machine: its last part only.
+        # `hf//srv/models/x` names the model by a folder of this machine: its last part only.
         model=public_model_name(*str(spec.model).split("/", 1)),
         task_name=str(spec.task),
         split=provenance["split"] or str(task_args.get("split") or "unknown"),

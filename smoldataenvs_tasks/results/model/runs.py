@@ -185,11 +185,11 @@ _FILE_SUFFIXES = (".jsonl", ".json", ".gguf", ".safetensors", ".bin")
 
 def public_model_name(provider: str, name: str) -> str:
     """`<provider>/<name>` with no machine path in it: a name that is a file or an absolute
-    folder (Inspect's `hf//root/models/SmolLM2`, lm-eval's `pretrained=/root/models/SmolLM2`,
+    folder (Inspect's `hf//srv/models/SmolLM2`, lm-eval's `pretrained=/srv/models/SmolLM2`,
     the replay model's `path=/x/gold.jsonl`) becomes its last part (`hf/SmolLM2`, `gold`), so a
     report, submission.json and a leaderboard never show where a submitter keeps a model
     (issue 43). Every loader names a run's model through here."""
-    # Where a path starts: the whole name, or after a service prefix (`llamacpp//root/m.gguf`).
+    # Where a path starts: the whole name, or after a service prefix (`llamacpp//srv/m.gguf`).
     start = 0 if name.startswith(("/", "~")) else name.find("//") + 1
     if start or name.startswith(("/", "~")) or name.endswith(_FILE_SUFFIXES):
         kept = name[:start] if start else ""
