@@ -1,7 +1,9 @@
 """The wheel ships everything the package reads at run time, from the places it reads them.
 
-Builds the wheel once (pip, with build isolation, as a user's `pip install` would), installs it
-into a scratch directory with no dependencies, and checks from that copy: package data (the
+Builds the wheel once (pip, with build isolation, as a user's `pip install` would) from a copy of
+the files git would check out, so a stale `build/` folder in a working tree cannot hand the wheel a
+module the source no longer has (it once hid a moved `__main__.py` until CI's clean checkout).
+Installs it into a scratch directory with no dependencies, and checks from that copy: package data (the
 sample split, the sandbox resources, the lm-eval YAMLs), the Inspect entry point and the console
 scripts, and that the installed build context gives the same Docker image tag as the source tree.
 
@@ -11,6 +13,7 @@ scripts, and that the installed build context gives the same Docker image tag as
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -39,15 +42,31 @@ SHIPPED = [
     "smoldataenvs_tasks/lm_eval/tasks/smoldataenvs/smoldataenvs_program.yaml",
     "smoldataenvs_tasks/lm_eval/tasks/smoldataenvs/smoldataenvs_program_eval_pass4.yaml",
     "smoldataenvs_tasks/inspect_adapter/_compat.py",
-    "smoldataenvs_tasks/sandboxes/docker/__main__.py",
+    "smoldataenvs_tasks/sandboxes/__main__.py",
 ]
+
+
+def checkout_files() -> list[str]:
+    """What a clean checkout of this tree holds: tracked files and new ones git does not ignore."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    )
+    names = [name for name in listed.stdout.decode().split("\0") if name]
+    return [name for name in names if (REPO / name).is_file()]  # a deleted, unstaged file is gone
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = tmp_path_factory.mktemp("checkout")
+    for name in checkout_files():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, source / name)
     out = tmp_path_factory.mktemp("wheel")
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -69,6 +88,19 @@ def test_the_wheel_ships_package_data_entry_points_and_scripts(wheel: Path) -> N
     assert "smoldataenvs = smoldataenvs_tasks.cli:main" in text
     assert "smoldataenvs-lm-eval = smoldataenvs_tasks.lm_eval.cli:main" in text
     assert not [n for n in names if "__pycache__" in n or n.startswith("tests/")]
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_exactly_the_source_trees_modules(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {n for n in archive.namelist() if n.endswith(".py")}
+    source = {
+        name
+        for name in checkout_files()
+        if name.startswith("smoldataenvs_tasks/") and name.endswith(".py")
+    }
+    assert sorted(shipped - source) == [], "modules the source tree does not have"
+    assert sorted(source - shipped) == [], "modules the wheel leaves out"
 
 
 @pytest.mark.slow
