@@ -12,6 +12,8 @@ are its filtered responses there, where `smoldataenvs report` reads them, one fi
 
 from __future__ import annotations
 
+import difflib
+import fnmatch
 import functools
 import inspect
 import sys
@@ -61,6 +63,7 @@ _LISTING = {
     "list_tags": "tags",
 }
 _OUR_PREFIX = "smoldataenvs"
+_TASKS_NOT_FOUND = "Tasks not found:"
 
 
 def _option_values(argv: list[str], *names: str) -> list[str]:
@@ -75,6 +78,24 @@ def _option_values(argv: list[str], *names: str) -> list[str]:
     return [value.strip() for value in values if value.strip()]
 
 
+def our_task_names() -> list[str]:
+    """The SmolDataEnvs tasks and groups: each YAML is named after the task or group it declares
+    (tests/lm_eval/test_cli_and_names.py holds the names to the files)."""
+    return sorted(path.stem for path in (TASKS_DIR / "smoldataenvs").glob(f"{_OUR_PREFIX}*.yaml"))
+
+
+def unknown_task_refusal(names: list[str]) -> str:
+    """One line for task names lm-eval does not know, with our names closest to the first."""
+    ours = our_task_names()
+    close = difflib.get_close_matches(names[0], ours, n=2)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    which = ", ".join(map(repr, names))
+    return (
+        f"unknown task{'s' if len(names) > 1 else ''} {which}: {hint}(the SmolDataEnvs tasks: "
+        f"{', '.join(ours)}; `smoldataenvs-lm-eval ls tasks` lists every task)"
+    )
+
+
 def precheck(argv: list[str]) -> str | None:
     """One line saying what to fix, for mistakes lm-eval would answer with a long traceback."""
     tasks = _option_values(argv, "--tasks", "-t")
@@ -86,6 +107,12 @@ def precheck(argv: list[str]) -> str | None:
             "(the SmolDataEnvs tasks are smoldataenvs_program and smoldataenvs_program_*)"
         )
     ours = [task for task in tasks if task.startswith(_OUR_PREFIX)]
+    # A misspelt name of ours is refused before lm-eval indexes its ~15,000 tasks; with an
+    # `--include_path` of the user's own, a name with our prefix may be theirs.
+    # lm-eval matches a name as a glob pattern too (`smoldataenvs_program_*`).
+    misspelt = [task for task in ours if not fnmatch.filter(our_task_names(), task)]
+    if misspelt and not _option_values(argv, "--include_path"):
+        return unknown_task_refusal(misspelt)
     shots = _option_values(argv, "--num_fewshot", "-f")
     if ours and shots:
         from smoldataenvs_tasks.lm_eval.fewshot import fewshot_refusal
@@ -173,6 +200,15 @@ def main() -> None:
     except SmolDataEnvsError as exc:
         # our own clear errors (a bad replay file, a missing split) as one line, not a traceback
         print(f"smoldataenvs-lm-eval: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except ValueError as exc:
+        # lm-eval 0.4.13 answers a task it cannot find with a traceback ending in this
+        # ValueError, raised before any model loads or any doc runs (nothing is lost).
+        text = str(exc)
+        if not text.startswith(_TASKS_NOT_FOUND):
+            raise
+        missing = text.removeprefix(_TASKS_NOT_FOUND).strip().split(", ")
+        print(f"smoldataenvs-lm-eval: {unknown_task_refusal(missing)}", file=sys.stderr)
         sys.exit(2)
 
 

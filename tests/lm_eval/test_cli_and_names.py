@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from smoldataenvs_tasks.lm_eval.cli import precheck
+from smoldataenvs_tasks.lm_eval.cli import our_task_names, precheck
 
 pytestmark = pytest.mark.unit
 
@@ -41,11 +41,37 @@ def test_tasks_list_points_at_the_ls_command(flag, what):
     assert problem is not None and f"smoldataenvs-lm-eval ls {what}" in problem
 
 
+def test_a_misspelt_task_of_ours_is_refused_with_the_closest_names():
+    problem = precheck(["--tasks", "arc_easy,smoldataenvs_program_evl", "--model", "hf"])
+    assert problem is not None
+    assert problem.startswith("unknown task 'smoldataenvs_program_evl': did you mean ")
+    assert "smoldataenvs_program_eval" in problem.split("?")[0]
+
+
+def test_glob_patterns_and_a_users_own_include_path_pass_through():
+    confirm = ["--confirm_run_unsafe_code"]
+    assert precheck(["--tasks", "smoldataenvs_program_*_pass4", *confirm]) is None
+    # lm-eval matches the pattern against its index; ours holds no such name: refused here.
+    problem = precheck(["--tasks", "smoldataenvs_nothing_*", *confirm])
+    assert problem is not None and problem.startswith("unknown task")
+    mine = ["--tasks", "smoldataenvs_mine", "--include_path", "/srv/my-tasks", *confirm]
+    assert precheck(mine) is None
+
+
+def test_each_task_yaml_is_named_after_the_task_or_group_it_declares():
+    names = our_task_names()
+    assert "smoldataenvs_program" in names and "smoldataenvs_program_test_pass4" in names
+    for name in names:
+        declared = _yaml(f"{name}.yaml")
+        assert declared.get("group", declared.get("task")) == name
+
+
 @pytest.mark.parametrize(
     "argv",
     [
         ["--tasks", "smoldataenvs_program_sample", "--model", "dummy"],
         ["--tasks", "list"],
+        ["--tasks", "smoldataenvs_programm", "--model", "dummy", "--confirm_run_unsafe_code"],
     ],
 )
 def test_the_console_script_prints_one_line_and_exits_2(argv):
@@ -55,6 +81,19 @@ def test_the_console_script_prints_one_line_and_exits_2(argv):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("smoldataenvs-lm-eval: "), done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_a_task_lm_eval_cannot_find_is_one_line_not_its_traceback():
+    # lm-eval itself raises ValueError("Tasks not found: ...") after indexing its tasks (~5 s).
+    argv = ["--tasks", "arc_nosuch", "--model", "dummy"]
+    done = subprocess.run(
+        [str(BIN / "smoldataenvs-lm-eval"), *argv], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1].startswith("smoldataenvs-lm-eval: unknown task 'arc_nosuch': "), done.stderr
     assert "Traceback" not in done.stderr
 
 
