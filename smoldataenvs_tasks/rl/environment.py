@@ -47,7 +47,6 @@ from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.errors import SmolDataEnvsError
 from smoldataenvs_tasks.pipeline import decide_answer_file, prepare_tables, tool_command
 from smoldataenvs_tasks.rl.dataset import agent_task_text
-from smoldataenvs_tasks.rl.plan import configured_sandbox
 from smoldataenvs_tasks.rl.reward import TaskLookup, note_ungradable, reward_of
 from smoldataenvs_tasks.run_plan import RunProvenance
 from smoldataenvs_tasks.sandboxes.base import SandboxFailure, SandboxSession
@@ -167,7 +166,6 @@ class DataAnalysisEnv:
         tool_timeout: float = DEFAULT_LIMITS.tool_timeout_s,
         limits: SandboxLimits = DEFAULT_LIMITS,
     ) -> None:
-        self._sandbox = sandbox
         self._profile = profile
         self._tool_timeout = tool_timeout
         self._limits = limits
@@ -178,6 +176,7 @@ class DataAnalysisEnv:
             revision=revision,
             split=split,
             profile=profile,
+            sandbox=sandbox,
         )
         self._episode = _Episode()
         # Holds the episode, not this object: the episode ends when this object is collected,
@@ -198,7 +197,7 @@ class DataAnalysisEnv:
         task_id = row.get("task_id")
         if not task_id:
             raise SmolDataEnvsError("DataAnalysisEnv.reset needs the row's task_id column")
-        kind = configured_sandbox(self._sandbox)
+        kind = self._tasks.sandbox
         source = self._tasks.source(str(task_id), row)
         record = self._tasks.record(str(task_id), source, kind)
         episode = self._episode

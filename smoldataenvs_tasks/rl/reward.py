@@ -35,6 +35,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from smoldataenvs_tasks._pins import ALL_SPLITS
 from smoldataenvs_tasks.contract import DEFAULT_LIMITS, SandboxLimits
 from smoldataenvs_tasks.data.rows import TaskRecord
 from smoldataenvs_tasks.errors import SmolDataEnvsError
@@ -121,8 +122,10 @@ _GRADED_BY: dict[str, str] = {PROGRAM.name: "program_reward", AGENTIC.name: "Dat
 class TaskLookup:
     """Task records by data source and task id, each source planned once (`plan_run`, as an
     evaluation plans it), for `owner` (the reward's or environment's name in messages) of
-    `variant`, made with `mirror`/`revision` (None: follow the rows) and `split` (the split of
-    rows naming none)."""
+    `variant`, made with `mirror`/`revision` (None: follow the rows), `split` (the split of
+    rows naming none), the grader `profile` and the `sandbox` kind (None: read when a batch
+    runs). A split, profile or sandbox kind that does not exist is refused here, when the owner
+    is made, not at its first batch in the middle of a training run."""
 
     def __init__(
         self,
@@ -133,7 +136,14 @@ class TaskLookup:
         revision: str | None = None,
         split: str | None = None,
         profile: str = "default",
+        sandbox: str | None = None,
     ) -> None:
+        RL.choice("grader", profile, GRADER_PROFILES)
+        if split is not None:
+            RL.choice("split", split, ALL_SPLITS)
+        if sandbox is not None:
+            configured_sandbox(sandbox)
+        self.given_sandbox = sandbox
         self.owner = owner
         self.variant = variant
         self.mirror = os.fspath(mirror) if mirror is not None else None
@@ -144,6 +154,11 @@ class TaskLookup:
         self._by_id: dict[RowSource, dict[str, TaskRecord]] = {}
         self._lock = threading.Lock()
         self.last_source: RowSource | None = None
+
+    @property
+    def sandbox(self) -> str:
+        """Read when a batch runs, so $SMOLDATAENVS_SANDBOX set after import still counts."""
+        return configured_sandbox(self.given_sandbox)
 
     def source(self, task_id: str, row: dict[str, Any]) -> RowSource:
         """The source `row` (a dataset row, or the columns of one) names, checked against what
@@ -325,16 +340,14 @@ class ProgramReward:
         limits: SandboxLimits = DEFAULT_LIMITS,
         name: str = "program_reward",
     ) -> None:
-        RL.choice("grader", profile, GRADER_PROFILES)
         if concurrency is not None:
             concurrency = RL.whole_number("concurrency", concurrency, "programs at once")
         self.profile = profile
-        self._sandbox = sandbox
         self.concurrency = concurrency
         self.limits = limits
         self.tasks = TaskLookup(
             owner="make_program_reward", variant=PROGRAM, mirror=mirror, revision=revision,
-            split=split, profile=profile,
+            split=split, profile=profile, sandbox=sandbox,
         )  # fmt: skip
         # TRL names a reward function's logged columns after its __name__.
         self.__name__ = name
@@ -347,7 +360,7 @@ class ProgramReward:
     @property
     def sandbox(self) -> str:
         """Read when a batch runs, so $SMOLDATAENVS_SANDBOX set after import still counts."""
-        return configured_sandbox(self._sandbox)
+        return self.tasks.sandbox
 
     @property
     def provenance(self) -> RunProvenance | None:

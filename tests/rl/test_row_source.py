@@ -13,6 +13,7 @@ import pytest
 from smoldataenvs_tasks.rl import DataAnalysisEnv, make_program_reward, program_reward, rl_dataset
 from smoldataenvs_tasks.rl.plan import plan_split
 from smoldataenvs_tasks.rl.reward import SourceMismatchError
+from smoldataenvs_tasks.run_plan import OptionError
 from tests.data.hostile import sample_mirror
 from tests.replies import ORDERS_TASK
 from tests.report.replays import gold_completions
@@ -100,3 +101,28 @@ def test_the_reward_grades_against_the_rows_mirror_and_logs_its_provenance_once(
     assert expected["grader_version"] and expected["split_sha256"]
     logged = [entry["smoldataenvs/run"] for entry in state.log_history]
     assert logged == [dict(expected)]  # once, however many batches
+
+
+@pytest.mark.parametrize("make", [make_program_reward, DataAnalysisEnv])
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"split": "trian"}, "rl split=trian is not valid: choose train, test, eval, sample"),
+        ({"profile": "strictt"}, "rl grader=strictt is not valid: choose default, strict"),
+        ({"sandbox": "dockr"}, "rl sandbox=dockr is not valid: choose bwrap, docker, local, auto"),
+    ],
+)
+def test_a_setting_that_does_not_exist_is_refused_when_the_owner_is_made(make, given, said):
+    # Not at its first batch, minutes into a training run (TRL builds the reward and the
+    # environments before it trains).
+    with pytest.raises(OptionError) as refused:
+        make(**given)
+    assert str(refused.value) == said
+
+
+def test_the_sandbox_kind_is_read_when_a_batch_runs_when_none_is_given(monkeypatch):
+    monkeypatch.setenv("SMOLDATAENVS_SANDBOX", "local")
+    reward = make_program_reward()
+    monkeypatch.setenv("SMOLDATAENVS_SANDBOX", "bwrap")
+    assert reward.sandbox == "bwrap"
+    assert make_program_reward(sandbox="docker").sandbox == "docker"
