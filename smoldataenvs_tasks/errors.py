@@ -7,7 +7,7 @@
 
 Each specific error also keeps the built-in base it always had (`ValueError`, `RuntimeError`,
 `LookupError`), so existing `except ValueError:` code still catches it. Where they live:
-`data.rows.RowValidationError`, `data.source.SourceError`, `data.cache.CacheIntegrityError`,
+`data.rows.RowValidationError`, `data.source.SourceError`, `data.mirror.MirrorDestinationError`, `data.cache.CacheIntegrityError`,
 `data.integrity.UnsafePathError` and `TableCorruptError`, `data.hub.HubUnavailable`, `RemoteNotFound`,
 `DownloadError` and `SizeMismatch`,
 `data.tables.ListingUnavailable`, `sandboxes.base.SandboxFailure` (and `SandboxLost`,

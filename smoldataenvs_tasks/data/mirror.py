@@ -47,6 +47,24 @@ from smoldataenvs_tasks.data.layout import (
 )
 from smoldataenvs_tasks.data.prefetch import ProgressSink, prefetch_tasks
 from smoldataenvs_tasks.data.staging import verify_tables
+from smoldataenvs_tasks.errors import SmolDataEnvsError
+
+
+class MirrorDestinationError(SmolDataEnvsError, ValueError):
+    """The mirror's folder cannot be made or written: the user's path, said before any copy."""
+
+
+def writable_folder(root: Path) -> None:
+    """Make `root` and prove a file can be written in it (a read-only mount, another user's
+    folder, a path under /proc), so a bad destination is one line, not a traceback mid-copy."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".write-probe-"):
+            pass
+    except OSError as exc:
+        raise MirrorDestinationError(
+            f"cannot write the mirror into {root}: {exc.strerror or exc}"
+        ) from exc
 
 
 @dataclass
@@ -109,7 +127,7 @@ def write_mirror(
     existing: Manifest = {}
     if (root / MANIFEST).exists():
         existing = read_manifest(root)
-    root.mkdir(parents=True, exist_ok=True)
+    writable_folder(root)
 
     manifest_files: dict[str, FileEntry] = dict(existing.get("files") or {})
     skipped_files: dict[str, SkippedEntry] = dict(existing.get("skipped") or {})

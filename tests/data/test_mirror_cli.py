@@ -6,12 +6,13 @@ import hashlib
 import json
 import shutil
 
+import pytest
 from click.testing import CliRunner
 
 from smoldataenvs_tasks._pins import DATASET_REVISION
 from smoldataenvs_tasks.cli import main
 from smoldataenvs_tasks.data.kinds import load_tasks, mirror_source, resolve_source, resolve_tables
-from smoldataenvs_tasks.data.mirror import verify_mirror, write_mirror
+from smoldataenvs_tasks.data.mirror import MirrorDestinationError, verify_mirror, write_mirror
 from smoldataenvs_tasks.data.source import SourceError
 
 RETURNS = "t/0002/returns.ipynb_qa_1"
@@ -209,3 +210,22 @@ def test_leftovers_of_an_interrupted_copy_are_not_taken_as_tables(hub_scenario, 
     [sales] = load_tasks("eval", mirror=target, task_ids="t/0003/sales.ipynb_qa_1")
     names = sorted(t.name for t in resolve_tables(sales, mirror=target).files)
     assert names == ["regions.csv", "sales.csv"]
+
+
+def test_a_destination_that_cannot_be_written_is_one_line_before_any_copy(data_env, tmp_path):
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("not a folder\n")
+    for dest, why in [
+        ("/proc/smoldataenvs-mirror", "No such file or directory"),
+        (str(in_the_way / "mirror"), "Not a directory"),
+    ]:
+        result = invoke("mirror", "--split", "sample", dest)
+        assert result.exit_code == 2, result.output
+        assert result.output.strip().splitlines() == [
+            f"Error: cannot write the mirror into {dest}: {why}"
+        ]
+    # The Python API raises the package's own error, which is also a ValueError.
+    with pytest.raises(MirrorDestinationError) as refused:
+        write_mirror(in_the_way / "mirror", ["sample"])
+    assert isinstance(refused.value, ValueError)
+    assert in_the_way.read_text() == "not a folder\n"
