@@ -153,3 +153,44 @@ def test_validate_grades_surrogate_and_nul_replies(tmp_path, variant):
     missed = {r["task_id"]: r["category"] for r in report["not_reproduced"]}
     expected_nul = "syntax_error" if variant == "program" else "no_answer"
     assert missed == {ORDERS_TASK: "wrong_value", REVENUE_TASK: expected_nul}
+
+
+RL_KINDS = ["bwrap", pytest.param("docker", marks=pytest.mark.docker)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sandbox", RL_KINDS)
+def test_the_rl_reward_and_environment_grade_them_as_the_evaluations_do(sandbox):
+    """The training surfaces inherit the rule: TRL's reward and `DataAnalysisEnv` give the same
+    categories as Inspect, lm-eval and validate above (the model's 0), and raise nothing."""
+    from smoldataenvs_tasks.rl import DataAnalysisEnv, make_program_reward, rl_dataset
+
+    require_sandbox(sandbox)
+    logged: dict[str, object] = {}
+    replies = {ORDERS_TASK: SURROGATE_PROGRAM, REVENUE_TASK: NUL_PROGRAM}
+    rewards = make_program_reward(sandbox=sandbox)(
+        prompts=[[{"role": "user", "content": "(prompt)"}]] * 2,
+        completions=[[{"role": "assistant", "content": text}] for text in replies.values()],
+        task_id=list(replies),
+        split=["sample"] * 2,
+        log_metric=logged.__setitem__,
+        log_extra=logged.__setitem__,
+    )
+    assert rewards == [0.0, 0.0]
+    assert logged["smoldataenvs_category"] == ["wrong_value", "syntax_error"]
+
+    rows = {row["task_id"]: row for row in rl_dataset("sample", variant="agentic")}
+    for task_id, command, category in [
+        (ORDERS_TASK, SURROGATE_COMMAND, "wrong_value"),
+        (REVENUE_TASK, NUL_COMMAND, "no_answer"),
+    ]:
+        with DataAnalysisEnv(sandbox=sandbox) as env:
+            env.reset(**rows[task_id])
+            shown = env.bash(command)
+            assert env.get_reward() == 0.0
+            verdict = env.last_verdict
+        assert verdict is not None and verdict.category.value == category
+        if category == "no_answer":
+            assert "NUL character" in shown and "not run" in shown
+        else:
+            assert verdict.prediction == "East\ufffd"
