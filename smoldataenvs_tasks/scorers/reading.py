@@ -1250,7 +1250,9 @@ _ISO_DAY = re.compile(
 # A number with nothing but a sign, a thousands separator, an exponent or a percent sign: the
 # `_SIMPLE` shape without words or currency ("−12", "- 12", "1,234.5", "8.3e-4", "45 %").
 _SIGNED_NUMBER = re.compile(
-    r"\s*([" + _MINUSES + r"]\s*)?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)([eE][-+]?\d+)?"
+    # The sign on the number's line: across a line break the full reading decides (`- ` then a
+    # line break is a list bullet there, "- \n 12" is 12).
+    r"\s*([" + _MINUSES + r"][^\S\n]*)?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)([eE][-+]?\d+)?"
     r"(\s?%)?\s*"
 )
 
@@ -1436,8 +1438,10 @@ _QUICK_LIST_MAX_CHARS = 2_000
 # percent sign or a unit: "12 years", "The answer is 5", "$5768.04", "45%", "Class 2". When no
 # word is one the full reading treats apart, this gives the same Value without tokenising.
 _SIMPLE = re.compile(
-    r"\s*(?P<pre>(?:[A-Za-z]+\s+)*?)[(\[]?\s*(?P<neg>[" + _MINUSES + r"]\s*)?(?P<cur>[$€£]\s*)?"
-    r"(?P<neg2>[" + _MINUSES + r"]\s*)?"
+    # A sign or currency and its number on one line, as in _SIGNED_NUMBER ("- \n 00" is 0 in the
+    # full reading; a property run found it read as -0 here).
+    r"\s*(?P<pre>(?:[A-Za-z]+\s+)*?)[(\[]?\s*(?P<neg>[" + _MINUSES + r"][^\S\n]*)?"
+    r"(?P<cur>[$€£][^\S\n]*)?(?P<neg2>[" + _MINUSES + r"][^\S\n]*)?"
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<exp>[eE][-+]?\d+)?(?![\d,])"
     r"(?:\s?(?P<pct>%|(?i:percent|per\s?cent|pct)\b)|\s*(?P<cur2>[$€£])"
     r"|\s+(?P<unit>[A-Za-z]+))?[)\]]?(?:[.?]|(?<!\d)!)?\s*"
@@ -1553,7 +1557,9 @@ _STRUCTURE_WORDS = (
     | frozenset(
         "thousands hundreds millions billions trillions lakhs lacs crores milliards percent pct"
         " per cent"
-        " to through thru until till and between from of".split()
+        " to through thru until till and between from of"
+        # "0.5 x 12" is a product in the full reading, not two numbers (a property run).
+        " x".split()
     )
 )
 
@@ -1714,12 +1720,17 @@ def _plain_list(text: str) -> Items | None:
 
 
 # A comma inside a token (a thousands separator, a month's date: "May 1, 2019") or glued to
-# both neighbours (the full reading then records a merge: "4,9").
+# both neighbours (the full reading then records a merge: "4,9"). Left to the full reading too,
+# as reading each item alone differs from reading it in its side (property runs found both):
+# markup (`<b>`, `|---|`, `>>>`), which it strips from an item's text ("12 , 12 <b>" kept
+# "12 <b>"), and a letter glued to a digit ("1e3, lakh1 234.56", "Q3"), which joins a word and
+# a number into a token no item holds.
 _NOT_A_COMMA_LIST = re.compile(
-    r"[;\n&`*_\\$\"'“”‘’«»]|\S,\S"
+    r"[;\n&`*_\\$\"'“”‘’«»<>|]|\S,\S|[^\W\d_]\d"
     # The look-ahead lets the alternatives be tried only where a word starts with a letter one
     # of them starts with (case-insensitively, as they are): a third of the cost.
-    r"|(?i:\b(?=[ajfmsond])(?:and\b|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))"
+    # Not after a letter, rather than at a word boundary: "12and" and "5may" are the words too.
+    r"|(?i:(?<![^\W\d_])(?=[ajfmsond])(?:and\b|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))"
 )
 # A digit that starts a token: not glued to a word or a decimal point.
 _FREE_DIGIT = re.compile(r"(?<![\w.])\d")
