@@ -80,12 +80,27 @@ async def test_fork_bomb_is_contained(kind: str, session: SandboxSession) -> Non
     assert leftovers == []
 
 
+def _docker_memory_limit(session: object) -> str:
+    """The memory limit the engine set on the session's container, as the host's cgroup file
+    says, for a failure's message: CI once saw this allocation succeed in the `inspect-docker`
+    kind (1 run in about 8 of the Docker tier; never reproduced alone), and the next reader
+    needs to know whether the container had its limit."""
+    from smoldataenvs_tasks.sandboxes.docker.container import cgroup_file
+
+    inner = getattr(getattr(session, "environment", None), "session", session)
+    container_id = getattr(inner, "container_id", None)
+    if container_id is None:
+        return "not a Docker session"
+    path = cgroup_file(container_id, "memory", "memory.limit_in_bytes", "memory.max")
+    return f"{path}: {path.read_text().strip()}" if path else f"{container_id[:12]}: no cgroup file"
+
+
 async def test_allocating_8_gb_is_stopped(kind: str, session: SandboxSession) -> None:
     outcome = await run_program_outcome(
         session,
         "data = bytearray(8 * 1024**3)\nprint('allocated', len(data))\n",
     )
-    assert "allocated" not in outcome.stdout
+    assert "allocated" not in outcome.stdout, _docker_memory_limit(session)
     assert (outcome.failure, outcome.failure_detail) == (Category.RESOURCE_LIMIT, "memory")
 
 
