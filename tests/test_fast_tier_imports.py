@@ -24,6 +24,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.tiers import UNIT_SPELLING
+
 pytestmark = pytest.mark.unit
 
 TESTS = Path(__file__).resolve().parent
@@ -82,9 +84,11 @@ def top_level_imports(source: str) -> set[str]:
 
 
 def unit_modules() -> list[Path]:
-    # The same test the tier plugin uses to pick what the fast tier imports (tests/tiers.py).
+    # The test the tier plugin uses to pick what the fast tier imports.
     return sorted(
-        path for path in TESTS.rglob("test_*.py") if "mark.unit" in path.read_text(encoding="utf-8")
+        path
+        for path in TESTS.rglob("test_*.py")
+        if UNIT_SPELLING in path.read_text(encoding="utf-8")
     )
 
 

@@ -80,7 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
 _NOT_WITH_UNIT = ("docker", "journey")
 
 
-_UNIT_SPELLING = "mark.unit"
+UNIT_SPELLING = "mark.unit"
 _ONLY_UNIT = pytest.StashKey[bool]()
 
 
@@ -93,7 +93,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         source = collection_path.read_text(encoding="utf-8")
     except OSError:
         return None
-    return True if _UNIT_SPELLING not in source else None
+    return True if UNIT_SPELLING not in source else None
 
 
 def _selects_only_unit(config: pytest.Config) -> bool:
@@ -134,7 +134,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.nodeid
             for item in items
             if item.get_closest_marker("unit") is not None
-            and _UNIT_SPELLING not in _source(item.path)
+            and UNIT_SPELLING not in _source(item.path)
         ]
         if unseen:
             raise pytest.UsageError(
@@ -279,4 +279,4 @@ def _source(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except OSError:
-        return _UNIT_SPELLING  # nothing to check: do not fail on it
+        return UNIT_SPELLING  # nothing to check: do not fail on it
