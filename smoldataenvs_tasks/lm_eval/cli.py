@@ -110,7 +110,8 @@ def precheck(argv: list[str]) -> str | None:
     # A misspelt name of ours is refused before lm-eval indexes its ~15,000 tasks; with an
     # `--include_path` of the user's own, a name with our prefix may be theirs.
     # lm-eval matches a name as a glob pattern too (`smoldataenvs_program_*`).
-    misspelt = [task for task in ours if not fnmatch.filter(our_task_names(), task)]
+    known = our_task_names()
+    misspelt = [task for task in ours if not fnmatch.filter(known, task)]
     if misspelt and not _option_values(argv, "--include_path"):
         return unknown_task_refusal(misspelt)
     shots = _option_values(argv, "--num_fewshot", "-f")
