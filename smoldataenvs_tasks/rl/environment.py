@@ -166,7 +166,6 @@ class DataAnalysisEnv:
         tool_timeout: float = DEFAULT_LIMITS.tool_timeout_s,
         limits: SandboxLimits = DEFAULT_LIMITS,
     ) -> None:
-        self._profile = profile
         self._tool_timeout = tool_timeout
         self._limits = limits
         self._tasks = TaskLookup(
@@ -206,7 +205,7 @@ class DataAnalysisEnv:
         prepared = prepare_tables(
             record, episode.stage_dir, mirror=source.mirror, revision=source.revision
         )
-        episode.early = prepared.verdict(self._profile)
+        episode.early = prepared.verdict(self._tasks.profile)
         if episode.early is None:
             from smoldataenvs_tasks.sandboxes.opening import open_session
 
@@ -246,7 +245,7 @@ class DataAnalysisEnv:
         if verdict is None:
             assert episode.session is not None
             verdict = _LOOP.run(
-                decide_answer_file(episode.record, episode.session, profile=self._profile)
+                decide_answer_file(episode.record, episode.session, profile=self._tasks.profile)
             )
         episode.verdicts.append(verdict)
         _TOOL_USE.episode_ended()
